@@ -1,0 +1,147 @@
+"""What differs per device: the toolchain that builds `kernels/`, and the clock and cache
+control the timing harness uses. Nothing above this package names a device."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from abc import ABC, abstractmethod
+from functools import cache
+from pathlib import Path
+from typing import ClassVar
+
+
+class Timer(ABC):
+    """Measures one region of device work, in milliseconds."""
+
+    @abstractmethod
+    def start(self) -> None: ...
+
+    @abstractmethod
+    def stop(self) -> None: ...
+
+    @abstractmethod
+    def elapsed_ms(self) -> float:
+        """Valid after `Backend.synchronize()`."""
+
+
+class Backend(ABC):
+    """One device family. Build-side methods run in the evaluator (no device needed);
+    run-side methods run inside the isolated worker."""
+
+    name: ClassVar[str]
+    torch_device: ClassVar[str]
+    extension_name: ClassVar[str]
+    kernel_suffix: ClassVar[str]
+    binding_suffix: ClassVar[str] = "_binding.cpp"
+    # Per-file flags a kernel may ask for with a `// @flags: ...` line, nothing else.
+    allowed_kernel_flags: ClassVar[frozenset[str]]
+
+    # ---- build side -------------------------------------------------------------
+    @abstractmethod
+    def kernel_compile_cmd(self, src: Path, obj: Path, extra_flags: list[str]) -> list[str]:
+        """Compile one raw kernel file (no torch headers) to an object."""
+
+    @abstractmethod
+    def link_cmd(self, objects: list[Path], out: Path, libraries: list[str]) -> list[str]:
+        """Link all objects into the extension library."""
+
+    @abstractmethod
+    def toolchain_id(self) -> str:
+        """Compiler versions and target: part of every build-cache key."""
+
+    def host_defines(self) -> list[str]:
+        """Macros the binding files are compiled with (also baked into the PCH)."""
+        return [f"-DCUDA_AGENT_EXTENSION={self.extension_name}"]
+
+    def host_flags(self) -> list[str]:
+        """Flags for binding files and the precompiled header; must match exactly."""
+        abi = int(_torch_cxx11_abi())
+        return ["-O3", "-fPIC", "-std=c++17", f"-D_GLIBCXX_USE_CXX11_ABI={abi}",
+                *self.host_defines(), *[f"-isystem{p}" for p in torch_include_dirs()]]
+
+    def optional_libraries(self, sources_text: str) -> list[str]:
+        """Extra link libraries a kernel's sources ask for (e.g. cuBLAS)."""
+        return []
+
+    def device_key(self) -> str:
+        """Names the device for cache keys, from the evaluator's side (no device context)."""
+        return self.device_name()
+
+    # ---- run side (inside the worker) ---------------------------------------------
+    @abstractmethod
+    def is_available(self) -> bool: ...
+
+    @abstractmethod
+    def device_name(self) -> str: ...
+
+    @abstractmethod
+    def synchronize(self) -> None: ...
+
+    @abstractmethod
+    def new_timer(self) -> Timer: ...
+
+    def flush_cache(self) -> None:
+        """Evict caches before a timed trial so every trial starts equally cold."""
+
+
+# ---- shared toolchain facts ---------------------------------------------------------
+@cache
+def torch_include_dirs() -> tuple[str, ...]:
+    import torch
+
+    root = Path(torch.__file__).parent / "include"
+    return (str(root), str(root / "torch" / "csrc" / "api" / "include"),
+            sysconfig.get_paths()["include"])
+
+
+@cache
+def torch_lib_dir() -> str:
+    import torch
+
+    return str(Path(torch.__file__).parent / "lib")
+
+
+@cache
+def torch_version() -> str:
+    import torch
+
+    return torch.__version__
+
+
+@cache
+def _torch_cxx11_abi() -> bool:
+    import torch
+
+    return bool(torch._C._GLIBCXX_USE_CXX11_ABI)
+
+
+@cache
+def tool_version(tool: str) -> str:
+    """First line of `tool --version`, or 'missing'."""
+    path = shutil.which(tool)
+    if not path:
+        return "missing"
+    out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
+    lines = [ln for ln in (out.stdout + out.stderr).splitlines() if ln.strip()]
+    return lines[-1] if tool == "nvcc" and lines else (lines[0] if lines else "unknown")
+
+
+def host_compiler() -> str:
+    return os.environ.get("CXX", "g++")
+
+
+def digest(*parts: str | bytes) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p if isinstance(p, bytes) else p.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def python_id() -> str:
+    return f"{sys.implementation.name}{sys.version_info.major}.{sys.version_info.minor}"

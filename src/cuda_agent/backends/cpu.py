@@ -1,0 +1,72 @@
+"""CPU backend: `kernels/*.cpp` through g++ -O3 -march=native -fopenmp, wall-clock timing."""
+
+from __future__ import annotations
+
+import platform
+import time
+from pathlib import Path
+from typing import ClassVar
+
+from .base import Backend, Timer, digest, host_compiler, python_id, tool_version, torch_lib_dir, torch_version
+
+
+class _WallTimer(Timer):
+    def __init__(self) -> None:
+        self._t0 = self._t1 = 0
+
+    def start(self) -> None:
+        self._t0 = time.perf_counter_ns()
+
+    def stop(self) -> None:
+        self._t1 = time.perf_counter_ns()
+
+    def elapsed_ms(self) -> float:
+        return (self._t1 - self._t0) / 1e6
+
+
+class CpuBackend(Backend):
+    name = "cpu"
+    torch_device = "cpu"
+    extension_name = "cpu_extension"
+    kernel_suffix = ".cpp"
+    allowed_kernel_flags: ClassVar[frozenset[str]] = frozenset({"-ffast-math", "-funroll-loops"})
+
+    def kernel_compile_cmd(self, src: Path, obj: Path, extra_flags: list[str]) -> list[str]:
+        return [host_compiler(), "-O3", "-march=native", "-fopenmp", "-fPIC", "-std=c++17",
+                *extra_flags, "-c", str(src), "-o", str(obj)]
+
+    def link_cmd(self, objects: list[Path], out: Path, libraries: list[str]) -> list[str]:
+        lib = torch_lib_dir()
+        return [host_compiler(), "-shared", "-fopenmp", *map(str, objects), "-o", str(out),
+                f"-L{lib}", f"-Wl,-rpath,{lib}", "-lc10", "-ltorch_cpu", *libraries]
+
+    def toolchain_id(self) -> str:
+        return digest("cpu", tool_version(host_compiler()), torch_version(), python_id(),
+                      platform.machine(), _native_arch())
+
+    def is_available(self) -> bool:
+        return True
+
+    def device_name(self) -> str:
+        try:
+            for line in Path("/proc/cpuinfo").read_text().splitlines():
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+        except OSError:
+            pass
+        return platform.processor() or platform.machine()
+
+    def synchronize(self) -> None:
+        return None
+
+    def new_timer(self) -> Timer:
+        return _WallTimer()
+
+
+def _native_arch() -> str:
+    """-march=native differs per CPU model, so objects must not be shared across them."""
+    try:
+        flags = [ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("flags")]
+        return digest(flags[0]) if flags else platform.processor()
+    except OSError:
+        return platform.processor()

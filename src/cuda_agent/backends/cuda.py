@@ -1,0 +1,168 @@
+"""CUDA backend: `kernels/*.cu` through nvcc for the device's architecture, device events
+for timing, and an L2 flush before every timed trial."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from functools import cache
+from pathlib import Path
+from typing import Any, ClassVar
+
+from .base import Backend, Timer, digest, host_compiler, python_id, tool_version, torch_lib_dir, torch_version
+
+_CUDA_HOME_CANDIDATES = ("/usr/local/cuda",)
+
+
+class _EventTimer(Timer):
+    def __init__(self, event_cls: Any) -> None:
+        self._start = event_cls(enable_timing=True)
+        self._stop = event_cls(enable_timing=True)
+
+    def start(self) -> None:
+        self._start.record()
+
+    def stop(self) -> None:
+        self._stop.record()
+
+    def elapsed_ms(self) -> float:
+        return float(self._start.elapsed_time(self._stop))
+
+
+class CudaBackend(Backend):
+    name = "cuda"
+    torch_device = "cuda"
+    extension_name = "cuda_extension"
+    kernel_suffix = ".cu"
+    allowed_kernel_flags: ClassVar[frozenset[str]] = frozenset(
+        {"--use_fast_math", "-use_fast_math", "--ftz=true", "--extra-device-vectorization"}
+    ) | frozenset(f"-maxrregcount={n}" for n in (32, 40, 48, 64, 72, 80, 96, 128, 168, 255))
+
+    def __init__(self) -> None:
+        self._flush_buffer: Any = None
+        self._event_cls: Any = None
+
+    # ---- build side -------------------------------------------------------------
+    def host_defines(self) -> list[str]:
+        return [*super().host_defines(), "-DCUDA_AGENT_CUDA", f"-I{cuda_home()}/include"]
+
+    def kernel_compile_cmd(self, src: Path, obj: Path, extra_flags: list[str]) -> list[str]:
+        arch = cuda_arch()
+        return [nvcc(), "-O3", "-std=c++17", "-lineinfo", "-Xcompiler", "-fPIC",
+                f"-gencode=arch=compute_{arch},code=sm_{arch}", f"-ccbin={host_compiler()}",
+                *extra_flags, "-c", str(src), "-o", str(obj)]
+
+    def link_cmd(self, objects: list[Path], out: Path, libraries: list[str]) -> list[str]:
+        tlib = torch_lib_dir()
+        dirs = [tlib, f"{cuda_home()}/lib64", *_nvidia_wheel_lib_dirs()]
+        return [host_compiler(), "-shared", *map(str, objects), "-o", str(out),
+                *[f"-L{d}" for d in dirs], *[f"-Wl,-rpath,{d}" for d in dirs],
+                "-lc10", "-lc10_cuda", "-ltorch_cpu", "-ltorch_cuda", "-lcudart", *libraries]
+
+    def optional_libraries(self, sources_text: str) -> list[str]:
+        libs = []
+        if re.search(r"\bcublas(Lt)?\w*\s*\(", sources_text):
+            libs += ["-lcublas", "-lcublasLt"]
+        if re.search(r"\bcudnn\w*\s*\(", sources_text):
+            libs.append("-lcudnn")
+        return libs
+
+    def toolchain_id(self) -> str:
+        return digest("cuda", tool_version(nvcc()), tool_version(host_compiler()),
+                      torch_version(), python_id(), cuda_arch())
+
+    def device_key(self) -> str:
+        return gpu_name_from_smi()
+
+    # ---- run side -------------------------------------------------------------------
+    def is_available(self) -> bool:
+        import torch
+
+        return torch.cuda.is_available()
+
+    def device_name(self) -> str:
+        import torch
+
+        return torch.cuda.get_device_name()
+
+    def synchronize(self) -> None:
+        import torch
+
+        torch.cuda.synchronize()
+
+    def new_timer(self) -> Timer:
+        import torch
+
+        if self._event_cls is None:  # captured once, before candidate code can patch it
+            self._event_cls = torch.cuda.Event
+        return _EventTimer(self._event_cls)
+
+    def flush_cache(self) -> None:
+        import torch
+
+        if self._flush_buffer is None:
+            l2 = torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
+            self._flush_buffer = torch.empty(max(2 * l2, 1 << 24) // 4, dtype=torch.int32, device="cuda")
+        self._flush_buffer.zero_()
+
+
+@cache
+def cuda_home() -> str:
+    env = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
+    if env:
+        return env
+    exe = shutil.which("nvcc")
+    if exe:
+        return str(Path(exe).resolve().parent.parent)
+    return next((p for p in _CUDA_HOME_CANDIDATES if Path(p).exists()), "/usr/local/cuda")
+
+
+def nvcc() -> str:
+    return shutil.which("nvcc") or f"{cuda_home()}/bin/nvcc"
+
+
+@cache
+def cuda_arch() -> str:
+    """Compute capability without creating a CUDA context: env, then nvidia-smi, then 90."""
+    env = os.environ.get("CUDA_AGENT_CUDA_ARCH")
+    if env:
+        return env.replace("sm_", "").replace(".", "")
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        try:
+            out = subprocess.run([smi, "--query-gpu=compute_cap", "--format=csv,noheader"],
+                                 capture_output=True, text=True, timeout=20).stdout.split()
+            if out:
+                return out[0].replace(".", "")
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return "90"
+
+
+@cache
+def gpu_name_from_smi() -> str:
+    """The first visible GPU's name via nvidia-smi, so the evaluator needs no CUDA context."""
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        try:
+            visible = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0] or "0"
+            out = subprocess.run([smi, f"--id={visible}", "--query-gpu=name", "--format=csv,noheader"],
+                                 capture_output=True, text=True, timeout=20).stdout.strip()
+            if out:
+                return out.splitlines()[0]
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return "cuda"
+
+
+@cache
+def _nvidia_wheel_lib_dirs() -> tuple[str, ...]:
+    """cuBLAS / cuDNN shipped as pip wheels beside torch (nvidia/*/lib)."""
+    import torch
+
+    root = Path(torch.__file__).parent.parent / "nvidia"
+    if not root.is_dir():
+        return ()
+    return tuple(sorted(str(p) for p in root.glob("*/lib") if p.is_dir()))

@@ -1,0 +1,39 @@
+"""Evaluation settings: one validated record, serialised into every worker request."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class TimingConfig(BaseModel):
+    warmup_ms: float = Field(default=50.0, description="run each model this long before timing")
+    min_trials: int = Field(default=100, ge=3, description="interleaved rounds when the budget allows")
+    max_trials: int = Field(default=1000, ge=3)
+    budget_s: float = Field(default=1.5, gt=0, description="target seconds of timed rounds")
+    floor_trials: int = Field(default=10, ge=3, description="fewest rounds, even for slow models")
+    input_sets: int = Field(default=4, ge=1, description="input sets rotated across rounds")
+    input_set_bytes: int = Field(default=2 << 30, description="cap on memory for rotated input sets")
+    confidence: float = Field(default=0.99, gt=0.5, lt=1.0, description="for the 'faster' decision")
+
+
+class EvalConfig(BaseModel):
+    """Everything that shapes one evaluation; defaults follow the paper (SPEC §1)."""
+
+    backend: str | None = Field(default=None, description="'cuda' or 'cpu'; None = local device")
+    trials: int = Field(default=5, ge=1, description="correctness checks on fresh inputs")
+    seed: int = 42
+    atol: float = 1e-2
+    rtol: float = 1e-2
+    margin: float = Field(default=0.05, description="'faster' means (t_base - t) / t_base > margin")
+    measure: bool = Field(default=True, description="False: build and verify only (reward 1 if correct)")
+    compile_mode: str | None = Field(default="default", description="torch.compile mode; None skips it")
+    use_baseline_cache: bool = True
+    timing: TimingConfig = Field(default_factory=TimingConfig)
+    build_timeout_s: float = 300.0
+    worker_timeout_s: float = 600.0
+    memory_limit_gb: float = Field(default=16.0, description="worker resident memory cap")
+    cache_dir: str | None = None
+
+    def trial_seeds(self) -> list[int]:
+        """Distinct, reproducible seeds for the correctness trials."""
+        return [self.seed * 1000 + 7919 * i + 1 for i in range(self.trials)]

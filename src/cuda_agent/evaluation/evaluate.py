@@ -1,0 +1,242 @@
+"""evaluate(workspace) -> EvalResult: tamper check, build, isolated verify + time, reward.
+
+This function is the reward. It reads top to bottom; each stage hands a typed record to
+the next and any failure ends the evaluation with reward -1 and a reason a person can read.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from ..backends import Backend, get_backend
+from ..backends.base import torch_version
+from ..tasks import Task
+from ..workspace import Workspace, open_workspace
+from .baselines import Baseline, BaselineCache
+from .build import build_workspace, default_cache_dir
+from .config import EvalConfig
+from .records import EvalResult, TimeMs, TimingStats, TrialCheck
+from .reward import describe, milestone_reward, speedup_score
+from .runner import WorkerDied, WorkerProcess, deadline_in
+from .timing import clearly_faster, median
+from .verify import Tolerance, compare_outputs
+
+_SRC_ROOT = str(Path(__file__).resolve().parents[2])
+
+
+def evaluate(workspace: Workspace | str | Path, config: EvalConfig | None = None, *,
+             task: Task | None = None) -> EvalResult:
+    """Evaluate the workspace's current `model_new.py` + `kernels/`. Never raises for
+    anything the candidate did; the result says what happened."""
+    cfg = config or EvalConfig()
+    cache_dir = Path(cfg.cache_dir) if cfg.cache_dir else default_cache_dir()
+    ws = workspace if isinstance(workspace, Workspace) else open_workspace(workspace, cache_dir=cache_dir)
+    task = task or ws.task
+    backend = get_backend(cfg.backend or ws.backend)
+    result = EvalResult(task=task.name, task_hash=task.content_hash, backend=backend.name)
+    t0 = time.monotonic()
+    try:
+        _run_stages(ws, task, backend, cfg, cache_dir, result)
+    finally:
+        result.seconds = time.monotonic() - t0
+    return result
+
+
+def _run_stages(ws: Workspace, task: Task, backend: Backend, cfg: EvalConfig, cache_dir: Path,
+                result: EvalResult) -> None:
+    tampered = ws.tampered_files()
+    if tampered:
+        return _fail(result, "tamper", f"tampered: protected file(s) changed: {', '.join(tampered)}")
+
+    build = build_workspace(ws.root, backend, cache_dir=cache_dir, timeout_s=cfg.build_timeout_s)
+    result.build = build
+    if not build.ok:
+        return _fail(result, "build", f"compile error:\n{build.log}")
+    result.compiled = True
+    _publish_library(ws.root, backend, build.library)
+
+    cache = BaselineCache(cache_dir)
+    key = BaselineCache.key(task.content_hash, backend.device_key(), torch_version(), cfg.compile_mode,
+                            backend.name, cfg.timing.model_dump_json())
+    cached = cache.get(key) if (cfg.use_baseline_cache and cfg.measure) else None
+    measure_compile = cfg.measure and cfg.compile_mode is not None and cached is None
+    request = {
+        "config": cfg.model_dump(mode="json"), "backend": backend.name, "task_source": task.source,
+        "workspace": str(ws.root), "library": build.library, "measure_compile": measure_compile,
+        "address_space_limit": _address_space_limit(backend, cfg),
+    }
+    worker = WorkerProcess(request, memory_limit_bytes=int(cfg.memory_limit_gb * 2**30), env=_worker_env(cache_dir))
+    try:
+        _converse(worker, task, cfg, result, cached, cache, key, measure_compile)
+    except WorkerDied as exc:
+        stage = result.stage if result.stage != "done" else "worker"
+        _fail(result, stage, f"{'verify' if stage == 'verify' else stage} failed: {exc.reason}")
+    finally:
+        result.worker_log = worker.log_tail()
+        worker.close()
+
+
+def _converse(worker: WorkerProcess, task: Task, cfg: EvalConfig, result: EvalResult,
+              cached: Baseline | None, cache: BaselineCache, key: str, measure_compile: bool) -> None:
+    deadline = deadline_in(cfg.worker_timeout_s)
+    tol = Tolerance(atol=task.atol if task.atol is not None else cfg.atol,
+                    rtol=task.rtol if task.rtol is not None else cfg.rtol)
+    result.stage = "load"
+    references: list[Any] = []
+    seeds: list[int] = []
+    wrong: str | None = None
+    while True:
+        msg = worker.receive(deadline)
+        kind = msg["type"]
+        if kind == "hello":
+            result.device = str(msg.get("device", ""))
+        elif kind == "reference":
+            references.append(msg["output"])
+            seeds.append(int(msg["seed"]))
+        elif kind == "reference_done":
+            if len(references) != cfg.trials:
+                return _fail(result, "worker", "the reference did not produce every trial's output")
+            worker.command("proceed")
+            result.stage = "verify"
+        elif kind == "candidate":
+            i = int(msg["trial"])
+            if not 0 <= i < len(references) or i != len(result.trials):
+                return _fail(result, "verify", "malformed candidate trial order")
+            cmp = compare_outputs(references[i], msg["output"], tol)
+            references[i] = None  # free as we go
+            result.trials.append(TrialCheck(trial=i, seed=seeds[i], ok=cmp.ok, message=cmp.message,
+                                            max_abs_diff=cmp.max_abs_diff))
+            if not cmp.ok and wrong is None:
+                wrong = f"incorrect: trial {i} (seed {seeds[i]}): {cmp.message}"
+        elif kind == "candidate_done":
+            if wrong is None and len(result.trials) != cfg.trials:
+                wrong = "incorrect: the candidate did not answer every trial"
+            if wrong is not None:
+                if measure_compile:  # torch.compile is warm already: keep its timing for the next one
+                    worker.command("baseline")
+                    _store_baseline_only(worker, deadline, cache, key)
+                else:
+                    worker.command("stop")
+                return _fail(result, "verify", wrong)
+            result.correct = True
+            if not cfg.measure:
+                worker.command("stop")
+                return _finish(result, cfg, None, None, cached)
+            worker.command("time")
+            result.stage = "time"
+        elif kind == "timing":
+            samples = _samples(msg.get("samples"))
+            if samples is None or "candidate" not in samples or "eager" not in samples:
+                return _fail(result, "time", "malformed timing report")
+            if measure_compile and "compile" in samples:
+                cache.put(key, Baseline(eager=TimingStats.of(samples["eager"]),
+                                        compile=TimingStats.of(samples["compile"])))
+            return _finish(result, cfg, samples, samples.get("compile"), cached)
+        elif kind == "error":
+            stage = str(msg.get("stage", "worker"))
+            label = {"load": "failed to load the candidate", "verify": "the candidate raised",
+                     "time": "the candidate failed while being timed"}.get(stage, "worker error")
+            return _fail(result, stage if stage in ("load", "verify", "time") else "worker",
+                         f"{label}: {msg.get('message', '')}")
+        else:
+            return _fail(result, "worker", f"unexpected message {kind!r} from the worker")
+
+
+def _finish(result: EvalResult, cfg: EvalConfig, samples: dict[str, list[float]] | None,
+            compile_samples: list[float] | None, cached: Baseline | None) -> None:
+    result.stage = "done"
+    fe = fc = False
+    s_eager = s_compile = None
+    if samples is not None:
+        eager, cand = samples["eager"], samples["candidate"]
+        n = min(len(eager), len(cand))
+        result.eager_stats = TimingStats.of(eager)
+        result.candidate_stats = TimingStats.of(cand)
+        c_med = median(cand)
+        s_eager = median(eager) / c_med
+        fe = clearly_faster([cand[i] / eager[i] for i in range(n)], cfg.margin, cfg.timing.confidence)
+        compile_ref: list[float] | None = None
+        if compile_samples:
+            result.compile_stats = TimingStats.of(compile_samples)
+            compile_ref = compile_samples[:n]
+        elif cached is not None and cached.compile is not None:
+            drift = min(2.0, max(0.5, median(eager) / cached.eager.median))
+            result.compile_stats = cached.compile
+            result.baseline_cached = True
+            compile_ref = [cached.compile.median * drift] * n
+        if compile_ref:
+            s_compile = median(compile_ref) / c_med
+            fc = clearly_faster([cand[i] / compile_ref[i] for i in range(n)], cfg.margin, cfg.timing.confidence)
+        result.time_ms = TimeMs(eager=median(eager), candidate=c_med,
+                                compile=median(compile_ref) if compile_ref else None)
+    result.faster_than_eager, result.faster_than_compile = fe, fe and fc
+    result.speedup_vs_eager, result.speedup_vs_compile = s_eager, s_compile
+    result.reward = milestone_reward(result.correct, fe, fc)
+    result.speedup_score = speedup_score(result.correct, s_compile)
+    result.reason = describe(result.correct, fe, fe and fc, s_eager, s_compile)
+
+
+def _store_baseline_only(worker: WorkerProcess, deadline: float, cache: BaselineCache, key: str) -> None:
+    """The candidate was wrong but torch.compile is already warm: keep its timing for the next one."""
+    try:
+        msg = worker.receive(deadline)
+    except WorkerDied:
+        return
+    samples = _samples(msg.get("samples")) if msg.get("type") == "timing" else None
+    if samples and "eager" in samples and "compile" in samples:
+        cache.put(key, Baseline(eager=TimingStats.of(samples["eager"]), compile=TimingStats.of(samples["compile"])))
+
+
+def _samples(raw: Any) -> dict[str, list[float]] | None:
+    if not isinstance(raw, dict):
+        return None
+    out: dict[str, list[float]] = {}
+    for name, xs in raw.items():
+        if not isinstance(xs, list) or not xs or not all(isinstance(x, (int, float)) and x >= 0 for x in xs):
+            return None
+        out[str(name)] = [float(x) for x in xs]
+    return out
+
+
+def _fail(result: EvalResult, stage: str, reason: str) -> None:
+    result.stage = stage  # type: ignore[assignment]
+    result.reward = -1
+    result.correct = False
+    result.reason = reason
+    result.speedup_score = speedup_score(False, None)
+
+
+def _publish_library(root: Path, backend: Backend, library: str | None) -> None:
+    """Copy the built library where the workspace's own loader module looks for it."""
+    if not library:
+        return
+    dest = root / "build" / f"{backend.extension_name}.so"
+    try:
+        dest.parent.mkdir(exist_ok=True)
+        tmp = dest.with_suffix(f".tmp{os.getpid()}")
+        shutil.copyfile(library, tmp)
+        os.replace(tmp, dest)
+    except OSError:
+        pass  # only the agent's convenience copy; the evaluation uses the cached library
+
+
+def _address_space_limit(backend: Backend, cfg: EvalConfig) -> int | None:
+    """A hard virtual-memory cap where it is safe (CUDA maps huge virtual ranges)."""
+    if backend.name != "cpu":
+        return None
+    return int(max(cfg.memory_limit_gb * 1.5, cfg.memory_limit_gb + 6) * 2**30)
+
+
+def _worker_env(cache_dir: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (_SRC_ROOT, env.get("PYTHONPATH", "")) if p)
+    env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache_dir / "inductor"))
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+__all__ = ["evaluate"]

@@ -1,0 +1,86 @@
+"""Typed results of every evaluation stage. Failures are data: a field with a reason."""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+Stage = Literal["tamper", "build", "load", "verify", "time", "worker", "done"]
+
+
+class BuildResult(BaseModel):
+    ok: bool
+    library: str | None = Field(default=None, description="path of the linked extension")
+    log: str = Field(default="", description="compiler output trimmed to what fixes the error")
+    seconds: float = 0.0
+    compiled_units: int = 0
+    cached_units: int = 0
+    timed_out: bool = False
+
+
+class TimingStats(BaseModel):
+    """Per-trial times of one model in milliseconds, summarised."""
+
+    median: float
+    mean: float
+    std: float
+    min: float
+    max: float
+    trials: int
+
+    @classmethod
+    def of(cls, samples: list[float]) -> "TimingStats":
+        if not samples:
+            raise ValueError("no timing samples")
+        s = sorted(samples)
+        n = len(s)
+        mean = sum(s) / n
+        var = sum((x - mean) ** 2 for x in s) / max(n - 1, 1)
+        med = s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
+        return cls(median=med, mean=mean, std=math.sqrt(var), min=s[0], max=s[-1], trials=n)
+
+
+class TrialCheck(BaseModel):
+    """Outcome of comparing one trial's candidate outputs with the reference."""
+
+    trial: int
+    seed: int
+    ok: bool
+    message: str = ""
+    max_abs_diff: float | None = None
+
+
+class TimeMs(BaseModel):
+    eager: float | None = None
+    compile: float | None = None
+    candidate: float | None = None
+
+
+class EvalResult(BaseModel):
+    """The whole breakdown of one evaluation; `reward` is in {-1, 1, 2, 3}."""
+
+    task: str
+    task_hash: str
+    backend: str
+    device: str = ""
+    reward: int = -1
+    compiled: bool = False
+    correct: bool = False
+    faster_than_eager: bool = False
+    faster_than_compile: bool = False
+    reason: str = ""
+    stage: Stage = "done"
+    time_ms: TimeMs = Field(default_factory=TimeMs)
+    speedup_vs_eager: float | None = None
+    speedup_vs_compile: float | None = None
+    speedup_score: float = Field(default=-5.0, description="continuous: log2 speedup vs compile in [-4, 4]; -5 if incorrect")
+    eager_stats: TimingStats | None = None
+    compile_stats: TimingStats | None = None
+    candidate_stats: TimingStats | None = None
+    baseline_cached: bool = False
+    trials: list[TrialCheck] = Field(default_factory=list)
+    build: BuildResult | None = None
+    worker_log: str = Field(default="", description="tail of what the worker printed (untrusted)")
+    seconds: float = 0.0

@@ -1,0 +1,143 @@
+"""Parent side of the isolated worker: spawn, talk, watch memory and time, kill.
+
+The worker runs in its own session (process group), so a kill takes everything it started.
+Its stdout/stderr go to a file the parent reads only as an untrusted log; results come over
+a private pipe and are decoded without executing anything (see channel.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from .channel import ChannelError, ChannelTimeout, Reader
+
+LOG_TAIL_CHARS = 4000
+
+
+class WorkerDied(Exception):
+    """The worker ended without saying why: crash, kill, limit. `reason` is readable."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class WorkerProcess:
+    def __init__(self, request: dict[str, Any], *, memory_limit_bytes: int, env: dict[str, str] | None = None):
+        self.memory_limit = memory_limit_bytes
+        self._log = tempfile.NamedTemporaryFile(prefix="cuda-agent-worker-", suffix=".log", delete=False)
+        read_fd, write_fd = os.pipe()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "cuda_agent.evaluation.worker", str(write_fd)],
+            stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT,
+            pass_fds=(write_fd,), start_new_session=True, env=env, text=True,
+        )
+        os.close(write_fd)
+        self.fd = read_fd
+        self.reader = Reader(read_fd, on_wait=self._watch)
+        self._killed_for: str | None = None
+        self.command(json.dumps(request))
+
+    # ---- talking ----------------------------------------------------------------------
+    def command(self, line: str) -> None:
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(line + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass  # the worker is gone; the next receive reports why
+
+    def receive(self, deadline: float) -> dict[str, Any]:
+        try:
+            return self.reader.receive(deadline)
+        except ChannelTimeout:
+            self.kill()
+            raise WorkerDied(self._killed_for or "timed out (the worker hung or ran too long)") from None
+        except ChannelError as exc:
+            raise WorkerDied(self._death_reason(str(exc))) from None
+
+    # ---- watching ---------------------------------------------------------------------
+    def _watch(self) -> None:
+        rss = _group_rss_bytes(self.proc.pid)
+        if rss > self.memory_limit:
+            self._killed_for = (f"out of memory: the worker used {rss / 2**30:.1f} GiB, over the "
+                                f"{self.memory_limit / 2**30:.1f} GiB limit")
+            self.kill()
+
+    def _death_reason(self, channel_problem: str) -> str:
+        if self._killed_for:
+            return self._killed_for
+        try:
+            code = self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return f"the worker stopped talking ({channel_problem})"
+        if code < 0:
+            sig = signal.Signals(-code).name
+            hint = {"SIGSEGV": "segmentation fault", "SIGBUS": "bus error", "SIGABRT": "aborted",
+                    "SIGKILL": "killed (likely out of memory)", "SIGFPE": "arithmetic fault",
+                    "SIGILL": "illegal instruction"}.get(sig, "killed")
+            return f"crashed: {hint} ({sig})"
+        return f"the worker exited with status {code} before finishing ({channel_problem})"
+
+    def log_tail(self) -> str:
+        try:
+            data = Path(self._log.name).read_bytes()[-LOG_TAIL_CHARS:]
+        except OSError:
+            return ""
+        return data.decode(errors="replace")
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def close(self) -> None:
+        self.kill()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        for closer in (lambda: os.close(self.fd), self._log.close, lambda: os.unlink(self._log.name)):
+            try:
+                closer()
+            except OSError:
+                pass
+        if self.proc.stdin:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+
+
+def _group_rss_bytes(pid: int) -> int:
+    """Resident memory of the worker and the processes it started (same process group)."""
+    total = 0
+    try:
+        pgid = os.getpgid(pid)
+    except ProcessLookupError:
+        return 0
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            if os.getpgid(int(entry.name)) != pgid:
+                continue
+            with open(f"/proc/{entry.name}/statm") as fh:
+                total += int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError, ProcessLookupError):
+            continue
+    return total
+
+
+def deadline_in(seconds: float) -> float:
+    return time.monotonic() + seconds

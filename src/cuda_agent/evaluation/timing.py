@@ -1,0 +1,105 @@
+"""Interleaved timing inside the worker, and the noise-aware 'faster' decision.
+
+Why interleave: run-to-run drift (clocks, neighbours, thermals) moves medians of separate
+runs by several percent, enough to call identical code 5% faster. Timing every model once
+per round, rotating their order and the input set, makes the per-round ratios paired
+samples; the decision then asks whether the whole confidence interval of the median ratio
+clears the margin, not whether one point estimate does.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Callable, Sequence
+
+from ..backends import Backend
+from .config import TimingConfig
+
+
+def time_interleaved(
+    backend: Backend,
+    models: dict[str, Callable[..., Any]],
+    input_sets: dict[str, Sequence[Sequence[Any]]],
+    cfg: TimingConfig,
+    on_output: Callable[[str, int, Any], None] | None = None,
+) -> dict[str, list[float]]:
+    """Per-round times (ms) for each model. `input_sets[name][k]` is model `name`'s copy of
+    input set k, so a model that mutates its inputs cannot disturb the others."""
+    names = list(models)
+    n_sets = min(len(s) for s in input_sets.values())
+    per_call = {n: _warm_up(backend, models[n], input_sets[n], cfg.warmup_ms) for n in names}
+    round_ms = sum(per_call.values()) + 0.05 * len(names)
+    rounds = int(cfg.budget_s * 1000 / max(round_ms, 1e-3))
+    rounds = max(cfg.floor_trials, min(cfg.max_trials, max(rounds, cfg.min_trials)))
+    wall_cap = time.monotonic() + 4 * cfg.budget_s + 10 * round_ms / 1000
+    samples: dict[str, list[float]] = {n: [] for n in names}
+    for r in range(rounds):
+        order = names[r % len(names):] + names[: r % len(names)]
+        k = r % n_sets
+        timers = []
+        for name in order:
+            backend.flush_cache()
+            timer = backend.new_timer()
+            timer.start()
+            out = models[name](*input_sets[name][k])
+            timer.stop()
+            timers.append((name, timer, out))
+        backend.synchronize()
+        for name, timer, out in timers:
+            samples[name].append(timer.elapsed_ms())
+            if on_output is not None:
+                on_output(name, k, out)
+        if r + 1 >= cfg.floor_trials and time.monotonic() > wall_cap:
+            break
+    return samples
+
+
+def _warm_up(backend: Backend, fn: Callable[..., Any], inputs: Sequence[Sequence[Any]], warmup_ms: float) -> float:
+    """Run until warm; return the estimated per-call time in ms."""
+    calls, t0 = 0, time.perf_counter()
+    while True:
+        fn(*inputs[calls % len(inputs)])
+        calls += 1
+        backend.synchronize()
+        elapsed = (time.perf_counter() - t0) * 1000
+        if calls >= 3 and elapsed >= warmup_ms:
+            return elapsed / calls
+        if calls >= 3 and elapsed / calls > warmup_ms:  # a slow model: three calls are enough
+            return elapsed / calls
+
+
+def median(xs: Sequence[float]) -> float:
+    s = sorted(xs)
+    n = len(s)
+    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
+
+
+def median_interval(xs: Sequence[float], confidence: float) -> tuple[float, float]:
+    """Distribution-free confidence interval of the median (binomial order statistics)."""
+    s = sorted(xs)
+    n = len(s)
+    if n < 3:
+        return s[0], s[-1]
+    alpha = 1 - confidence
+    # largest j with P(Bin(n, 1/2) < j) <= alpha/2, computed in log space for large n
+    cdf, j = 0.0, 0
+    log_half_n = n * math.log(0.5)
+    for i in range(n + 1):
+        p = math.exp(math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + log_half_n)
+        if cdf + p > alpha / 2:
+            break
+        cdf += p
+        j = i + 1
+    lo = max(0, j - 1)
+    hi = min(n - 1, n - j)
+    return s[lo], s[hi]
+
+
+def clearly_faster(ratios: Sequence[float], margin: float, confidence: float) -> bool:
+    """True if even the upper confidence bound of the median time ratio (candidate / base)
+    is below 1 - margin: faster by more than the margin, beyond the measured noise."""
+    if not ratios:
+        return False
+    _, upper = median_interval(ratios, confidence)
+    return upper < 1 - margin

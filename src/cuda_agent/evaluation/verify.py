@@ -1,0 +1,109 @@
+"""Compare a candidate's outputs with the reference's, in the trusted parent process.
+
+Tolerances are per dtype (a task may override them): the paper's atol = rtol = 1e-2 is the
+default for every floating dtype; integer and bool outputs must match exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+PAPER_TOLERANCE = 1e-2
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    atol: float = PAPER_TOLERANCE
+    rtol: float = PAPER_TOLERANCE
+
+    def for_dtype(self, dtype: torch.dtype) -> tuple[float, float]:
+        if dtype.is_floating_point or dtype.is_complex:
+            return self.atol, self.rtol
+        return 0.0, 0.0
+
+
+@dataclass
+class Comparison:
+    ok: bool
+    message: str = ""
+    max_abs_diff: float | None = None
+
+
+def compare_outputs(reference: Any, candidate: Any, tol: Tolerance, path: str = "output") -> Comparison:
+    """Walk nested tuples / lists / dicts; the first mismatch names where and what."""
+    if isinstance(reference, torch.Tensor):
+        if not isinstance(candidate, torch.Tensor):
+            return Comparison(False, f"{path}: expected a tensor, got {type(candidate).__name__}")
+        return _compare_tensors(reference, candidate, tol, path)
+    if isinstance(reference, (tuple, list)):
+        if not isinstance(candidate, (tuple, list)):
+            return Comparison(False, f"{path}: expected a sequence of {len(reference)}, got {type(candidate).__name__}")
+        if len(reference) != len(candidate):
+            return Comparison(False, f"{path}: expected {len(reference)} outputs, got {len(candidate)}")
+        worst: float | None = None
+        for i, (r, c) in enumerate(zip(reference, candidate)):
+            res = compare_outputs(r, c, tol, f"{path}[{i}]")
+            if not res.ok:
+                return res
+            worst = _max(worst, res.max_abs_diff)
+        return Comparison(True, max_abs_diff=worst)
+    if isinstance(reference, dict):
+        if not isinstance(candidate, dict) or set(reference) != set(candidate):
+            got = sorted(map(str, candidate)) if isinstance(candidate, dict) else type(candidate).__name__
+            return Comparison(False, f"{path}: expected keys {sorted(map(str, reference))}, got {got}")
+        worst = None
+        for k in reference:
+            res = compare_outputs(reference[k], candidate[k], tol, f"{path}[{k!r}]")
+            if not res.ok:
+                return res
+            worst = _max(worst, res.max_abs_diff)
+        return Comparison(True, max_abs_diff=worst)
+    if isinstance(reference, float) and isinstance(candidate, (int, float)) and not isinstance(candidate, bool):
+        ok = abs(reference - candidate) <= tol.atol + tol.rtol * abs(reference)
+        return Comparison(ok, "" if ok else f"{path}: expected {reference!r}, got {candidate!r}")
+    if type(reference) is type(candidate) and reference == candidate:  # ints, strings, Opaque reprs
+        return Comparison(True)
+    return Comparison(False, f"{path}: expected {reference!r}, got {candidate!r}")
+
+
+def _compare_tensors(ref: torch.Tensor, cand: torch.Tensor, tol: Tolerance, path: str) -> Comparison:
+    if ref.shape != cand.shape:
+        return Comparison(False, f"{path}: shape mismatch: expected {tuple(ref.shape)}, got {tuple(cand.shape)}")
+    if ref.dtype != cand.dtype:
+        return Comparison(False, f"{path}: dtype mismatch: expected {ref.dtype}, got {cand.dtype}")
+    if ref.numel() == 0:
+        return Comparison(True, max_abs_diff=0.0)
+    atol, rtol = tol.for_dtype(ref.dtype)
+    if ref.dtype.is_floating_point or ref.dtype.is_complex:
+        r, c = ref.to(torch.complex128 if ref.dtype.is_complex else torch.float64), cand.to(
+            torch.complex128 if ref.dtype.is_complex else torch.float64)
+        bad_c = ~torch.isfinite(c)
+        bad_r = ~torch.isfinite(r)
+        if bool((bad_c & ~bad_r).any()):
+            n = int((bad_c & ~bad_r).sum())
+            return Comparison(False, f"{path}: {n} NaN/Inf value(s) where the reference is finite")
+        same_nonfinite = bool(((bad_r & bad_c) & ~((r == c) | (torch.isnan(r) & torch.isnan(c)))).any())
+        if bool((bad_r & ~bad_c).any()) or same_nonfinite:
+            return Comparison(False, f"{path}: non-finite values differ from the reference's")
+        finite = ~bad_r
+        diff = (r - c).abs()[finite]
+        limit = atol + rtol * r.abs()[finite]
+        max_diff = float(diff.max()) if diff.numel() else 0.0
+        n_bad = int((diff > limit).sum())
+        if n_bad:
+            return Comparison(False, f"{path}: {n_bad}/{ref.numel()} elements outside atol={atol:g} "
+                                     f"rtol={rtol:g} (max abs diff {max_diff:.4g})", max_diff)
+        return Comparison(True, max_abs_diff=max_diff)
+    n_bad = int((ref != cand).sum())
+    if n_bad:
+        return Comparison(False, f"{path}: {n_bad}/{ref.numel()} elements differ (exact match required for {ref.dtype})", None)
+    return Comparison(True, max_abs_diff=0.0)
+
+
+def _max(a: float | None, b: float | None) -> float | None:
+    if a is None:
+        return b
+    return a if b is None else max(a, b)

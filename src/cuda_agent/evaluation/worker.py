@@ -1,0 +1,223 @@
+"""The isolated worker: one fresh process per evaluation (`python -m cuda_agent.evaluation.worker`).
+
+Order matters. Everything trusted happens before candidate code is imported: the reference
+is loaded from the task source the parent sent (never from the workspace), its outputs are
+computed and shipped to the parent, baselines are warmed. Only after the parent says
+"proceed" is the candidate's extension loaded and `model_new.py` imported. The worker
+never judges correctness or reward: it ships evidence (outputs, per-round times) and the
+parent decides.
+"""
+
+from __future__ import annotations
+
+import copy
+import gc
+import json
+import os
+import resource
+import sys
+import traceback
+import types
+from pathlib import Path
+from typing import Any, Callable
+
+from . import channel
+
+
+def main() -> None:
+    out_fd = int(sys.argv[1])
+    request = json.loads(sys.stdin.readline())
+    _apply_limits(request)
+    try:
+        _Session(request, out_fd).run()
+    except _Stop:
+        pass
+    except BaseException as exc:  # report, then exit: the parent decides what it means
+        _safe_send(out_fd, {"type": "error", "stage": "worker", "message": _describe(exc)})
+    finally:
+        os._exit(0)
+
+
+class _Stop(Exception):
+    pass
+
+
+class _Session:
+    def __init__(self, request: dict[str, Any], out_fd: int) -> None:
+        self.req = request
+        self.fd = out_fd
+        self.stage = "load"
+
+    def send(self, msg: dict[str, Any]) -> None:
+        channel.send(self.fd, msg)
+
+    def wait_for(self, expected: str) -> str:
+        line = sys.stdin.readline().strip()
+        if line != expected:
+            raise _Stop()
+        return line
+
+    def fail(self, stage: str, message: str) -> None:
+        self.send({"type": "error", "stage": stage, "message": message})
+        raise _Stop()
+
+    def run(self) -> None:
+        import torch
+
+        from ..backends import get_backend
+        from ..workspace.extension import install_extension_module
+        from .config import EvalConfig
+        from .timing import time_interleaved
+
+        cfg = EvalConfig.model_validate(self.req["config"])
+        backend = get_backend(self.req["backend"])
+        if not backend.is_available():
+            self.fail("worker", f"backend {backend.name} is not available on this machine")
+        device = torch.device(backend.torch_device)
+        self.send({"type": "hello", "device": backend.device_name(), "torch": torch.__version__})
+
+        # ---- trusted phase: reference only ------------------------------------------------
+        ref_module = _module_from_source("reference_task", self.req["task_source"])
+        torch.manual_seed(cfg.seed)
+        init_inputs = ref_module.get_init_inputs()
+        reference = ref_module.Model(*init_inputs).to(device).eval()
+        trial_inputs = []
+        with torch.no_grad():
+            for i, seed in enumerate(cfg.trial_seeds()):
+                inputs = _make_inputs(ref_module, seed, device)
+                out = reference(*_clone(inputs))
+                backend.synchronize()
+                self.send({"type": "reference", "trial": i, "seed": seed, "output": out})
+                del out
+                trial_inputs.append(inputs)
+
+        timed_sets: list[list[Any]] = []
+        compiled = None
+        if cfg.measure:
+            timed_sets = _timing_input_sets(trial_inputs, cfg)
+            if self.req["measure_compile"]:
+                compiled = torch.compile(reference, mode=cfg.compile_mode)
+                with torch.no_grad():
+                    compiled(*_clone(timed_sets[0]))  # compile outside any timed region
+                backend.synchronize()
+        self.send({"type": "reference_done"})
+        self.wait_for("proceed")
+
+        # ---- candidate phase --------------------------------------------------------------
+        gc.collect()
+        self.stage = "load"
+        ws = Path(self.req["workspace"])
+        install_extension_module(backend.extension_name, self.req["library"])
+        sys.path.insert(0, str(ws))
+        try:
+            cand_module = _module_from_file("model_new", ws / "model_new.py")
+            model_cls = getattr(cand_module, "ModelNew", None)
+            if model_cls is None:
+                self.fail("load", "model_new.py defines no class ModelNew")
+            torch.manual_seed(cfg.seed)
+            candidate = model_cls(*copy.deepcopy(init_inputs))
+            candidate.load_state_dict(reference.state_dict(), strict=True)
+            candidate = candidate.to(device).eval()
+        except _Stop:
+            raise
+        except BaseException as exc:
+            self.fail("load", _describe(exc))
+
+        self.stage = "verify"
+        with torch.no_grad():
+            for i, inputs in enumerate(trial_inputs):
+                try:
+                    out = candidate(*_clone(inputs))
+                    backend.synchronize()
+                except BaseException as exc:
+                    self.fail("verify", f"trial {i}: {_describe(exc)}")
+                self.send({"type": "candidate", "trial": i, "output": out})
+                del out
+        self.send({"type": "candidate_done"})
+
+        # ---- timing: "time" (all models), "baseline" (reference only), anything else stops --
+        command = sys.stdin.readline().strip()
+        self.stage = "time"
+        models: dict[str, Callable[..., Any]] = {"eager": reference}
+        if command == "time":
+            models["candidate"] = candidate
+        elif command != "baseline" or compiled is None:
+            return
+        if compiled is not None:
+            models["compile"] = compiled
+        sets = {name: [_clone(s) for s in timed_sets] for name in models}
+        try:
+            with torch.no_grad():
+                samples = time_interleaved(backend, models, sets, cfg.timing)
+        except BaseException as exc:
+            self.fail("time", _describe(exc))
+        self.send({"type": "timing", "samples": samples})
+
+
+# ---- helpers ------------------------------------------------------------------------------
+def _module_from_source(name: str, source: str) -> types.ModuleType:
+    module = types.ModuleType(name)
+    module.__file__ = f"<{name}>"
+    sys.modules[name] = module
+    exec(compile(source, f"<{name}>", "exec"), module.__dict__)
+    return module
+
+
+def _module_from_file(name: str, path: Path) -> types.ModuleType:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path.name}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _make_inputs(module: types.ModuleType, seed: int, device: Any) -> list[Any]:
+    import torch
+
+    torch.manual_seed(seed)
+    return [x.to(device) if isinstance(x, torch.Tensor) else x for x in module.get_inputs()]
+
+
+def _clone(inputs: list[Any]) -> list[Any]:
+    import torch
+
+    return [x.clone() if isinstance(x, torch.Tensor) else copy.deepcopy(x) for x in inputs]
+
+
+def _timing_input_sets(trial_inputs: list[list[Any]], cfg: Any) -> list[list[Any]]:
+    """Rotate through several input sets (not one reused object) within a memory cap."""
+    import torch
+
+    per_set = sum(x.numel() * x.element_size() for x in trial_inputs[0] if isinstance(x, torch.Tensor))
+    n = max(1, min(cfg.timing.input_sets, len(trial_inputs), cfg.timing.input_set_bytes // max(per_set, 1)))
+    return trial_inputs[:n]
+
+
+def _describe(exc: BaseException) -> str:
+    """Exception type, message and the last frames, short enough for a model to read."""
+    tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
+    text = "".join(tb[-3:]) if len(tb) > 3 else "".join(tb)
+    return text[-3000:].strip()
+
+
+def _safe_send(fd: int, msg: dict[str, Any]) -> None:
+    try:
+        channel.send(fd, msg)
+    except OSError:
+        pass
+
+
+def _apply_limits(request: dict[str, Any]) -> None:
+    """Per-process limits; the parent adds a resident-memory watchdog on top."""
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    limit = request.get("address_space_limit")
+    if limit:
+        resource.setrlimit(resource.RLIMIT_AS, (int(limit), int(limit)))
+
+
+if __name__ == "__main__":
+    main()

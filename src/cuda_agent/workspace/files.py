@@ -1,0 +1,170 @@
+"""Materialise a workspace from a Task, and detect tampering with its fixed files.
+
+Layout (SPEC §1): SKILL.md, model.py (reference), model_new.py (agent's), kernels/ (agent's),
+binding.cpp + binding_registry.h (fixed entry point and registry), the extension loader
+module, and compile.sh / verify.sh / profile.sh. Fixed files are made read-only and their
+hashes recorded twice: in the workspace (for the tools) and outside it, in the cache, where
+the agent cannot edit the record it would be checked against.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import stat
+import sys
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from ..tasks import Task
+
+TEMPLATES_DIR = Path(__file__).parent / "templates"
+META_DIR = ".cuda_agent"
+META_FILE = f"{META_DIR}/workspace.json"
+TOOL_SCRIPTS = {
+    "compile.sh": "build",
+    "verify.sh": "evaluate --no-timing",
+    "profile.sh": "evaluate",
+}
+
+
+class WorkspaceError(ValueError):
+    pass
+
+
+class Workspace(BaseModel):
+    """A materialised workspace: where it is, what task it holds, what must not change."""
+
+    root: Path
+    task: Task
+    backend: str
+    manifest: dict[str, str]
+
+    @property
+    def fixed_files(self) -> list[str]:
+        return sorted(self.manifest)
+
+    def tampered_files(self) -> list[str]:
+        """Fixed files whose content differs from the recorded hash (or that are gone)."""
+        changed = []
+        for rel, expected in self.manifest.items():
+            path = self.root / rel
+            if not path.is_file() or _sha256(path.read_bytes()) != expected:
+                changed.append(rel)
+        return changed
+
+
+def create_workspace(task: Task, directory: str | Path, backend: str, *, cache_dir: Path | None = None,
+                     overwrite: bool = False) -> Workspace:
+    """Lay out a fresh workspace for `task` in `directory`."""
+    from ..backends import get_backend
+
+    be = get_backend(backend)
+    root = Path(directory).resolve()
+    if root.exists() and any(root.iterdir()):
+        if not overwrite:
+            raise WorkspaceError(f"{root} exists and is not empty (pass overwrite=True / --force)")
+        _make_writable(root)
+    (root / "kernels").mkdir(parents=True, exist_ok=True)
+    (root / META_DIR).mkdir(exist_ok=True)
+
+    fixed: dict[str, str] = {
+        "SKILL.md": (TEMPLATES_DIR / f"SKILL.{backend}.md").read_text(),
+        "model.py": task.source,
+        "binding.cpp": (TEMPLATES_DIR / "binding.cpp").read_text(),
+        "binding_registry.h": (TEMPLATES_DIR / "binding_registry.h").read_text(),
+        f"{be.extension_name}.py": _loader_module(be.extension_name),
+    }
+    for script, verb in TOOL_SCRIPTS.items():
+        fixed[script] = _tool_script(verb)
+    manifest = {rel: _sha256(text.encode()) for rel, text in fixed.items()}
+    ws = Workspace(root=root, task=task, backend=backend, manifest=manifest)
+    meta = ws.model_dump_json(indent=1)
+    fixed_paths = {**fixed, META_FILE: meta}
+    for rel, text in fixed_paths.items():
+        path = root / rel
+        if path.exists():
+            path.chmod(0o644)
+        path.write_text(text)
+        mode = 0o555 if rel.endswith(".sh") else 0o444
+        path.chmod(mode)
+    starter = root / "model_new.py"
+    if overwrite or not starter.exists():
+        starter.write_text(_starter_model_new(task.source, be.extension_name))
+    _record_outside(ws, cache_dir)
+    return ws
+
+
+def open_workspace(directory: str | Path, *, cache_dir: Path | None = None) -> Workspace:
+    """Read a workspace's record; prefer the copy kept outside the workspace (the trusted one)."""
+    root = Path(directory).resolve()
+    trusted = _outside_record(root, cache_dir)
+    if trusted.is_file():
+        return Workspace.model_validate_json(trusted.read_text())
+    meta = root / META_FILE
+    if not meta.is_file():
+        raise WorkspaceError(f"{root} is not a cuda-agent workspace (no {META_FILE}); "
+                             "create one with `cuda-agent workspace TASK DIR`")
+    ws = Workspace.model_validate_json(meta.read_text())
+    return ws.model_copy(update={"root": root})
+
+
+# ---- pieces ---------------------------------------------------------------------------------
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _tool_script(verb: str) -> str:
+    py = shlex.quote(sys.executable)
+    return (
+        "#!/bin/sh\n"
+        "# FIXED FILE (protected). Runs the cuda-agent environment on this workspace.\n"
+        f'exec {py} -m cuda_agent {verb} "$(dirname "$0")" "$@"\n'
+    )
+
+
+def _loader_module(name: str) -> str:
+    return (
+        f'"""FIXED FILE (protected). `import {name}` loads the library ./compile.sh built from kernels/."""\n'
+        "import os as _os\n\n"
+        "from cuda_agent.workspace.extension import install_extension_module as _install\n\n"
+        f'_lib = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "build", "{name}.so")\n'
+        "_install(__name__, _lib)\n"
+    )
+
+
+def _starter_model_new(task_source: str, extension: str) -> str:
+    """The reference, renamed: a correct starting point the agent replaces op by op."""
+    header = (
+        f"# model_new.py -- yours to edit. Replace the torch computation below with ops from\n"
+        f"# `{extension}` (built from kernels/ by ./compile.sh). Keep the constructor signature\n"
+        f"# and the parameter names of Model: weights are copied with load_state_dict(strict=True).\n"
+    )
+    body = task_source.replace("class Model(", "class ModelNew(")
+    return header + body
+
+
+def _outside_record(root: Path, cache_dir: Path | None) -> Path:
+    from ..evaluation.build import default_cache_dir
+
+    key = hashlib.sha256(str(root).encode()).hexdigest()[:32]
+    return (cache_dir or default_cache_dir()) / "workspaces" / f"{key}.json"
+
+
+def _record_outside(ws: Workspace, cache_dir: Path | None) -> None:
+    path = _outside_record(ws.root, cache_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(ws.model_dump_json(indent=1))
+    os.replace(tmp, path)
+
+
+def _make_writable(root: Path) -> None:
+    for path in [root, *root.rglob("*")]:
+        try:
+            path.chmod(path.stat().st_mode | stat.S_IWUSR)
+        except OSError:
+            pass
