@@ -1,0 +1,66 @@
+"""The build: content-addressed cache, per-file flags, trimmed errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cuda_agent.backends import get_backend
+from cuda_agent.evaluation.build import build_workspace, trim_compiler_output
+
+from .conftest import RELU_BINDING, RELU_KERNEL
+
+pytestmark = pytest.mark.slow
+
+
+def test_unchanged_sources_cost_nothing_and_one_edit_rebuilds_one_unit(make_workspace, cache_dir):
+    ws = make_workspace()
+    be = get_backend("cpu")
+    first = build_workspace(ws.root, be, cache_dir=cache_dir)
+    assert first.ok, first.log
+    again = build_workspace(ws.root, be, cache_dir=cache_dir)
+    assert again.ok and again.compiled_units == 0 and again.library == first.library
+    assert again.seconds < 1.0
+    (ws.root / "kernels" / "relu.cpp").write_text(RELU_KERNEL + "\n// edited\n")
+    edited = build_workspace(ws.root, be, cache_dir=cache_dir)
+    assert edited.ok and edited.compiled_units == 1 and edited.library != first.library
+
+
+def test_flags_off_the_allow_list_are_refused(make_workspace, cache_dir):
+    ws = make_workspace(kernels={"relu.cpp": "// @flags: -fplugin=evil.so\n" + RELU_KERNEL,
+                                 "relu_binding.cpp": RELU_BINDING})
+    res = build_workspace(ws.root, get_backend("cpu"), cache_dir=cache_dir)
+    assert not res.ok and "not allowed" in res.log
+
+
+def test_missing_binding_is_explained(make_workspace, cache_dir):
+    ws = make_workspace(kernels={"relu.cpp": RELU_KERNEL})
+    res = build_workspace(ws.root, get_backend("cpu"), cache_dir=cache_dir)
+    assert not res.ok and "_binding.cpp" in res.log
+
+
+def test_build_timeout(make_workspace, cache_dir):
+    heavy = RELU_KERNEL + "\n#include <regex>\nstatic std::regex r(\"a+\");\n"
+    ws = make_workspace(kernels={"relu.cpp": heavy, "relu_binding.cpp": RELU_BINDING})
+    res = build_workspace(ws.root, get_backend("cpu"), cache_dir=cache_dir, timeout_s=0.05)
+    assert not res.ok and res.timed_out and "timed out" in res.log
+
+
+def test_trim_keeps_errors_and_drops_template_noise():
+    ws = Path("/work/ws")
+    raw = "\n".join([
+        "In file included from /usr/include/c++/12/vector:64,",
+        "                 from /work/ws/kernels/a.cpp:1:",
+        "/work/ws/kernels/a.cpp: In function 'void f()':",
+        "/work/ws/kernels/a.cpp:3:5: error: 'foo' was not declared in this scope",
+        "    3 |     foo();",
+        "      |     ^~~",
+        "/usr/include/x.h:10:1: note: candidate: template<class T> void g(T)",
+        *[f"/usr/include/x.h:{i}:1:   required from here" for i in range(200)],
+    ])
+    out = trim_compiler_output(raw, ws)
+    assert "kernels/a.cpp:3:5: error: 'foo' was not declared" in out
+    assert "foo();" in out
+    assert "required from" not in out and "/work/ws/" not in out
+    assert len(out.splitlines()) <= 10

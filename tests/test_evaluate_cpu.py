@@ -1,0 +1,153 @@
+"""End to end on the CPU backend: real compiler, real worker process, real reward."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from cuda_agent.evaluation import evaluate
+
+from .conftest import RELU_BINDING, RELU_KERNEL, RELU_MODEL_NEW
+
+pytestmark = pytest.mark.slow
+
+
+def test_good_solution_is_rewarded(make_workspace, fast_config):
+    res = evaluate(make_workspace(), fast_config)
+    assert res.reward >= 1, res.reason + res.worker_log
+    assert res.compiled and res.correct
+    assert len(res.trials) == 5 and all(t.ok for t in res.trials)
+    assert len({t.seed for t in res.trials}) == 5
+    assert res.time_ms.eager and res.time_ms.candidate and res.speedup_vs_eager
+    assert res.candidate_stats.trials >= 20
+
+
+def test_wrong_solution_is_incorrect(make_workspace, fast_config):
+    wrong = RELU_KERNEL.replace("x[i] > 0.f ? x[i] : 0.f", "x[i] > 0.f ? 2.f * x[i] : 0.f")
+    res = evaluate(make_workspace(kernels={"relu.cpp": wrong, "relu_binding.cpp": RELU_BINDING}), fast_config)
+    assert res.reward == -1
+    assert res.compiled and not res.correct
+    assert res.reason.startswith("incorrect")
+    assert "elements outside" in res.reason
+
+
+def test_compile_error_reports_the_compiler_message(make_workspace, fast_config):
+    broken = RELU_KERNEL.replace("y[i] =", "y[i] = undefined_name +")
+    res = evaluate(make_workspace(kernels={"relu.cpp": broken, "relu_binding.cpp": RELU_BINDING}), fast_config)
+    assert res.reward == -1 and not res.compiled
+    assert res.reason.startswith("compile error")
+    assert "undefined_name" in res.reason
+    assert "kernels/relu.cpp" in res.reason
+    assert str(res.build and "") == ""  # absolute paths are trimmed away
+    assert "/tmp" not in res.reason.split("kernels/relu.cpp")[0]
+
+
+SEGFAULT_KERNEL = '''
+#include <cstdint>
+extern "C" void relu_kernel(const float* x, float* y, int64_t n) {
+  volatile float* p = nullptr;
+  p[n] = 1.0f;
+}
+'''
+
+HANG_KERNEL = '''
+#include <cstdint>
+extern "C" void relu_kernel(const float* x, float* y, int64_t n) {
+  volatile int64_t i = 0;
+  while (true) { i = i + 1; }
+}
+'''
+
+GREEDY_MODEL_NEW = '''
+import torch
+import torch.nn as nn
+import cpu_extension
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        hoard = []
+        while True:
+            hoard.append(torch.ones(64, 1024, 1024))  # 256 MiB each, touched
+'''
+
+
+def test_crash_hang_and_oom_each_fail_and_the_next_evaluation_still_works(make_workspace, fast_config):
+    crash = evaluate(make_workspace(kernels={"relu.cpp": SEGFAULT_KERNEL, "relu_binding.cpp": RELU_BINDING},
+                                    name="segv"), fast_config)
+    assert crash.reward == -1 and crash.compiled
+    assert "segmentation fault" in crash.reason and "SIGSEGV" in crash.reason
+
+    hang_cfg = fast_config.model_copy(update={"worker_timeout_s": 8})
+    hang = evaluate(make_workspace(kernels={"relu.cpp": HANG_KERNEL, "relu_binding.cpp": RELU_BINDING},
+                                   name="hang"), hang_cfg)
+    assert hang.reward == -1 and "timed out" in hang.reason
+    assert hang.seconds < 60
+
+    oom = evaluate(make_workspace(model_new=GREEDY_MODEL_NEW, name="oom"), fast_config)
+    assert oom.reward == -1
+    assert "out of memory" in oom.reason.lower() or "can't allocate" in oom.reason.lower(), oom.reason
+
+    after = evaluate(make_workspace(name="after"), fast_config)
+    assert after.reward >= 1, after.reason
+
+
+def test_tampering_with_a_fixed_file_is_caught(make_workspace, fast_config):
+    ws = make_workspace()
+    header = ws.root / "binding_registry.h"
+    header.chmod(header.stat().st_mode | stat.S_IWUSR)
+    header.write_text(header.read_text() + "\n#define TORCH_CHECK(...)\n")
+    res = evaluate(ws, fast_config)
+    assert res.reward == -1 and res.reason.startswith("tampered")
+    assert "binding_registry.h" in res.reason
+
+
+def test_missing_model_new_class_is_a_load_failure(make_workspace, fast_config):
+    res = evaluate(make_workspace(model_new="import cpu_extension\nclass Other: pass\n"), fast_config)
+    assert res.reward == -1 and "ModelNew" in res.reason
+
+
+def test_state_dict_must_match_the_reference(make_workspace, fast_config):
+    task = '''
+import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.scale = nn.Parameter(torch.randn(n))
+    def forward(self, x):
+        return x * self.scale
+def get_inputs():
+    return [torch.randn(8, 16)]
+def get_init_inputs():
+    return [16]
+'''
+    model_new = RELU_MODEL_NEW.replace("class ModelNew(nn.Module):", "class ModelNew(nn.Module):\n"
+                                       "    def __init__(self, n):\n        super().__init__()\n")
+    res = evaluate(make_workspace(model_new=model_new, task_source=task, name="sd"), fast_config)
+    assert res.reward == -1 and "scale" in res.reason  # missing key named
+
+
+def test_verify_only_gives_reward_one_without_timing(make_workspace, fast_config):
+    res = evaluate(make_workspace(), fast_config.model_copy(update={"measure": False}))
+    assert res.reward == 1 and res.correct and res.time_ms.candidate is None
+
+
+def test_unchanged_reference_is_not_called_faster(make_workspace, fast_config):
+    """The candidate is the reference itself (guards are not this test's concern)."""
+    same = RELU_MODEL_NEW.replace("return cpu_extension.relu(x.contiguous())", "return torch.relu(x)")
+    same = "import torch\n" + same
+    for _ in range(3):
+        res = evaluate(make_workspace(model_new=same, name="same"), fast_config)
+        assert res.reward == 1, res.reason
+
+
+def test_compile_baseline_is_measured_then_cached(make_workspace, fast_config):
+    cfg = fast_config.model_copy(update={"compile_mode": "default"})
+    first = evaluate(make_workspace(name="cached"), cfg)
+    assert first.reward >= 1, first.reason + first.worker_log
+    assert first.time_ms.compile is not None and not first.baseline_cached
+    second = evaluate(make_workspace(name="cached"), cfg)
+    assert second.baseline_cached and second.time_ms.compile is not None
+    assert second.seconds < first.seconds
