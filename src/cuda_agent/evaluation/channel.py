@@ -33,13 +33,14 @@ class ChannelTimeout(ChannelError):
 
 
 # ---- encoding (worker side) -----------------------------------------------------------
-def encode(message: dict[str, Any]) -> bytes:
-    blobs: list[bytes] = []
+def encode(message: dict[str, Any]) -> list[bytes | memoryview]:
+    """Frame parts; tensor bytes are views of CPU copies, not further copied."""
+    blobs: list[memoryview] = []
 
     def walk(obj: Any) -> Any:
         if isinstance(obj, torch.Tensor):
             t = obj.detach().to("cpu").contiguous()
-            blobs.append(t.view(torch.uint8).reshape(-1).numpy().tobytes() if t.numel() else b"")
+            blobs.append(memoryview(t.view(torch.uint8).reshape(-1).numpy()) if t.numel() else memoryview(b""))
             return {"__tensor__": len(blobs) - 1, "dtype": str(t.dtype).removeprefix("torch."),
                     "shape": list(t.shape)}
         if isinstance(obj, dict):
@@ -53,43 +54,51 @@ def encode(message: dict[str, Any]) -> bytes:
         return {"__repr__": f"{type(obj).__name__}: {str(obj)[:200]}"}
 
     body = json.dumps(walk(message)).encode()
-    parts = [_HEADER.pack(len(body), len(blobs)), body]
+    parts: list[bytes | memoryview] = [_HEADER.pack(len(body), len(blobs)), body]
     for b in blobs:
-        parts += [_BLOB.pack(len(b)), b]
-    return b"".join(parts)
+        parts += [_BLOB.pack(b.nbytes), b]
+    return parts
 
 
 def send(fd: int, message: dict[str, Any]) -> None:
-    data = memoryview(encode(message))
-    while data:
-        n = os.write(fd, data)
-        data = data[n:]
+    for part in encode(message):
+        data = memoryview(part).cast("B")
+        while data:
+            n = os.write(fd, data)
+            data = data[n:]
 
 
 # ---- decoding (parent side) -----------------------------------------------------------
 class Reader:
     """Reads frames from a pipe with a deadline, so a silent worker cannot hang the parent."""
 
+    WATCH_INTERVAL_S = 0.1
+
     def __init__(self, fd: int, on_wait: Any = None) -> None:
         self.fd = fd
-        self.on_wait = on_wait  # called every poll tick while waiting (memory watchdog)
+        self.on_wait = on_wait  # called about every WATCH_INTERVAL_S while reading (memory watchdog)
+        self._last_watch = 0.0
+        _widen_pipe(fd)
 
-    def _read_exact(self, n: int, deadline: float) -> bytes:
-        buf = bytearray()
-        while len(buf) < n:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
+    def _read_exact(self, n: int, deadline: float) -> bytearray:
+        buf = bytearray(n)
+        view = memoryview(buf)
+        got = 0
+        while got < n:
+            now = time.monotonic()
+            if now >= deadline:
                 raise ChannelTimeout("timed out waiting for the worker")
-            ready, _, _ = select.select([self.fd], [], [], min(remaining, 0.1))
-            if self.on_wait is not None:
+            if self.on_wait is not None and now - self._last_watch >= self.WATCH_INTERVAL_S:
+                self._last_watch = now
                 self.on_wait()
+            ready, _, _ = select.select([self.fd], [], [], min(deadline - now, self.WATCH_INTERVAL_S))
             if not ready:
                 continue
-            chunk = os.read(self.fd, min(n - len(buf), 1 << 24))
-            if not chunk:
+            k = os.readv(self.fd, [view[got:]])
+            if k == 0:
                 raise ChannelError("worker closed the channel")
-            buf += chunk
-        return bytes(buf)
+            got += k
+        return buf
 
     def receive(self, deadline: float) -> dict[str, Any]:
         json_len, n_blobs = _HEADER.unpack(self._read_exact(_HEADER.size, deadline))
@@ -112,7 +121,17 @@ class Reader:
         return message
 
 
-def _decode(obj: Any, blobs: list[bytes]) -> Any:
+def _widen_pipe(fd: int) -> None:
+    """Large pipe buffers: outputs are megabytes, the default buffer is 64 KiB."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, 1031, 1 << 20)  # F_SETPIPE_SZ
+    except (OSError, ImportError):
+        pass
+
+
+def _decode(obj: Any, blobs: list[bytearray]) -> Any:
     if isinstance(obj, list):
         return [_decode(v, blobs) for v in obj]
     if not isinstance(obj, dict):
@@ -132,7 +151,7 @@ def _decode(obj: Any, blobs: list[bytes]) -> Any:
             raise ChannelError("tensor size does not match its bytes")
         if numel == 0:
             return torch.empty(shape, dtype=dtype)
-        return torch.frombuffer(bytearray(blobs[idx]), dtype=torch.uint8).view(dtype).reshape(shape)
+        return torch.frombuffer(blobs[idx], dtype=torch.uint8).view(dtype).reshape(shape)
     if "__tuple__" in obj:
         return tuple(_decode(v, blobs) for v in obj["__tuple__"])
     if "__dict__" in obj:

@@ -33,6 +33,8 @@ class EvalConfig(BaseModel):
     worker_timeout_s: float = 600.0
     memory_limit_gb: float = Field(default=16.0, description="worker resident memory cap")
     cache_dir: str | None = None
+    prespawn_worker: bool = Field(default=True, description="start the next worker (torch imported) "
+                                  "after each evaluation, hiding ~2 s of start-up from the next one")
 
     def trial_seeds(self) -> list[int]:
         """Distinct, reproducible seeds for the correctness trials."""

@@ -21,7 +21,7 @@ from .build import build_workspace, default_cache_dir
 from .config import EvalConfig
 from .records import EvalResult, TimeMs, TimingStats, TrialCheck
 from .reward import describe, milestone_reward, speedup_score
-from .runner import WorkerDied, WorkerProcess, deadline_in
+from .runner import WorkerDied, WorkerProcess, acquire_worker, deadline_in, prespawn_worker
 from .timing import clearly_faster, median
 from .verify import Tolerance, compare_outputs
 
@@ -69,7 +69,9 @@ def _run_stages(ws: Workspace, task: Task, backend: Backend, cfg: EvalConfig, ca
         "workspace": str(ws.root), "library": build.library, "measure_compile": measure_compile,
         "address_space_limit": _address_space_limit(backend, cfg),
     }
-    worker = WorkerProcess(request, memory_limit_bytes=int(cfg.memory_limit_gb * 2**30), env=_worker_env(cache_dir))
+    env = _worker_env(cache_dir)
+    worker = acquire_worker(env)
+    worker.start(request, memory_limit_bytes=int(cfg.memory_limit_gb * 2**30))
     try:
         _converse(worker, task, cfg, result, cached, cache, key, measure_compile)
     except WorkerDied as exc:
@@ -78,6 +80,8 @@ def _run_stages(ws: Workspace, task: Task, backend: Backend, cfg: EvalConfig, ca
     finally:
         result.worker_log = worker.log_tail()
         worker.close()
+        if cfg.prespawn_worker:
+            prespawn_worker(env)
 
 
 def _converse(worker: WorkerProcess, task: Task, cfg: EvalConfig, result: EvalResult,

@@ -78,19 +78,18 @@ def _compare_tensors(ref: torch.Tensor, cand: torch.Tensor, tol: Tolerance, path
         return Comparison(True, max_abs_diff=0.0)
     atol, rtol = tol.for_dtype(ref.dtype)
     if ref.dtype.is_floating_point or ref.dtype.is_complex:
-        r, c = ref.to(torch.complex128 if ref.dtype.is_complex else torch.float64), cand.to(
-            torch.complex128 if ref.dtype.is_complex else torch.float64)
-        bad_c = ~torch.isfinite(c)
-        bad_r = ~torch.isfinite(r)
-        if bool((bad_c & ~bad_r).any()):
-            n = int((bad_c & ~bad_r).sum())
-            return Comparison(False, f"{path}: {n} NaN/Inf value(s) where the reference is finite")
-        same_nonfinite = bool(((bad_r & bad_c) & ~((r == c) | (torch.isnan(r) & torch.isnan(c)))).any())
-        if bool((bad_r & ~bad_c).any()) or same_nonfinite:
-            return Comparison(False, f"{path}: non-finite values differ from the reference's")
-        finite = ~bad_r
-        diff = (r - c).abs()[finite]
-        limit = atol + rtol * r.abs()[finite]
+        r, c = _upcast(ref), _upcast(cand)
+        r_finite, c_finite = torch.isfinite(r), torch.isfinite(c)
+        if not (bool(r_finite.all()) and bool(c_finite.all())):  # rare: locate the non-finite values
+            extra = c_finite.logical_not() & r_finite
+            if bool(extra.any()):
+                return Comparison(False, f"{path}: {int(extra.sum())} NaN/Inf value(s) where the reference is finite")
+            same = (r == c) | (torch.isnan(r) & torch.isnan(c))
+            if bool((r_finite.logical_not() & ~same).any()):
+                return Comparison(False, f"{path}: non-finite values differ from the reference's")
+            r, c = r[r_finite], c[r_finite]
+        diff = (r - c).abs_()
+        limit = r.abs().mul_(rtol).add_(atol)
         max_diff = float(diff.max()) if diff.numel() else 0.0
         n_bad = int((diff > limit).sum())
         if n_bad:
@@ -101,6 +100,13 @@ def _compare_tensors(ref: torch.Tensor, cand: torch.Tensor, tol: Tolerance, path
     if n_bad:
         return Comparison(False, f"{path}: {n_bad}/{ref.numel()} elements differ (exact match required for {ref.dtype})", None)
     return Comparison(True, max_abs_diff=0.0)
+
+
+def _upcast(t: torch.Tensor) -> torch.Tensor:
+    """Compare in at least fp32 (half types lose the difference otherwise)."""
+    if t.dtype in (torch.float16, torch.bfloat16) or (t.dtype.is_floating_point and t.element_size() < 4):
+        return t.float()
+    return t
 
 
 def _max(a: float | None, b: float | None) -> float | None:

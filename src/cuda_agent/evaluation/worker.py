@@ -26,7 +26,12 @@ from . import channel
 
 def main() -> None:
     out_fd = int(sys.argv[1])
-    request = json.loads(sys.stdin.readline())
+    import torch  # noqa: F401  -- imported while the worker waits as a spare
+
+    line = sys.stdin.readline()
+    if not line.strip():
+        os._exit(0)  # the parent went away without using this spare
+    request = json.loads(line)
     _apply_limits(request)
     try:
         _Session(request, out_fd).run()
