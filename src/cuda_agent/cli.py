@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import tempfile
 from pathlib import Path
@@ -76,11 +75,10 @@ def workspace(
 
 @app.command()
 def build(directory: Path = typer.Argument(Path("."), help="workspace directory"),
-          backend: Optional[str] = typer.Option(None, help="override the workspace's backend"),
           json_out: bool = typer.Option(False, "--json", help="print the result as JSON")) -> None:
     """Compile kernels/ into the extension (cached, parallel)."""
     from .backends import get_backend
-    from .evaluation import build_workspace
+    from .evaluation.build import build_workspace, publish_library
     from .workspace import WorkspaceError, open_workspace
 
     try:
@@ -88,13 +86,12 @@ def build(directory: Path = typer.Argument(Path("."), help="workspace directory"
     except WorkspaceError as exc:
         err.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2)
-    res = build_workspace(ws.root, get_backend(backend or ws.backend))
+    backend = get_backend(ws.backend)
+    res = build_workspace(ws.root, backend)
     if json_out:
         print(res.model_dump_json())
     elif res.ok:
-        from .evaluation.evaluate import _publish_library
-
-        _publish_library(ws.root, get_backend(backend or ws.backend), res.library)
+        publish_library(ws.root, backend.extension_name, res.library)
         console.print(f"[green]built[/] in {res.seconds:.1f}s ({res.compiled_units} compiled, "
                       f"{res.cached_units} cached)")
     else:
@@ -105,7 +102,6 @@ def build(directory: Path = typer.Argument(Path("."), help="workspace directory"
 @app.command()
 def evaluate(
     directory: Path = typer.Argument(Path("."), help="workspace directory"),
-    backend: Optional[str] = typer.Option(None, help="override the workspace's backend"),
     timing: bool = typer.Option(True, "--timing/--no-timing", help="--no-timing: build and verify only"),
     compile_baseline: bool = typer.Option(True, "--compile-baseline/--no-compile-baseline",
                                           help="time torch.compile too"),
@@ -122,7 +118,7 @@ def evaluate(
     except WorkspaceError as exc:
         err.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2)
-    result = run_evaluation(ws, _config(backend, timing, compile_baseline, trials, atol, rtol))
+    result = run_evaluation(ws, _config(None, timing, compile_baseline, trials, atol, rtol))
     if json_out:
         print(result.model_dump_json())
     else:

@@ -82,6 +82,20 @@ def build_workspace(
                        compiled_units=compiled, cached_units=len(units) - compiled)
 
 
+def publish_library(root: Path, extension_name: str, library: str | None) -> None:
+    """Copy the built library where the workspace's own loader module looks for it."""
+    if not library:
+        return
+    dest = root / "build" / f"{extension_name}.so"
+    try:
+        dest.parent.mkdir(exist_ok=True)
+        tmp = dest.with_suffix(f".tmp{os.getpid()}")
+        shutil.copyfile(library, tmp)
+        os.replace(tmp, dest)
+    except OSError:
+        pass  # only the agent's convenience copy; the evaluation uses the cached library
+
+
 # ---- planning -------------------------------------------------------------------------
 def _plan_units(ws: Path, backend: Backend) -> list[_Unit]:
     kernels = ws / "kernels"

@@ -7,7 +7,6 @@ the next and any failure ends the evaluation with reward -1 and a reason a perso
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from ..backends.base import torch_version
 from ..tasks import Task
 from ..workspace import Workspace, open_workspace
 from .baselines import Baseline, BaselineCache
-from .build import build_workspace, default_cache_dir
+from .build import build_workspace, default_cache_dir, publish_library
 from .config import EvalConfig
 from .records import EvalResult, TimeMs, TimingStats, TrialCheck
 from .reward import describe, milestone_reward, speedup_score
@@ -31,12 +30,16 @@ _SRC_ROOT = str(Path(__file__).resolve().parents[2])
 def evaluate(workspace: Workspace | str | Path, config: EvalConfig | None = None, *,
              task: Task | None = None) -> EvalResult:
     """Evaluate the workspace's current `model_new.py` + `kernels/`. Never raises for
-    anything the candidate did; the result says what happened."""
+    anything the candidate did; the result says what happened. Raises ValueError only for
+    caller mistakes (a backend other than the workspace's)."""
     cfg = config or EvalConfig()
     cache_dir = Path(cfg.cache_dir) if cfg.cache_dir else default_cache_dir()
     ws = workspace if isinstance(workspace, Workspace) else open_workspace(workspace, cache_dir=cache_dir)
     task = task or ws.task
-    backend = get_backend(cfg.backend or ws.backend)
+    if cfg.backend and cfg.backend != ws.backend:
+        raise ValueError(f"workspace {ws.root} was made for the {ws.backend} backend, not {cfg.backend}; "
+                         "create a workspace for that backend")
+    backend = get_backend(ws.backend)
     result = EvalResult(task=task.name, task_hash=task.content_hash, backend=backend.name)
     t0 = time.monotonic()
     try:
@@ -57,7 +60,7 @@ def _run_stages(ws: Workspace, task: Task, backend: Backend, cfg: EvalConfig, ca
     if not build.ok:
         return _fail(result, "build", f"compile error:\n{build.log}")
     result.compiled = True
-    _publish_library(ws.root, backend, build.library)
+    publish_library(ws.root, backend.extension_name, build.library)
 
     cache = BaselineCache(cache_dir)
     key = BaselineCache.key(task.content_hash, backend.device_key(), torch_version(), cfg.compile_mode,
@@ -212,20 +215,6 @@ def _fail(result: EvalResult, stage: str, reason: str) -> None:
     result.correct = False
     result.reason = reason
     result.speedup_score = speedup_score(False, None)
-
-
-def _publish_library(root: Path, backend: Backend, library: str | None) -> None:
-    """Copy the built library where the workspace's own loader module looks for it."""
-    if not library:
-        return
-    dest = root / "build" / f"{backend.extension_name}.so"
-    try:
-        dest.parent.mkdir(exist_ok=True)
-        tmp = dest.with_suffix(f".tmp{os.getpid()}")
-        shutil.copyfile(library, tmp)
-        os.replace(tmp, dest)
-    except OSError:
-        pass  # only the agent's convenience copy; the evaluation uses the cached library
 
 
 def _address_space_limit(backend: Backend, cfg: EvalConfig) -> int | None:
