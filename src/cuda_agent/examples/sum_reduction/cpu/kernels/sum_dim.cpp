@@ -1,5 +1,5 @@
 // Sum over one dimension of a contiguous tensor viewed as [outer, R, inner].
-//  * inner == 1 (the last dimension): one vectorised dot-free reduction per row.
+//  * inner == 1 (the last dimension): one vectorised reduction per row.
 //  * otherwise: each OpenMP task owns a chunk of at most 512 output columns of one outer
 //    index and streams the R input rows through it (contiguous, vectorised adds in L1).
 #include <algorithm>
