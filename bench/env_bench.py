@@ -83,18 +83,23 @@ def _load_inline_seconds(backend: str, build_dir: Path) -> float:
     return time.monotonic() - t0
 
 
-def bench_latency_and_spread(backend: str, root: Path, example: str, repeats: int) -> dict:
+def bench_latency_and_spread(backend: str, root: Path, example: str, repeats: int, gap_s: float) -> dict:
     cache = root / "eval-cache"
     ex = get_example(example)
     ws = create_workspace(ex.task, root / f"eval-{example}", backend, cache_dir=cache)
     ex.install_solution(ws.root, backend)
     cfg = EvalConfig(backend=backend, cache_dir=str(cache))
     cold = evaluate(ws, cfg)
-    warm = [evaluate(ws, cfg) for _ in range(repeats)]
+    warm = []
+    for _ in range(repeats):
+        time.sleep(gap_s)  # an agent thinks between evaluations; the spare worker starts meanwhile
+        warm.append(evaluate(ws, cfg))
     meds = [r.time_ms.candidate for r in warm if r.time_ms.candidate]
     return {
         "example": example, "cold_eval_s": cold.seconds, "cold_reward": cold.reward,
+        "cold_phases": cold.phases, "gap_between_evals_s": gap_s,
         "warm_eval_s": [r.seconds for r in warm], "warm_rewards": [r.reward for r in warm],
+        "warm_phases": [r.phases for r in warm],
         "candidate_median_ms": meds, "spread_max_over_min": max(meds) / min(meds) if meds else None,
         "reasons": sorted({r.reason for r in [cold, *warm]}),
     }
@@ -105,6 +110,7 @@ def bench_unchanged(backend: str, root: Path, per_task: int) -> dict:
     cache = root / "eval-cache"
     cfg = EvalConfig(backend=backend, cache_dir=str(cache))
     rewards: dict[str, list[int]] = {}
+    detail: list[dict] = []
     for ex in list_examples():
         ws = create_workspace(ex.task, root / f"same-{ex.name}", backend, cache_dir=cache)
         _noop_kernels(ws.root, backend)
@@ -112,10 +118,14 @@ def bench_unchanged(backend: str, root: Path, per_task: int) -> dict:
         for _ in range(per_task):
             r = evaluate(ws, cfg)
             rewards[ex.name].append(r.reward)
+            detail.append({"task": ex.name, "reward": r.reward, "seconds": r.seconds,
+                           "speedup_vs_eager": r.speedup_vs_eager, "speedup_vs_compile": r.speedup_vs_compile,
+                           "baseline_cached": r.baseline_cached, "reason": r.reason[:200]})
     flat = [x for xs in rewards.values() for x in xs]
     return {"evaluations": len(flat), "reward_1": sum(x == 1 for x in flat),
             "called_faster": sum(x >= 2 for x in flat), "failed": sum(x < 0 for x in flat),
-            "rate_reward_1": sum(x == 1 for x in flat) / max(len(flat), 1), "per_task": rewards}
+            "rate_reward_1": sum(x == 1 for x in flat) / max(len(flat), 1), "per_task": rewards,
+            "evaluations_detail": detail}
 
 
 def main() -> None:
@@ -124,6 +134,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--example", default="swish")
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--gap", type=float, default=3.0, help="seconds between warm evaluations")
     ap.add_argument("--unchanged-per-task", type=int, default=3)
     ap.add_argument("--skip", nargs="*", default=[], choices=["build", "latency", "unchanged"])
     args = ap.parse_args()
@@ -141,13 +152,14 @@ def main() -> None:
             save()
             print("build", json.dumps(report["build"]), flush=True)
         if "latency" not in args.skip:
-            report["latency"] = bench_latency_and_spread(backend, root, args.example, args.repeats)
+            report["latency"] = bench_latency_and_spread(backend, root, args.example, args.repeats, args.gap)
             save()
             print("latency", json.dumps(report["latency"]), flush=True)
         if "unchanged" not in args.skip:
             report["unchanged"] = bench_unchanged(backend, root, args.unchanged_per_task)
             save()
-            print("unchanged", json.dumps({k: v for k, v in report["unchanged"].items() if k != "per_task"}),
+            print("unchanged", json.dumps({k: v for k, v in report["unchanged"].items()
+                                           if k not in ("per_task", "evaluations_detail")}),
                   flush=True)
     finally:
         shutil.rmtree(root, ignore_errors=True)

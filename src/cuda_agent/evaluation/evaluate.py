@@ -57,6 +57,7 @@ def _run_stages(ws: Workspace, task: Task, backend: Backend, cfg: EvalConfig, ca
 
     build = build_workspace(ws.root, backend, cache_dir=cache_dir, timeout_s=cfg.build_timeout_s)
     result.build = build
+    result.phases["build"] = build.seconds
     if not build.ok:
         return _fail(result, "build", f"compile error:\n{build.log}")
     result.compiled = True
@@ -73,7 +74,7 @@ def _run_stages(ws: Workspace, task: Task, backend: Backend, cfg: EvalConfig, ca
         "address_space_limit": _address_space_limit(backend, cfg),
     }
     env = _worker_env(cache_dir)
-    worker = acquire_worker(env)
+    worker = acquire_worker(env, backend.name)
     worker.start(request, memory_limit_bytes=int(cfg.memory_limit_gb * 2**30))
     try:
         _converse(worker, task, cfg, result, cached, cache, key, measure_compile)
@@ -84,12 +85,20 @@ def _run_stages(ws: Workspace, task: Task, backend: Backend, cfg: EvalConfig, ca
         result.worker_log = worker.log_tail()
         worker.close()
         if cfg.prespawn_worker:
-            prespawn_worker(env)
+            prespawn_worker(env, backend.name)
 
 
 def _converse(worker: WorkerProcess, task: Task, cfg: EvalConfig, result: EvalResult,
               cached: Baseline | None, cache: BaselineCache, key: str, measure_compile: bool) -> None:
     deadline = deadline_in(cfg.worker_timeout_s)
+    last = time.monotonic()
+
+    def mark(phase: str) -> None:
+        nonlocal last
+        now = time.monotonic()
+        result.phases[phase] = now - last
+        last = now
+
     tol = Tolerance(atol=task.atol if task.atol is not None else cfg.atol,
                     rtol=task.rtol if task.rtol is not None else cfg.rtol)
     result.stage = "load"
@@ -101,6 +110,7 @@ def _converse(worker: WorkerProcess, task: Task, cfg: EvalConfig, result: EvalRe
         kind = msg["type"]
         if kind == "hello":
             result.device = str(msg.get("device", ""))
+            mark("start")
         elif kind == "reference":
             references.append(msg["output"])
             seeds.append(int(msg["seed"]))
@@ -108,6 +118,7 @@ def _converse(worker: WorkerProcess, task: Task, cfg: EvalConfig, result: EvalRe
             if len(references) != cfg.trials:
                 return _fail(result, "worker", "the reference did not produce every trial's output")
             worker.command("proceed")
+            mark("reference")
             result.stage = "verify"
         elif kind == "candidate":
             i = int(msg["trial"])
@@ -120,6 +131,7 @@ def _converse(worker: WorkerProcess, task: Task, cfg: EvalConfig, result: EvalRe
             if not cmp.ok and wrong is None:
                 wrong = f"incorrect: trial {i} (seed {seeds[i]}): {cmp.message}"
         elif kind == "candidate_done":
+            mark("verify")
             if wrong is None and len(result.trials) != cfg.trials:
                 wrong = "incorrect: the candidate did not answer every trial"
             if wrong is not None:
@@ -136,6 +148,7 @@ def _converse(worker: WorkerProcess, task: Task, cfg: EvalConfig, result: EvalRe
             worker.command("time")
             result.stage = "time"
         elif kind == "timing":
+            mark("time")
             samples = _samples(msg.get("samples"))
             if samples is None or "candidate" not in samples or "eager" not in samples:
                 return _fail(result, "time", "malformed timing report")

@@ -15,6 +15,8 @@ class BuildResult(BaseModel):
     library: str | None = Field(default=None, description="path of the linked extension")
     log: str = Field(default="", description="compiler output trimmed to what fixes the error")
     seconds: float = 0.0
+    phases: dict[str, float] = Field(default_factory=dict,
+                                     description="seconds per stage: build, start, reference, verify, time")
     compiled_units: int = 0
     cached_units: int = 0
     timed_out: bool = False
@@ -84,3 +86,5 @@ class EvalResult(BaseModel):
     build: BuildResult | None = None
     worker_log: str = Field(default="", description="tail of what the worker printed (untrusted)")
     seconds: float = 0.0
+    phases: dict[str, float] = Field(default_factory=dict,
+                                     description="seconds per stage: build, start, reference, verify, time")

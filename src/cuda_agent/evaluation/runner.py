@@ -35,13 +35,13 @@ class WorkerProcess:
     """One worker process. It imports torch as soon as it starts, then waits for its request,
     so a spare started ahead of time hides the import from the next evaluation."""
 
-    def __init__(self, env: dict[str, str]):
-        self.env_key = json.dumps(env, sort_keys=True)
+    def __init__(self, env: dict[str, str], backend: str):
+        self.env_key = json.dumps([backend, env], sort_keys=True)
         self.memory_limit = 1 << 62
         self._log = tempfile.NamedTemporaryFile(prefix="cuda-agent-worker-", suffix=".log", delete=False)
         read_fd, write_fd = os.pipe()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "cuda_agent.evaluation.worker", str(write_fd)],
+            [sys.executable, "-m", "cuda_agent.evaluation.worker", str(write_fd), backend],
             stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT,
             pass_fds=(write_fd,), start_new_session=True, env=env, text=True,
         )
@@ -133,22 +133,22 @@ class WorkerProcess:
 _spare: WorkerProcess | None = None
 
 
-def acquire_worker(env: dict[str, str]) -> WorkerProcess:
+def acquire_worker(env: dict[str, str], backend: str) -> WorkerProcess:
     """The spare worker if one with this environment is waiting, else a new one."""
     global _spare
     spare, _spare = _spare, None
-    if spare is not None and spare.alive() and spare.env_key == json.dumps(env, sort_keys=True):
+    if spare is not None and spare.alive() and spare.env_key == json.dumps([backend, env], sort_keys=True):
         return spare
     if spare is not None:
         spare.close()
-    return WorkerProcess(env)
+    return WorkerProcess(env, backend)
 
 
-def prespawn_worker(env: dict[str, str]) -> None:
+def prespawn_worker(env: dict[str, str], backend: str) -> None:
     """Start the next evaluation's worker now (after timing is over, so it disturbs nothing)."""
     global _spare
     if _spare is None or not _spare.alive():
-        _spare = WorkerProcess(env)
+        _spare = WorkerProcess(env, backend)
 
 
 @atexit.register

@@ -25,8 +25,11 @@ from . import channel
 
 
 def main() -> None:
-    out_fd = int(sys.argv[1])
-    import torch  # noqa: F401  -- imported while the worker waits as a spare
+    out_fd, backend_name = int(sys.argv[1]), sys.argv[2]
+    import torch  # imported, and the device initialised, while the worker waits as a spare
+
+    if backend_name == "cuda" and torch.cuda.is_available():
+        torch.empty(1, device="cuda")
 
     line = sys.stdin.readline()
     if not line.strip():
@@ -181,10 +184,14 @@ def _module_from_file(name: str, path: Path) -> types.ModuleType:
 
 
 def _make_inputs(module: types.ModuleType, seed: int, device: Any) -> list[Any]:
+    """Fresh inputs made directly on the device (CPU generation of large tensors costs
+    seconds per evaluation); the seed fixes them either way."""
     import torch
 
     torch.manual_seed(seed)
-    return [x.to(device) if isinstance(x, torch.Tensor) else x for x in module.get_inputs()]
+    with device:
+        inputs = module.get_inputs()
+    return [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
 
 
 def _clone(inputs: list[Any]) -> list[Any]:
