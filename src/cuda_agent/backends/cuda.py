@@ -110,13 +110,16 @@ class CudaBackend(Backend):
 
 @cache
 def cuda_home() -> str:
+    """The toolkit root: the one whose include/ has cuda_runtime.h (nvcc may be a wrapper)."""
     env = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
     if env:
         return env
     exe = shutil.which("nvcc")
-    if exe:
-        return str(Path(exe).resolve().parent.parent)
-    return next((p for p in _CUDA_HOME_CANDIDATES if Path(p).exists()), "/usr/local/cuda")
+    candidates = ([str(Path(exe).resolve().parent.parent)] if exe else []) + list(_CUDA_HOME_CANDIDATES)
+    for root in candidates:
+        if (Path(root) / "include" / "cuda_runtime.h").is_file():
+            return root
+    return "/usr/local/cuda"
 
 
 def nvcc() -> str:
