@@ -6,9 +6,9 @@ from pydantic import BaseModel, Field
 
 
 class TimingConfig(BaseModel):
-    warmup_ms: float = Field(default=50.0, description="run each model this long before timing")
+    warmup_ms: float = Field(default=100.0, description="run each model this long before timing")
     min_trials: int = Field(default=100, ge=3, description="interleaved rounds when the budget allows")
-    max_trials: int = Field(default=1000, ge=3)
+    max_trials: int = Field(default=2000, ge=3)
     budget_s: float = Field(default=1.5, gt=0, description="target seconds of timed rounds")
     floor_trials: int = Field(default=10, ge=3, description="fewest rounds, even for slow models")
     input_sets: int = Field(default=4, ge=1, description="input sets rotated across rounds")
