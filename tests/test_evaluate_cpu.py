@@ -8,6 +8,7 @@ import stat
 import pytest
 
 from cuda_agent.evaluation import evaluate
+from cuda_agent.evaluation.config import GuardConfig
 
 from .conftest import RELU_BINDING, RELU_KERNEL, RELU_MODEL_NEW
 
@@ -135,11 +136,12 @@ def test_verify_only_gives_reward_one_without_timing(make_workspace, fast_config
 
 
 def test_unchanged_reference_is_not_called_faster(make_workspace, fast_config):
-    """The candidate is the reference itself (guards are not this test's concern)."""
+    """The candidate is the reference itself, with the guards (which forbid exactly that) off."""
     same = RELU_MODEL_NEW.replace("return cpu_extension.relu(x.contiguous())", "return torch.relu(x)")
     same = "import torch\n" + same
+    cfg = fast_config.model_copy(update={"guards": GuardConfig.off()})
     for _ in range(3):
-        res = evaluate(make_workspace(model_new=same, name="same"), fast_config)
+        res = evaluate(make_workspace(model_new=same, name="same"), cfg)
         assert res.reward == 1, res.reason
 
 

@@ -16,6 +16,20 @@ class TimingConfig(BaseModel):
     confidence: float = Field(default=0.99, gt=0.5, lt=1.0, description="for the 'faster' decision")
 
 
+class GuardConfig(BaseModel):
+    """Anti-hacking checks (all on by default); switch one off only for research."""
+
+    static_checks: bool = Field(default=True, description="AST / source scan before building")
+    disabled_rules: list[str] = Field(default_factory=list, description="static rule ids to skip")
+    torch_compute: bool = Field(default=True, description="block torch compute in ModelNew.forward at the dispatcher")
+    input_mutation: bool = Field(default=True, description="the candidate must leave its inputs as the reference does")
+    constant_output: bool = Field(default=True, description="output must change when the reference's does")
+
+    @classmethod
+    def off(cls) -> "GuardConfig":
+        return cls(static_checks=False, torch_compute=False, input_mutation=False, constant_output=False)
+
+
 class EvalConfig(BaseModel):
     """Everything that shapes one evaluation; defaults follow the paper (SPEC §1)."""
 
@@ -29,6 +43,7 @@ class EvalConfig(BaseModel):
     compile_mode: str | None = Field(default="default", description="torch.compile mode; None skips it")
     use_baseline_cache: bool = True
     timing: TimingConfig = Field(default_factory=TimingConfig)
+    guards: GuardConfig = Field(default_factory=GuardConfig)
     build_timeout_s: float = 300.0
     worker_timeout_s: float = 600.0
     memory_limit_gb: float = Field(default=16.0, description="worker resident memory cap")

@@ -21,6 +21,7 @@ from .config import EvalConfig
 from .records import EvalResult, TimeMs, TimingStats, TrialCheck
 from .reward import describe, milestone_reward, speedup_score
 from .runner import WorkerDied, WorkerProcess, acquire_worker, deadline_in, prespawn_worker
+from .static_checks import check_workspace
 from .timing import clearly_faster, median
 from .verify import Tolerance, compare_outputs
 
@@ -54,6 +55,15 @@ def _run_stages(ws: Workspace, task: Task, backend: Backend, cfg: EvalConfig, ca
     tampered = ws.tampered_files()
     if tampered:
         return _fail(result, "tamper", f"tampered: protected file(s) changed: {', '.join(tampered)}")
+
+    if cfg.guards.static_checks:
+        findings = check_workspace(ws.root, backend.name, backend.extension_name,
+                                   disabled_rules=frozenset(cfg.guards.disabled_rules))
+        if findings:
+            result.findings = [f.model_dump() for f in findings]
+            shown = "\n".join(f"  {f.file}:{f.line} [{f.rule}] {f.message}" for f in findings[:8])
+            more = f"\n  ... and {len(findings) - 8} more" if len(findings) > 8 else ""
+            return _fail(result, "guard", f"forbidden: {len(findings)} static check finding(s)\n{shown}{more}")
 
     build = build_workspace(ws.root, backend, cache_dir=cache_dir, timeout_s=cfg.build_timeout_s)
     result.build = build
@@ -105,6 +115,8 @@ def _converse(worker: WorkerProcess, task: Task, cfg: EvalConfig, result: EvalRe
     references: list[Any] = []
     seeds: list[int] = []
     wrong: str | None = None
+    ref_digests: list[str] = []
+    cand_digests: list[str] = []
     while True:
         msg = worker.receive(deadline)
         kind = msg["type"]
@@ -113,6 +125,7 @@ def _converse(worker: WorkerProcess, task: Task, cfg: EvalConfig, result: EvalRe
             mark("start")
         elif kind == "reference":
             references.append(msg["output"])
+            ref_digests.append(_digest(msg["output"]))
             seeds.append(int(msg["seed"]))
         elif kind == "reference_done":
             if len(references) != cfg.trials:
@@ -125,6 +138,7 @@ def _converse(worker: WorkerProcess, task: Task, cfg: EvalConfig, result: EvalRe
             if not 0 <= i < len(references) or i != len(result.trials):
                 return _fail(result, "verify", "malformed candidate trial order")
             cmp = compare_outputs(references[i], msg["output"], tol)
+            cand_digests.append(_digest(msg["output"]))
             references[i] = None  # free as we go
             result.trials.append(TrialCheck(trial=i, seed=seeds[i], ok=cmp.ok, message=cmp.message,
                                             max_abs_diff=cmp.max_abs_diff))
@@ -134,6 +148,10 @@ def _converse(worker: WorkerProcess, task: Task, cfg: EvalConfig, result: EvalRe
             mark("verify")
             if wrong is None and len(result.trials) != cfg.trials:
                 wrong = "incorrect: the candidate did not answer every trial"
+            if (wrong is None and cfg.guards.constant_output and len(set(ref_digests)) > 1
+                    and len(set(cand_digests)) == 1):
+                wrong = ("incorrect: constant output: the candidate returned the same output for every "
+                         "input while the reference's changed (it passed only through the tolerance)")
             if wrong is not None:
                 if measure_compile:  # torch.compile is warm already: keep its timing for the next one
                     worker.command("baseline")
@@ -159,8 +177,8 @@ def _converse(worker: WorkerProcess, task: Task, cfg: EvalConfig, result: EvalRe
         elif kind == "error":
             stage = str(msg.get("stage", "worker"))
             label = {"load": "failed to load the candidate", "verify": "the candidate raised",
-                     "time": "the candidate failed while being timed"}.get(stage, "worker error")
-            return _fail(result, stage if stage in ("load", "verify", "time") else "worker",
+                     "time": "the candidate failed while being timed", "guard": "forbidden"}.get(stage, "worker error")
+            return _fail(result, stage if stage in ("load", "verify", "time", "guard") else "worker",
                          f"{label}: {msg.get('message', '')}")
         else:
             return _fail(result, "worker", f"unexpected message {kind!r} from the worker")
@@ -209,6 +227,31 @@ def _store_baseline_only(worker: WorkerProcess, deadline: float, cache: Baseline
     samples = _samples(msg.get("samples")) if msg.get("type") == "timing" else None
     if samples and "eager" in samples and "compile" in samples:
         cache.put(key, Baseline(eager=TimingStats.of(samples["eager"]), compile=TimingStats.of(samples["compile"])))
+
+
+def _digest(obj: Any) -> str:
+    """Identity of an output's exact bytes (nested), to see whether it changes across inputs."""
+    import hashlib
+
+    import torch
+
+    h = hashlib.sha256()
+
+    def walk(o: Any) -> None:
+        if isinstance(o, torch.Tensor):
+            h.update(o.contiguous().view(torch.uint8).numpy().tobytes() if o.numel() else b"")
+        elif isinstance(o, dict):
+            for k in o:
+                h.update(repr(k).encode())
+                walk(o[k])
+        elif isinstance(o, (list, tuple)):
+            for v in o:
+                walk(v)
+        else:
+            h.update(repr(o).encode())
+
+    walk(obj)
+    return h.hexdigest()
 
 
 def _samples(raw: Any) -> dict[str, list[float]] | None:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-Stage = Literal["tamper", "build", "load", "verify", "time", "worker", "done"]
+Stage = Literal["tamper", "guard", "build", "load", "verify", "time", "worker", "done"]
 
 
 class BuildResult(BaseModel):
@@ -84,6 +84,7 @@ class EvalResult(BaseModel):
     baseline_cached: bool = False
     trials: list[TrialCheck] = Field(default_factory=list)
     build: BuildResult | None = None
+    findings: list[dict[str, Any]] = Field(default_factory=list, description="static check findings")
     worker_log: str = Field(default="", description="tail of what the worker printed (untrusted)")
     seconds: float = 0.0
     phases: dict[str, float] = Field(default_factory=dict,

@@ -75,6 +75,7 @@ class _Session:
         from ..backends import get_backend
         from ..workspace.extension import install_extension_module
         from .config import EvalConfig
+        from .guards import GuardViolation, guarded, inputs_changed
         from .timing import time_interleaved
 
         cfg = EvalConfig.model_validate(self.req["config"])
@@ -90,11 +91,14 @@ class _Session:
         init_inputs = ref_module.get_init_inputs()
         reference = ref_module.Model(*init_inputs).to(device).eval()
         trial_inputs = []
+        ref_inputs_after: list[list[Any] | None] = []  # only kept where the reference mutates
         with torch.no_grad():
             for i, seed in enumerate(cfg.trial_seeds()):
                 inputs = _make_inputs(ref_module, seed, device)
-                out = reference(*_clone(inputs))
+                args = _clone(inputs)
+                out = reference(*args)
                 backend.synchronize()
+                ref_inputs_after.append(args if inputs_changed(inputs, args) else None)
                 self.send({"type": "reference", "trial": i, "seed": seed, "output": out})
                 del out
                 trial_inputs.append(inputs)
@@ -132,13 +136,22 @@ class _Session:
             self.fail("load", _describe(exc))
 
         self.stage = "verify"
+        run_candidate = guarded(candidate) if cfg.guards.torch_compute else candidate
         with torch.no_grad():
             for i, inputs in enumerate(trial_inputs):
+                args = _clone(inputs)
                 try:
-                    out = candidate(*_clone(inputs))
+                    out = run_candidate(*args)
                     backend.synchronize()
+                except GuardViolation as exc:
+                    self.fail("guard", str(exc))
                 except BaseException as exc:
                     self.fail("verify", f"trial {i}: {_describe(exc)}")
+                expected = ref_inputs_after[i] or inputs
+                changed = inputs_changed(expected, args) if cfg.guards.input_mutation else None
+                if changed:
+                    self.fail("guard", f"input mutation: the candidate modified its inputs ({changed}) "
+                                       "where the reference did not")
                 self.send({"type": "candidate", "trial": i, "output": out})
                 del out
         self.send({"type": "candidate_done"})
@@ -148,7 +161,7 @@ class _Session:
         self.stage = "time"
         models: dict[str, Callable[..., Any]] = {"eager": reference}
         if command == "time":
-            models["candidate"] = candidate
+            models["candidate"] = run_candidate
         elif command != "baseline" or compiled is None:
             return
         if compiled is not None:
@@ -157,6 +170,8 @@ class _Session:
         try:
             with torch.no_grad():
                 samples = time_interleaved(backend, models, sets, cfg.timing)
+        except GuardViolation as exc:
+            self.fail("guard", f"while being timed: {exc}")
         except BaseException as exc:
             self.fail("time", _describe(exc))
         self.send({"type": "timing", "samples": samples})

@@ -1,0 +1,126 @@
+"""Anti-hacking guards on the CPU backend: each hack gets -1 with a reason that names it,
+and honest solutions (the bundled examples) keep their reward."""
+
+from __future__ import annotations
+
+import pytest
+
+from cuda_agent.evaluation import EvalConfig, GuardConfig, evaluate
+from cuda_agent.examples import list_examples
+from cuda_agent.workspace import create_workspace
+
+from .conftest import RELU_BINDING, RELU_KERNEL, RELU_MODEL_NEW
+
+pytestmark = pytest.mark.slow
+
+
+def _no_static(cfg: EvalConfig) -> EvalConfig:
+    """Let the source through so the runtime guard is what must catch it."""
+    return cfg.model_copy(update={"guards": GuardConfig(static_checks=False)})
+
+
+def test_static_check_rejects_torch_fallback_before_building(make_workspace, fast_config):
+    fallback = "import torch\n" + RELU_MODEL_NEW.replace("cpu_extension.relu(x.contiguous())", "torch.relu(x)")
+    res = evaluate(make_workspace(model_new=fallback), fast_config)
+    assert res.reward == -1 and res.stage == "guard" and not res.compiled
+    assert "[torch-compute]" in res.reason and "model_new.py:" in res.reason
+    assert res.findings and res.findings[0]["rule"] == "torch-compute"
+
+
+def test_static_check_rejects_aten_compute_in_a_binding(make_workspace, fast_config):
+    binding = RELU_BINDING.replace("auto y = at::empty_like(x);", "auto y = at::relu(x);")
+    res = evaluate(make_workspace(kernels={"relu.cpp": RELU_KERNEL, "relu_binding.cpp": binding}), fast_config)
+    assert res.reward == -1 and "aten-compute-in-cpp" in res.reason and "relu_binding.cpp" in res.reason
+
+
+F_BOUND_EARLY = '''
+import torch.nn as nn
+import cpu_extension
+from torch.nn.functional import relu as _fast_relu
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return _fast_relu(x)
+'''
+
+SWALLOWED = '''
+import torch
+import torch.nn as nn
+import cpu_extension
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        try:
+            return torch.relu(x)
+        except Exception:
+            return cpu_extension.relu(x.contiguous())
+'''
+
+
+@pytest.mark.parametrize("source,op", [(F_BOUND_EARLY, "aten.relu"), (SWALLOWED, "aten.relu")])
+def test_runtime_guard_blocks_torch_compute_however_spelled(make_workspace, fast_config, source, op):
+    res = evaluate(make_workspace(model_new=source, name="rt"), _no_static(fast_config))
+    assert res.reward == -1 and res.stage == "guard", res.reason
+    assert op in res.reason and "torch compute at runtime" in res.reason
+
+
+def test_runtime_guard_blocks_aten_calls_from_cpp(make_workspace, fast_config):
+    binding = RELU_BINDING.replace('#include "binding_registry.h"', '#include "binding_registry.h"\n'
+                                   '#include <ATen/ops/relu.h>').replace(
+        "relu_kernel(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());\n  return y;", "return at::relu(x);")
+    cfg = _no_static(fast_config)
+    res = evaluate(make_workspace(kernels={"relu.cpp": RELU_KERNEL, "relu_binding.cpp": binding}, name="cpp"), cfg)
+    assert res.reward == -1 and "aten.relu" in res.reason, res.reason
+
+
+MUTATING_KERNEL = '''
+#include <cstdint>
+extern "C" void relu_kernel(const float* x, float* y, int64_t n) {
+  float* xm = const_cast<float*>(x);
+  for (int64_t i = 0; i < n; ++i) { y[i] = x[i] > 0.f ? x[i] : 0.f; xm[i] = 0.f; }
+}
+'''
+
+
+def test_input_mutation_is_caught(make_workspace, fast_config):
+    res = evaluate(make_workspace(kernels={"relu.cpp": MUTATING_KERNEL, "relu_binding.cpp": RELU_BINDING},
+                                  name="mut"), fast_config)
+    assert res.reward == -1 and "input mutation" in res.reason and "argument 0" in res.reason
+
+
+TINY_TASK = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x) * 1e-4
+
+def get_inputs():
+    return [torch.randn(64, 1024)]
+
+def get_init_inputs():
+    return []
+'''
+
+ZEROS_BINDING = RELU_BINDING.replace(
+    "auto y = at::empty_like(x);\n  relu_kernel(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());",
+    "auto y = at::zeros_like(x);")
+
+
+def test_constant_output_passing_the_tolerance_is_caught(make_workspace, fast_config):
+    res = evaluate(make_workspace(kernels={"relu.cpp": RELU_KERNEL, "relu_binding.cpp": ZEROS_BINDING},
+                                  task_source=TINY_TASK, name="zeros"), fast_config)
+    assert res.reward == -1 and "constant output" in res.reason
+    off = fast_config.model_copy(update={"guards": GuardConfig(constant_output=False)})
+    assert evaluate(make_workspace(kernels={"relu.cpp": RELU_KERNEL, "relu_binding.cpp": ZEROS_BINDING},
+                                   task_source=TINY_TASK, name="zeros2"), off).reward == 1  # the hole, shown
+
+
+def test_every_bundled_cpu_solution_passes_all_guards(tmp_path, fast_config):
+    cfg = fast_config.model_copy(update={"measure": False})
+    for ex in list_examples():
+        ws = create_workspace(ex.task, tmp_path / ex.name, "cpu", cache_dir=tmp_path / "c")
+        ex.install_solution(ws.root, "cpu")
+        res = evaluate(ws, cfg)
+        assert res.reward == 1, f"{ex.name}: {res.reason}"
