@@ -124,3 +124,35 @@ def test_every_bundled_cpu_solution_passes_all_guards(tmp_path, fast_config):
         ex.install_solution(ws.root, "cpu")
         res = evaluate(ws, cfg)
         assert res.reward == 1, f"{ex.name}: {res.reason}"
+
+
+CACHING = '''
+import torch.nn as nn
+import cpu_extension
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.seen = {}
+    def forward(self, x):
+        key = x.data_ptr()
+        if key not in self.seen:
+            self.seen[key] = cpu_extension.relu(x.contiguous())
+        return self.seen[key]
+'''
+
+
+def test_output_caching_by_pointer_does_not_pay(make_workspace, fast_config):
+    res = evaluate(make_workspace(model_new=CACHING, name="cache"), _no_static(fast_config))
+    assert res.reward == -1, res.reason
+    assert "incorrect" in res.reason or "while being timed" in res.reason
+
+
+UNWRITTEN_BINDING = RELU_BINDING.replace(
+    "relu_kernel(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());", "")
+
+
+def test_output_never_written_is_incorrect(make_workspace, fast_config):
+    res = evaluate(make_workspace(kernels={"relu.cpp": RELU_KERNEL, "relu_binding.cpp": UNWRITTEN_BINDING},
+                                  name="unwritten"), fast_config)
+    assert res.reward == -1 and res.reason.startswith("incorrect"), res.reason

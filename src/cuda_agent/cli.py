@@ -18,10 +18,12 @@ err = Console(stderr=True)
 
 
 def _config(backend: Optional[str], timing: bool, compile_baseline: bool, trials: int,
-            atol: Optional[float], rtol: Optional[float]):
-    from .evaluation import EvalConfig
+            atol: Optional[float], rtol: Optional[float], guards: bool = True):
+    from .evaluation import EvalConfig, GuardConfig
 
     fields = {"backend": backend, "measure": timing, "trials": trials}
+    if not guards:
+        fields["guards"] = GuardConfig.off()
     if not compile_baseline:
         fields["compile_mode"] = None
     if atol is not None:
@@ -107,6 +109,7 @@ def evaluate(
                                           help="time torch.compile too"),
     trials: int = typer.Option(5, help="correctness trials on fresh inputs"),
     atol: Optional[float] = typer.Option(None), rtol: Optional[float] = typer.Option(None),
+    guards: bool = typer.Option(True, "--guards/--no-guards", help="anti-hacking checks (research only: off)"),
     json_out: bool = typer.Option(False, "--json", help="print the breakdown as one JSON object"),
 ) -> None:
     """Build, verify and time a workspace; print the reward and its breakdown."""
@@ -118,7 +121,7 @@ def evaluate(
     except WorkspaceError as exc:
         err.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2)
-    result = run_evaluation(ws, _config(None, timing, compile_baseline, trials, atol, rtol))
+    result = run_evaluation(ws, _config(None, timing, compile_baseline, trials, atol, rtol, guards))
     if json_out:
         print(result.model_dump_json())
     else:

@@ -38,6 +38,8 @@ class Backend(ABC):
     extension_name: ClassVar[str]
     kernel_suffix: ClassVar[str]
     binding_suffix: ClassVar[str] = "_binding.cpp"
+    # True where freed device memory is kept and handed out again unwritten (poison it)
+    caching_allocator: ClassVar[bool] = False
     # Per-file flags a kernel may ask for with a `// @flags: ...` line, nothing else.
     allowed_kernel_flags: ClassVar[frozenset[str]]
 

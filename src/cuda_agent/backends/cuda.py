@@ -37,6 +37,7 @@ class CudaBackend(Backend):
     torch_device = "cuda"
     extension_name = "cuda_extension"
     kernel_suffix = ".cu"
+    caching_allocator = True
     allowed_kernel_flags: ClassVar[frozenset[str]] = frozenset(
         {"--use_fast_math", "-use_fast_math", "--ftz=true", "--extra-device-vectorization"}
     ) | frozenset(f"-maxrregcount={n}" for n in (32, 40, 48, 64, 72, 80, 96, 128, 168, 255))

@@ -24,10 +24,12 @@ class GuardConfig(BaseModel):
     torch_compute: bool = Field(default=True, description="block torch compute in ModelNew.forward at the dispatcher")
     input_mutation: bool = Field(default=True, description="the candidate must leave its inputs as the reference does")
     constant_output: bool = Field(default=True, description="output must change when the reference's does")
+    poison_memory: bool = Field(default=True, description="fill free allocator memory with NaN before each check")
 
     @classmethod
     def off(cls) -> "GuardConfig":
-        return cls(static_checks=False, torch_compute=False, input_mutation=False, constant_output=False)
+        return cls(static_checks=False, torch_compute=False, input_mutation=False, constant_output=False,
+                   poison_memory=False)
 
 
 class EvalConfig(BaseModel):

@@ -82,6 +82,8 @@ def _run_stages(ws: Workspace, task: Task, backend: Backend, cfg: EvalConfig, ca
         "config": cfg.model_dump(mode="json"), "backend": backend.name, "task_source": task.source,
         "workspace": str(ws.root), "library": build.library, "measure_compile": measure_compile,
         "address_space_limit": _address_space_limit(backend, cfg),
+        "atol": _tolerance(task, cfg).atol, "rtol": _tolerance(task, cfg).rtol,
+        "poison_bytes": 256 << 20 if cfg.guards.poison_memory and backend.caching_allocator else 0,
     }
     env = _worker_env(cache_dir)
     worker = acquire_worker(env, backend.name)
@@ -109,8 +111,7 @@ def _converse(worker: WorkerProcess, task: Task, cfg: EvalConfig, result: EvalRe
         result.phases[phase] = now - last
         last = now
 
-    tol = Tolerance(atol=task.atol if task.atol is not None else cfg.atol,
-                    rtol=task.rtol if task.rtol is not None else cfg.rtol)
+    tol = _tolerance(task, cfg)
     result.stage = "load"
     references: list[Any] = []
     seeds: list[int] = []
@@ -227,6 +228,12 @@ def _store_baseline_only(worker: WorkerProcess, deadline: float, cache: Baseline
     samples = _samples(msg.get("samples")) if msg.get("type") == "timing" else None
     if samples and "eager" in samples and "compile" in samples:
         cache.put(key, Baseline(eager=TimingStats.of(samples["eager"]), compile=TimingStats.of(samples["compile"])))
+
+
+def _tolerance(task: Task, cfg: EvalConfig) -> Tolerance:
+    """The task's own tolerance where it declares one, else the configured default."""
+    return Tolerance(atol=task.atol if task.atol is not None else cfg.atol,
+                     rtol=task.rtol if task.rtol is not None else cfg.rtol)
 
 
 def _digest(obj: Any) -> str:

@@ -76,6 +76,7 @@ class _Session:
         from ..workspace.extension import install_extension_module
         from .config import EvalConfig
         from .guards import GuardViolation, guarded, inputs_changed
+        from .verify import Tolerance, compare_outputs
         from .timing import time_interleaved
 
         cfg = EvalConfig.model_validate(self.req["config"])
@@ -136,10 +137,12 @@ class _Session:
             self.fail("load", _describe(exc))
 
         self.stage = "verify"
+        poison_bytes = self.req.get("poison_bytes", 0)
         run_candidate = guarded(candidate) if cfg.guards.torch_compute else candidate
         with torch.no_grad():
             for i, inputs in enumerate(trial_inputs):
                 args = _clone(inputs)
+                _poison_free_memory(torch, device, poison_bytes)
                 try:
                     out = run_candidate(*args)
                     backend.synchronize()
@@ -167,9 +170,20 @@ class _Session:
         if compiled is not None:
             models["compile"] = compiled
         sets = {name: [_clone(s) for s in timed_sets] for name in models}
+        tol = Tolerance(atol=self.req.get("atol", cfg.atol), rtol=self.req.get("rtol", cfg.rtol))
+
+        def recheck(outs: dict[str, Any]) -> None:
+            """Outputs produced while being timed must still be right (no caching, no skipping)."""
+            if "candidate" in outs and "eager" in outs:
+                cmp = compare_outputs(outs["eager"], outs["candidate"], tol)
+                if not cmp.ok:
+                    raise GuardViolation(f"output produced while being timed is wrong ({cmp.message}): "
+                                         "cached or skipped work")
+
         try:
             with torch.no_grad():
-                samples = time_interleaved(backend, models, sets, cfg.timing)
+                samples = time_interleaved(backend, models, sets, cfg.timing, check_round=recheck,
+                                           fresh_inputs=frozenset({"candidate"}))
         except GuardViolation as exc:
             self.fail("guard", f"while being timed: {exc}")
         except BaseException as exc:
@@ -222,6 +236,16 @@ def _timing_input_sets(trial_inputs: list[list[Any]], cfg: Any) -> list[list[Any
     per_set = sum(x.numel() * x.element_size() for x in trial_inputs[0] if isinstance(x, torch.Tensor))
     n = max(1, min(cfg.timing.input_sets, len(trial_inputs), cfg.timing.input_set_bytes // max(per_set, 1)))
     return trial_inputs[:n]
+
+
+def _poison_free_memory(torch: Any, device: Any, nbytes: int) -> None:
+    """Fill memory the allocator will hand out next with NaN, so an output the candidate
+    allocates but never writes cannot inherit a previous result (the caching-allocator hack)."""
+    if nbytes <= 0:
+        return
+    block = torch.empty(nbytes // 4 + 1, dtype=torch.float32, device=device)
+    block.fill_(float("nan"))
+    del block
 
 
 def _describe(exc: BaseException) -> str:
