@@ -116,8 +116,9 @@ def _converse(worker: WorkerProcess, task: Task, cfg: EvalConfig, result: EvalRe
     references: list[Any] = []
     seeds: list[int] = []
     wrong: str | None = None
-    ref_digests: list[str] = []
-    cand_digests: list[str] = []
+    ref_varies = False
+    first_output: Any = None
+    cand_constant = True
     while True:
         msg = worker.receive(deadline)
         kind = msg["type"]
@@ -126,11 +127,11 @@ def _converse(worker: WorkerProcess, task: Task, cfg: EvalConfig, result: EvalRe
             mark("start")
         elif kind == "reference":
             references.append(msg["output"])
-            ref_digests.append(_digest(msg["output"]))
             seeds.append(int(msg["seed"]))
         elif kind == "reference_done":
             if len(references) != cfg.trials:
                 return _fail(result, "worker", "the reference did not produce every trial's output")
+            ref_varies = any(not _identical(references[0], r) for r in references[1:])
             worker.command("proceed")
             mark("reference")
             result.stage = "verify"
@@ -139,7 +140,10 @@ def _converse(worker: WorkerProcess, task: Task, cfg: EvalConfig, result: EvalRe
             if not 0 <= i < len(references) or i != len(result.trials):
                 return _fail(result, "verify", "malformed candidate trial order")
             cmp = compare_outputs(references[i], msg["output"], tol)
-            cand_digests.append(_digest(msg["output"]))
+            if i == 0:
+                first_output = msg["output"]
+            else:
+                cand_constant = cand_constant and _identical(first_output, msg["output"])
             references[i] = None  # free as we go
             result.trials.append(TrialCheck(trial=i, seed=seeds[i], ok=cmp.ok, message=cmp.message,
                                             max_abs_diff=cmp.max_abs_diff))
@@ -149,8 +153,7 @@ def _converse(worker: WorkerProcess, task: Task, cfg: EvalConfig, result: EvalRe
             mark("verify")
             if wrong is None and len(result.trials) != cfg.trials:
                 wrong = "incorrect: the candidate did not answer every trial"
-            if (wrong is None and cfg.guards.constant_output and len(set(ref_digests)) > 1
-                    and len(set(cand_digests)) == 1):
+            if wrong is None and cfg.guards.constant_output and ref_varies and cand_constant and cfg.trials > 1:
                 wrong = ("incorrect: constant output: the candidate returned the same output for every "
                          "input while the reference's changed (it passed only through the tolerance)")
             if wrong is not None:
@@ -236,29 +239,17 @@ def _tolerance(task: Task, cfg: EvalConfig) -> Tolerance:
                      rtol=task.rtol if task.rtol is not None else cfg.rtol)
 
 
-def _digest(obj: Any) -> str:
-    """Identity of an output's exact bytes (nested), to see whether it changes across inputs."""
-    import hashlib
-
+def _identical(a: Any, b: Any) -> bool:
+    """Bit-for-bit equal nested outputs (to see whether an output changes with the input)."""
     import torch
 
-    h = hashlib.sha256()
-
-    def walk(o: Any) -> None:
-        if isinstance(o, torch.Tensor):
-            h.update(o.contiguous().view(torch.uint8).numpy().tobytes() if o.numel() else b"")
-        elif isinstance(o, dict):
-            for k in o:
-                h.update(repr(k).encode())
-                walk(o[k])
-        elif isinstance(o, (list, tuple)):
-            for v in o:
-                walk(v)
-        else:
-            h.update(repr(o).encode())
-
-    walk(obj)
-    return h.hexdigest()
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return a.shape == b.shape and a.dtype == b.dtype and bool(torch.equal(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_identical(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_identical(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
 
 
 def _samples(raw: Any) -> dict[str, list[float]] | None:
