@@ -31,7 +31,8 @@ def time_interleaved(
     """Per-round times (ms) for each model. `input_sets[name][k]` is model `name`'s copy of
     input set k, so a model that mutates its inputs cannot disturb the others. Models in
     `fresh_inputs` get new tensor objects every trial (cloned outside the timed region), so
-    caching by pointer does not pay; `check_round` sees every `check_every`-th round's
+    caching by pointer does not pay; give every model the same treatment, since a fresh
+    copy sits in cache where the device has none flushed (CPU); `check_round` sees every `check_every`-th round's
     outputs (and the last), so skipped or cached work is caught while being timed."""
     names = list(models)
     n_sets = min(len(s) for s in input_sets.values())

@@ -183,7 +183,7 @@ class _Session:
         try:
             with torch.no_grad():
                 samples = time_interleaved(backend, models, sets, cfg.timing, check_round=recheck,
-                                           fresh_inputs=frozenset({"candidate"}))
+                                           fresh_inputs=frozenset(models))  # all alike: a fresh copy is cache-hot
         except GuardViolation as exc:
             self.fail("guard", f"while being timed: {exc}")
         except BaseException as exc:
