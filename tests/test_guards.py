@@ -3,9 +3,12 @@ and honest solutions (the bundled examples) keep their reward."""
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
 from cuda_agent.evaluation import EvalConfig, GuardConfig, evaluate
+from cuda_agent.evaluation.runner import network_namespace_available
 from cuda_agent.examples import list_examples
 from cuda_agent.workspace import create_workspace
 
@@ -156,3 +159,30 @@ def test_output_never_written_is_incorrect(make_workspace, fast_config):
     res = evaluate(make_workspace(kernels={"relu.cpp": RELU_KERNEL, "relu_binding.cpp": UNWRITTEN_BINDING},
                                   name="unwritten"), fast_config)
     assert res.reward == -1 and res.reason.startswith("incorrect"), res.reason
+
+
+PHONE_HOME = '''
+import socket
+import torch.nn as nn
+import cpu_extension
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        socket.create_connection(("127.0.0.1", PORT), timeout=2).close()
+        return cpu_extension.relu(x.contiguous())
+'''
+
+
+@pytest.mark.skipif(not network_namespace_available(), reason="this OS refuses new network namespaces")
+def test_worker_has_no_network(make_workspace, fast_config):
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    port = server.getsockname()[1]
+    source = PHONE_HOME.replace("PORT", str(port))
+    cfg = fast_config.model_copy(update={"measure": False, "guards": GuardConfig(static_checks=False)})
+    isolated = evaluate(make_workspace(model_new=source, name="net"), cfg)
+    assert isolated.reward == -1 and "unreachable" in isolated.reason.lower(), isolated.reason
+    open_cfg = cfg.model_copy(update={"guards": GuardConfig(static_checks=False, no_network=False)})
+    assert evaluate(make_workspace(model_new=source, name="net2"), open_cfg).reward == 1  # the hole, shown
+    server.close()

@@ -25,11 +25,12 @@ class GuardConfig(BaseModel):
     input_mutation: bool = Field(default=True, description="the candidate must leave its inputs as the reference does")
     constant_output: bool = Field(default=True, description="output must change when the reference's does")
     poison_memory: bool = Field(default=True, description="fill free allocator memory with NaN before each check")
+    no_network: bool = Field(default=True, description="worker in a new, empty network namespace where the OS allows")
 
     @classmethod
     def off(cls) -> "GuardConfig":
         return cls(static_checks=False, torch_compute=False, input_mutation=False, constant_output=False,
-                   poison_memory=False)
+                   poison_memory=False, no_network=False)
 
 
 class EvalConfig(BaseModel):

@@ -86,7 +86,7 @@ def _run_stages(ws: Workspace, task: Task, backend: Backend, cfg: EvalConfig, ca
         "poison_bytes": 256 << 20 if cfg.guards.poison_memory and backend.caching_allocator else 0,
     }
     env = _worker_env(cache_dir)
-    worker = acquire_worker(env, backend.name)
+    worker = acquire_worker(env, backend.name, cfg.guards.no_network)
     worker.start(request, memory_limit_bytes=int(cfg.memory_limit_gb * 2**30))
     try:
         _converse(worker, task, cfg, result, cached, cache, key, measure_compile)
@@ -97,7 +97,7 @@ def _run_stages(ws: Workspace, task: Task, backend: Backend, cfg: EvalConfig, ca
         result.worker_log = worker.log_tail()
         worker.close()
         if cfg.prespawn_worker:
-            prespawn_worker(env, backend.name)
+            prespawn_worker(env, backend.name, cfg.guards.no_network)
 
 
 def _converse(worker: WorkerProcess, task: Task, cfg: EvalConfig, result: EvalResult,

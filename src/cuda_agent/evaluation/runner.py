@@ -8,8 +8,10 @@ a private pipe and are decoded without executing anything (see channel.py).
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -35,13 +37,14 @@ class WorkerProcess:
     """One worker process. It imports torch as soon as it starts, then waits for its request,
     so a spare started ahead of time hides the import from the next evaluation."""
 
-    def __init__(self, env: dict[str, str], backend: str):
-        self.env_key = json.dumps([backend, env], sort_keys=True)
+    def __init__(self, env: dict[str, str], backend: str, isolate_network: bool = False):
+        self.env_key = _key(env, backend, isolate_network)
         self.memory_limit = 1 << 62
         self._log = tempfile.NamedTemporaryFile(prefix="cuda-agent-worker-", suffix=".log", delete=False)
         read_fd, write_fd = os.pipe()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "cuda_agent.evaluation.worker", str(write_fd), backend],
+            [*(_NETNS_PREFIX if isolate_network and network_namespace_available() else ()),
+             sys.executable, "-m", "cuda_agent.evaluation.worker", str(write_fd), backend],
             stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT,
             pass_fds=(write_fd,), start_new_session=True, env=env, text=True,
         )
@@ -133,22 +136,40 @@ class WorkerProcess:
 _spare: WorkerProcess | None = None
 
 
-def acquire_worker(env: dict[str, str], backend: str) -> WorkerProcess:
+_NETNS_PREFIX = ("unshare", "--net")
+
+
+@functools.cache
+def network_namespace_available() -> bool:
+    """Whether this OS lets us start the worker in a new, empty network namespace."""
+    if shutil.which("unshare") is None:
+        return False
+    try:
+        return subprocess.run([*_NETNS_PREFIX, "true"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def _key(env: dict[str, str], backend: str, isolate_network: bool) -> str:
+    return json.dumps([backend, isolate_network, env], sort_keys=True)
+
+
+def acquire_worker(env: dict[str, str], backend: str, isolate_network: bool = False) -> WorkerProcess:
     """The spare worker if one with this environment is waiting, else a new one."""
     global _spare
     spare, _spare = _spare, None
-    if spare is not None and spare.alive() and spare.env_key == json.dumps([backend, env], sort_keys=True):
+    if spare is not None and spare.alive() and spare.env_key == _key(env, backend, isolate_network):
         return spare
     if spare is not None:
         spare.close()
-    return WorkerProcess(env, backend)
+    return WorkerProcess(env, backend, isolate_network)
 
 
-def prespawn_worker(env: dict[str, str], backend: str) -> None:
+def prespawn_worker(env: dict[str, str], backend: str, isolate_network: bool = False) -> None:
     """Start the next evaluation's worker now (after timing is over, so it disturbs nothing)."""
     global _spare
     if _spare is None or not _spare.alive():
-        _spare = WorkerProcess(env, backend)
+        _spare = WorkerProcess(env, backend, isolate_network)
 
 
 @atexit.register
