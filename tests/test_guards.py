@@ -117,7 +117,7 @@ def test_constant_output_passing_the_tolerance_is_caught(make_workspace, fast_co
     assert res.reward == -1 and "constant output" in res.reason
     off = fast_config.model_copy(update={"guards": GuardConfig(constant_output=False)})
     assert evaluate(make_workspace(kernels={"relu.cpp": RELU_KERNEL, "relu_binding.cpp": ZEROS_BINDING},
-                                   task_source=TINY_TASK, name="zeros2"), off).reward == 1  # the hole, shown
+                                   task_source=TINY_TASK, name="zeros2"), off).reward >= 1  # the hole, shown
 
 
 def test_every_bundled_cpu_solution_passes_all_guards(tmp_path, fast_config):

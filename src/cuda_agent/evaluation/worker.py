@@ -164,7 +164,7 @@ class _Session:
         self.stage = "time"
         models: dict[str, Callable[..., Any]] = {"eager": reference}
         if command == "time":
-            models["candidate"] = run_candidate
+            models["candidate"] = candidate
         elif command != "baseline" or compiled is None:
             return
         if compiled is not None:
@@ -183,7 +183,8 @@ class _Session:
         try:
             with torch.no_grad():
                 samples = time_interleaved(backend, models, sets, cfg.timing, check_round=recheck,
-                                           fresh_inputs=frozenset(models))  # all alike: a fresh copy is cache-hot
+                                           fresh_inputs=frozenset(models),  # all alike: a fresh copy is cache-hot
+                                           checked_models={"candidate": run_candidate})
         except GuardViolation as exc:
             self.fail("guard", f"while being timed: {exc}")
         except BaseException as exc:
