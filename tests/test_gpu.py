@@ -6,7 +6,6 @@ import pytest
 
 from cuda_agent.evaluation import EvalConfig, TimingConfig, evaluate
 from cuda_agent.examples import list_examples
-from cuda_agent.tasks import Task
 from cuda_agent.workspace import create_workspace
 
 pytestmark = pytest.mark.gpu

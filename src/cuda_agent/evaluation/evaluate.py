@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+from statistics import median
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from .records import EvalResult, TimeMs, TimingStats, TrialCheck
 from .reward import describe, milestone_reward, speedup_score
 from .runner import WorkerDied, WorkerProcess, acquire_worker, deadline_in, prespawn_worker
 from .static_checks import check_workspace
-from .timing import clearly_faster, median
+from .timing import clearly_faster
 from .verify import Tolerance, compare_outputs
 
 _SRC_ROOT = str(Path(__file__).resolve().parents[2])
@@ -78,18 +79,19 @@ def _run_stages(ws: Workspace, task: Task, backend: Backend, cfg: EvalConfig, ca
                             backend.name, cfg.timing.model_dump_json())
     cached = cache.get(key) if (cfg.use_baseline_cache and cfg.measure) else None
     measure_compile = cfg.measure and cfg.compile_mode is not None and cached is None
+    tol = _tolerance(task, cfg)
     request = {
         "config": cfg.model_dump(mode="json"), "backend": backend.name, "task_source": task.source,
         "workspace": str(ws.root), "library": build.library, "measure_compile": measure_compile,
         "address_space_limit": _address_space_limit(backend, cfg),
-        "atol": _tolerance(task, cfg).atol, "rtol": _tolerance(task, cfg).rtol,
+        "atol": tol.atol, "rtol": tol.rtol,
         "poison_bytes": 256 << 20 if cfg.guards.poison_memory and backend.caching_allocator else 0,
     }
     env = _worker_env(cache_dir)
     worker = acquire_worker(env, backend.name, cfg.guards.no_network)
     worker.start(request, memory_limit_bytes=int(cfg.memory_limit_gb * 2**30))
     try:
-        _converse(worker, task, cfg, result, cached, cache, key, measure_compile)
+        _converse(worker, tol, cfg, result, cached, cache, key, measure_compile)
     except WorkerDied as exc:
         stage = result.stage if result.stage != "done" else "worker"
         _fail(result, stage, f"{'verify' if stage == 'verify' else stage} failed: {exc.reason}")
@@ -100,7 +102,7 @@ def _run_stages(ws: Workspace, task: Task, backend: Backend, cfg: EvalConfig, ca
             prespawn_worker(env, backend.name, cfg.guards.no_network)
 
 
-def _converse(worker: WorkerProcess, task: Task, cfg: EvalConfig, result: EvalResult,
+def _converse(worker: WorkerProcess, tol: Tolerance, cfg: EvalConfig, result: EvalResult,
               cached: Baseline | None, cache: BaselineCache, key: str, measure_compile: bool) -> None:
     deadline = deadline_in(cfg.worker_timeout_s)
     last = time.monotonic()
@@ -111,7 +113,6 @@ def _converse(worker: WorkerProcess, task: Task, cfg: EvalConfig, result: EvalRe
         result.phases[phase] = now - last
         last = now
 
-    tol = _tolerance(task, cfg)
     result.stage = "load"
     references: list[Any] = []
     seeds: list[int] = []

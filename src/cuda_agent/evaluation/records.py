@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import statistics
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -40,8 +41,7 @@ class TimingStats(BaseModel):
         n = len(s)
         mean = sum(s) / n
         var = sum((x - mean) ** 2 for x in s) / max(n - 1, 1)
-        med = s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
-        return cls(median=med, mean=mean, std=math.sqrt(var), min=s[0], max=s[-1], trials=n)
+        return cls(median=statistics.median(s), mean=mean, std=math.sqrt(var), min=s[0], max=s[-1], trials=n)
 
 
 class TrialCheck(BaseModel):

@@ -94,12 +94,6 @@ def _warm_up(backend: Backend, fn: Callable[..., Any], inputs: Sequence[Sequence
             return elapsed / calls
 
 
-def median(xs: Sequence[float]) -> float:
-    s = sorted(xs)
-    n = len(s)
-    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
-
-
 def median_interval(xs: Sequence[float], confidence: float) -> tuple[float, float]:
     """Distribution-free confidence interval of the median (binomial order statistics)."""
     s = sorted(xs)

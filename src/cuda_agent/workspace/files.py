@@ -10,7 +10,6 @@ the agent cannot edit the record it would be checked against.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shlex
 import stat
