@@ -187,6 +187,29 @@ def _print_result(r) -> None:
         console.print("[dim]worker output (tail):[/]\n" + r.worker_log[-1500:])
 
 
+# Each layer above the environment (agent, data, benchmark, train) owns its commands in
+# `cuda_agent/<layer>/cli.py`, which defines `register(app)` and imports nothing heavy at
+# module level. A layer that is not installed simply adds no commands.
+_LAYERS = ("agent", "data", "benchmark", "train")
+
+
+def _register_layers() -> None:
+    import importlib
+
+    for layer in _LAYERS:
+        module = f"{__package__}.{layer}.cli"
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name in (module, f"{__package__}.{layer}"):
+                continue
+            raise
+        mod.register(app)
+
+
+_register_layers()
+
+
 def main() -> None:
     app()
 
