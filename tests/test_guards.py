@@ -8,7 +8,7 @@ import socket
 import pytest
 
 from cuda_agent.evaluation import EvalConfig, GuardConfig, evaluate
-from cuda_agent.evaluation.runner import network_namespace_available
+from cuda_agent.evaluation.sandbox import namespaces_available as network_namespace_available
 from cuda_agent.examples import list_examples
 from cuda_agent.workspace import create_workspace
 
@@ -183,6 +183,6 @@ def test_worker_has_no_network(make_workspace, fast_config):
     cfg = fast_config.model_copy(update={"measure": False, "guards": GuardConfig(static_checks=False)})
     isolated = evaluate(make_workspace(model_new=source, name="net"), cfg)
     assert isolated.reward == -1 and "unreachable" in isolated.reason.lower(), isolated.reason
-    open_cfg = cfg.model_copy(update={"guards": GuardConfig(static_checks=False, no_network=False)})
+    open_cfg = cfg.model_copy(update={"guards": GuardConfig(static_checks=False, no_network=False, filesystem=False)})
     assert evaluate(make_workspace(model_new=source, name="net2"), open_cfg).reward == 1  # the hole, shown
     server.close()

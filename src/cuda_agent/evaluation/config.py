@@ -25,12 +25,15 @@ class GuardConfig(BaseModel):
     input_mutation: bool = Field(default=True, description="the candidate must leave its inputs as the reference does")
     constant_output: bool = Field(default=True, description="output must change when the reference's does")
     poison_memory: bool = Field(default=True, description="fill free allocator memory with NaN before each check")
-    no_network: bool = Field(default=True, description="worker in a new, empty network namespace where the OS allows")
+    no_network: bool = Field(default=True, description="worker in new, empty network and PID namespaces where the OS allows")
+    filesystem: bool = Field(default=True, description="worker may write only to its scratch dir and /dev (Landlock, where the kernel has it)")
+    no_processes: bool = Field(default=True, description="a new process in the worker's tree after candidate import kills it")
+    max_file_bytes: int = Field(default=1 << 30, description="largest file the worker may write (RLIMIT_FSIZE)")
 
     @classmethod
     def off(cls) -> "GuardConfig":
         return cls(static_checks=False, torch_compute=False, input_mutation=False, constant_output=False,
-                   poison_memory=False, no_network=False)
+                   poison_memory=False, no_network=False, filesystem=False, no_processes=False)
 
 
 class EvalConfig(BaseModel):

@@ -86,6 +86,10 @@ def _run_stages(ws: Workspace, task: Task, backend: Backend, cfg: EvalConfig, ca
         "address_space_limit": _address_space_limit(backend, cfg),
         "atol": tol.atol, "rtol": tol.rtol,
         "poison_bytes": 256 << 20 if cfg.guards.poison_memory and backend.caching_allocator else 0,
+        "limits": {"file_size_bytes": cfg.guards.max_file_bytes, "open_files": 4096,
+                   "cpu_seconds": int(cfg.worker_timeout_s * max(os.cpu_count() or 1, 1)) + 60,
+                   "processes": None},
+        "writable": ["/dev"] if cfg.guards.filesystem else None,
     }
     env = _worker_env(cache_dir)
     worker = acquire_worker(env, backend.name, cfg.guards.no_network)
@@ -100,6 +104,9 @@ def _run_stages(ws: Workspace, task: Task, backend: Backend, cfg: EvalConfig, ca
         worker.close()
         if cfg.prespawn_worker:
             prespawn_worker(env, backend.name, cfg.guards.no_network)
+    tampered = ws.tampered_files()
+    if tampered:  # the sandbox should make this impossible; checked anyway (a kernel without Landlock)
+        _fail(result, "tamper", f"tampered during evaluation: protected file(s) changed: {', '.join(tampered)}")
 
 
 def _converse(worker: WorkerProcess, tol: Tolerance, cfg: EvalConfig, result: EvalResult,
@@ -125,6 +132,7 @@ def _converse(worker: WorkerProcess, tol: Tolerance, cfg: EvalConfig, result: Ev
         kind = msg["type"]
         if kind == "hello":
             result.device = str(msg.get("device", ""))
+            result.sandbox = dict(msg.get("sandbox") or {}, namespaces=worker.namespaces)
             mark("start")
         elif kind == "reference":
             references.append(msg["output"])
@@ -133,6 +141,8 @@ def _converse(worker: WorkerProcess, tol: Tolerance, cfg: EvalConfig, result: Ev
             if len(references) != cfg.trials:
                 return _fail(result, "worker", "the reference did not produce every trial's output")
             ref_varies = any(not _identical(references[0], r) for r in references[1:])
+            if cfg.guards.no_processes:
+                worker.watch_processes()
             worker.command("proceed")
             mark("reference")
             result.stage = "verify"
@@ -282,8 +292,6 @@ def _address_space_limit(backend: Backend, cfg: EvalConfig) -> int | None:
 def _worker_env(cache_dir: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_SRC_ROOT, env.get("PYTHONPATH", "")) if p)
-    env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cache_dir / "inductor"))
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env
 
 

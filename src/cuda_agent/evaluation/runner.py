@@ -8,7 +8,6 @@ a private pipe and are decoded without executing anything (see channel.py).
 from __future__ import annotations
 
 import atexit
-import functools
 import json
 import os
 import shutil
@@ -21,8 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from .channel import ChannelError, ChannelTimeout, Reader
+from .sandbox import NAMESPACE_PREFIX, make_scratch, namespaces_available, process_tree, resident_bytes, scrubbed_environment
 
 LOG_TAIL_CHARS = 4000
+WATCH_INTERVAL_S = 0.25  # /proc scans cost CPU the timed models share on small machines
 
 
 class WorkerDied(Exception):
@@ -40,13 +41,18 @@ class WorkerProcess:
     def __init__(self, env: dict[str, str], backend: str, isolate_network: bool = False):
         self.env_key = _key(env, backend, isolate_network)
         self.memory_limit = 1 << 62
+        self.namespaces = isolate_network and namespaces_available()
+        self.scratch = make_scratch(Path(tempfile.mkdtemp(prefix="cuda-agent-scratch-")))
         self._log = tempfile.NamedTemporaryFile(prefix="cuda-agent-worker-", suffix=".log", delete=False)
+        self._process_baseline: int | None = None
+        self._last_watch = 0.0
         read_fd, write_fd = os.pipe()
         self.proc = subprocess.Popen(
-            [*(_NETNS_PREFIX if isolate_network and network_namespace_available() else ()),
+            [*(NAMESPACE_PREFIX if self.namespaces else ()),
              sys.executable, "-m", "cuda_agent.evaluation.worker", str(write_fd), backend],
             stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT,
-            pass_fds=(write_fd,), start_new_session=True, env=env, text=True,
+            pass_fds=(write_fd,), start_new_session=True, text=True,
+            env=scrubbed_environment(env, self.scratch, {}),
         )
         os.close(write_fd)
         self.fd = read_fd
@@ -79,11 +85,25 @@ class WorkerProcess:
             raise WorkerDied(self._death_reason(str(exc))) from None
 
     # ---- watching ---------------------------------------------------------------------
+    def watch_processes(self) -> None:
+        """From now on (candidate code is about to run) any new process in the worker's tree
+        kills the evaluation: kernels have no business starting programs."""
+        self._process_baseline = len(process_tree(self.proc.pid))
+
     def _watch(self) -> None:
-        rss = _group_rss_bytes(self.proc.pid)
+        now = time.monotonic()
+        if now - self._last_watch < WATCH_INTERVAL_S:
+            return
+        self._last_watch = now
+        tree = process_tree(self.proc.pid)
+        rss = resident_bytes(tree)
         if rss > self.memory_limit:
             self._killed_for = (f"out of memory: the worker used {rss / 2**30:.1f} GiB, over the "
                                 f"{self.memory_limit / 2**30:.1f} GiB limit")
+            self.kill()
+        elif self._process_baseline is not None and len(tree) > self._process_baseline:
+            self._killed_for = ("forbidden: process creation: candidate code started a new process "
+                                f"({len(tree) - self._process_baseline} more than before it was loaded)")
             self.kill()
 
     def _death_reason(self, channel_problem: str) -> str:
@@ -110,10 +130,17 @@ class WorkerProcess:
         return data.decode(errors="replace")
 
     def kill(self) -> None:
+        """The process group, and every descendant that left it (setsid daemons)."""
+        pids = process_tree(self.proc.pid) if self.proc.poll() is None else []
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
 
     def close(self) -> None:
         self.kill()
@@ -121,6 +148,7 @@ class WorkerProcess:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
+        shutil.rmtree(self.scratch, ignore_errors=True)
         for closer in (lambda: os.close(self.fd), self._log.close, lambda: os.unlink(self._log.name)):
             try:
                 closer()
@@ -134,20 +162,6 @@ class WorkerProcess:
 
 
 _spare: WorkerProcess | None = None
-
-
-_NETNS_PREFIX = ("unshare", "--net")
-
-
-@functools.cache
-def network_namespace_available() -> bool:
-    """Whether this OS lets us start the worker in a new, empty network namespace."""
-    if shutil.which("unshare") is None:
-        return False
-    try:
-        return subprocess.run([*_NETNS_PREFIX, "true"], capture_output=True, timeout=10).returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        return False
 
 
 def _key(env: dict[str, str], backend: str, isolate_network: bool) -> str:
@@ -176,26 +190,6 @@ def prespawn_worker(env: dict[str, str], backend: str, isolate_network: bool = F
 def _close_spare() -> None:
     if _spare is not None:
         _spare.close()
-
-
-def _group_rss_bytes(pid: int) -> int:
-    """Resident memory of the worker and the processes it started (same process group)."""
-    total = 0
-    try:
-        pgid = os.getpgid(pid)
-    except ProcessLookupError:
-        return 0
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            if os.getpgid(int(entry.name)) != pgid:
-                continue
-            with open(f"/proc/{entry.name}/statm") as fh:
-                total += int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-        except (OSError, ValueError, ProcessLookupError):
-            continue
-    return total
 
 
 def deadline_in(seconds: float) -> float:

@@ -14,7 +14,6 @@ import copy
 import gc
 import json
 import os
-import resource
 import sys
 import traceback
 import types
@@ -35,9 +34,9 @@ def main() -> None:
     if not line.strip():
         os._exit(0)  # the parent went away without using this spare
     request = json.loads(line)
-    _apply_limits(request)
+    sandbox = _enter_sandbox(request)
     try:
-        _Session(request, out_fd).run()
+        _Session(request, out_fd, sandbox).run()
     except _Stop:
         pass
     except BaseException as exc:  # report, then exit: the parent decides what it means
@@ -51,10 +50,11 @@ class _Stop(Exception):
 
 
 class _Session:
-    def __init__(self, request: dict[str, Any], out_fd: int) -> None:
+    def __init__(self, request: dict[str, Any], out_fd: int, sandbox: dict[str, Any]) -> None:
         self.req = request
         self.fd = out_fd
         self.stage = "load"
+        self.sandbox = sandbox
 
     def send(self, msg: dict[str, Any]) -> None:
         channel.send(self.fd, msg)
@@ -84,7 +84,8 @@ class _Session:
         if not backend.is_available():
             self.fail("worker", f"backend {backend.name} is not available on this machine")
         device = torch.device(backend.torch_device)
-        self.send({"type": "hello", "device": backend.device_name(), "torch": torch.__version__})
+        self.send({"type": "hello", "device": backend.device_name(), "torch": torch.__version__,
+                   "sandbox": self.sandbox})
 
         # ---- trusted phase: reference only ------------------------------------------------
         ref_module = _module_from_source("reference_task", self.req["task_source"])
@@ -263,12 +264,21 @@ def _safe_send(fd: int, msg: dict[str, Any]) -> None:
         pass
 
 
-def _apply_limits(request: dict[str, Any]) -> None:
-    """Per-process limits; the parent adds a resident-memory watchdog on top."""
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    limit = request.get("address_space_limit")
-    if limit:
-        resource.setrlimit(resource.RLIMIT_AS, (int(limit), int(limit)))
+def _enter_sandbox(request: dict[str, Any]) -> dict[str, Any]:
+    """Limits and write restrictions, before any thread pool exists (threads started later
+    inherit them; see sandbox.py). The parent adds memory and process watchdogs on top."""
+    from . import sandbox
+
+    limits = request.get("limits", {})
+    report = sandbox.apply_limits(limits.get("file_size_bytes"), limits.get("cpu_seconds"),
+                                  limits.get("open_files"), limits.get("processes"),
+                                  request.get("address_space_limit"))
+    writable = request.get("writable")
+    if writable is not None:
+        scratch = Path(os.environ.get("HOME", "/nonexistent"))
+        paths = [p for p in [scratch, *map(Path, writable)] if p.exists()]
+        report.update(sandbox.restrict_writes(paths))
+    return report
 
 
 if __name__ == "__main__":
