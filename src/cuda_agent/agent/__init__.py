@@ -1,0 +1,1 @@
+"""The agent: tools, policies, the ReAct loop, trajectories and batch runs."""

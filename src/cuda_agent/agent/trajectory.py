@@ -1,0 +1,290 @@
+"""Trajectories: one JSONL record per episode, a versioned schema, a writer and a loader.
+
+A `Trajectory` holds everything the later stages read: the conversation (`messages`, with tool
+calls and results exactly as the model saw them before any compaction), per-turn timings and
+token counts, every tool call's outcome, every evaluation the environment ran during the episode
+(`evaluations`), the best state seen (`best`) and the final result (`final`, always computed by
+`cuda_agent.evaluate` on the final workspace). The RFT filter, the benchmark and the PPO adapters
+consume this record; bump `SCHEMA_VERSION` on any incompatible change.
+
+Files are append-only: `TrajectoryWriter.append` writes one line and fsyncs, so a crash loses at
+most the episode in flight; `load_trajectories` skips a torn last line and names the file and
+line of anything else it cannot read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..evaluation.records import EvalResult
+
+SCHEMA_VERSION = 1
+
+StopReason = Literal["done", "max_turns", "context_exhausted", "policy_error", "error"]
+FINISHED_STOPS: frozenset[str] = frozenset({"done", "max_turns", "context_exhausted"})
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+# ---- the conversation -------------------------------------------------------------------------
+class ToolCall(_Record):
+    """A call the model asked for. `arguments` is None when the model's JSON did not parse;
+    then `raw_arguments` holds what it sent and `parse_error` why it failed."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] | None = None
+    raw_arguments: str | None = None
+    parse_error: str | None = None
+
+    def arguments_json(self) -> str:
+        if self.arguments is not None:
+            return json.dumps(self.arguments, ensure_ascii=False)
+        return self.raw_arguments or ""
+
+
+class Message(_Record):
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_call_id: str | None = Field(default=None, description="tool messages: the call answered")
+    name: str | None = Field(default=None, description="tool messages: the tool's name")
+    turn: int | None = Field(default=None, description="the loop turn that produced it (None: prompt)")
+
+    def to_openai(self) -> dict[str, Any]:
+        """This message in the OpenAI chat-completions format (also what SFT chat templates take)."""
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.role == "assistant" and self.tool_calls:
+            out["tool_calls"] = [{"id": c.id, "type": "function",
+                                  "function": {"name": c.name, "arguments": c.arguments_json()}}
+                                 for c in self.tool_calls]
+        if self.role == "tool":
+            out["tool_call_id"] = self.tool_call_id or ""
+            if self.name:
+                out["name"] = self.name
+        return out
+
+
+class Usage(_Record):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: "Usage") -> "Usage":
+        return Usage(prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+                     completion_tokens=self.completion_tokens + other.completion_tokens)
+
+
+# ---- what happened, turn by turn --------------------------------------------------------------
+class Turn(_Record):
+    index: int
+    usage: Usage = Field(default_factory=Usage)
+    model_seconds: float = 0.0
+    tool_seconds: float = 0.0
+    eval_seconds: float = Field(default=0.0, description="trusted evaluations the loop ran after this turn")
+    loop_seconds: float = Field(default=0.0, description="the loop's own work: context, records, snapshots")
+    retries: int = 0
+    finish_reason: str | None = None
+    tool_calls: int = 0
+    context_tokens: int = Field(default=0, description="estimated tokens sent to the model")
+
+
+class ToolCallRecord(_Record):
+    turn: int
+    call_id: str
+    name: str
+    arguments: dict[str, Any] | None = None
+    ok: bool
+    error: str | None = None
+    seconds: float = 0.0
+    exit_code: int | None = None
+    timed_out: bool = False
+    truncated: bool = False
+    output_chars: int = 0
+
+
+class Evaluation(_Record):
+    """One run of the environment during the episode. `trigger`: the agent ran verify /
+    profile (the loop then evaluated the same state itself: the record never comes from the
+    agent's output), or the loop's own final evaluation."""
+
+    turn: int | None
+    trigger: Literal["verify", "profile", "final"]
+    command: str | None = None
+    candidate_hash: str
+    measured: bool
+    improved: bool = False
+    seconds: float = 0.0
+    result: EvalResult
+
+
+class Snapshot(_Record):
+    """The best state seen: a copy of `kernels/` + `model_new.py` and the evaluation that scored it."""
+
+    turn: int | None
+    candidate_hash: str
+    path: str = Field(description="folder holding the copy (model_new.py, kernels/)")
+    files: list[str]
+    result: EvalResult
+
+
+class Compaction(_Record):
+    turn: int
+    tokens_before: int
+    tokens_after: int
+    outputs_shortened: int = 0
+    turns_dropped: int = 0
+    reason: Literal["budget", "overflow"] = "budget"
+
+
+class TaskInfo(_Record):
+    name: str
+    content_hash: str
+    level: int | None = None
+    origin: str = ""
+
+
+class Trajectory(_Record):
+    """One episode. `final` is the environment's verdict on the final workspace."""
+
+    schema_version: int = SCHEMA_VERSION
+    episode_id: str
+    sample: int = 0
+    task: TaskInfo
+    backend: str
+    policy: dict[str, Any] = Field(default_factory=dict, description="kind, model, endpoint (never a key)")
+    config: dict[str, Any] = Field(default_factory=dict)
+    tools: list[str] = Field(default_factory=list)
+    started_at: str = ""
+    finished_at: str = ""
+    messages: list[Message] = Field(default_factory=list)
+    turns: list[Turn] = Field(default_factory=list)
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    evaluations: list[Evaluation] = Field(default_factory=list)
+    compactions: list[Compaction] = Field(default_factory=list)
+    final: EvalResult | None = None
+    best: Snapshot | None = None
+    stop_reason: StopReason = "error"
+    error: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    seconds: float = 0.0
+    workdir: str = ""
+    environment: dict[str, Any] = Field(default_factory=dict, description="tool confinement in force, device")
+
+    @property
+    def final_reward(self) -> int:
+        return self.final.reward if self.final is not None else -1
+
+    @property
+    def best_reward(self) -> int:
+        return max(self.final_reward, self.best.result.reward if self.best else -1)
+
+    @property
+    def finished(self) -> bool:
+        """Finished episodes are skipped on resume; policy or infrastructure errors are retried."""
+        return self.stop_reason in FINISHED_STOPS and self.final is not None
+
+    def openai_messages(self) -> list[dict[str, Any]]:
+        return [m.to_openai() for m in self.messages]
+
+    def summary(self) -> dict[str, Any]:
+        """A flat, printable digest (what docs and progress lines show)."""
+        f = self.final
+        return {"episode": self.episode_id, "task": self.task.name, "stop": self.stop_reason,
+                "turns": len(self.turns), "tool_calls": len(self.tool_calls),
+                "tool_errors": sum(not c.ok for c in self.tool_calls), "evaluations": len(self.evaluations),
+                "final_reward": self.final_reward, "best_reward": self.best_reward,
+                "speedup_vs_eager": f.speedup_vs_eager if f else None,
+                "speedup_vs_compile": f.speedup_vs_compile if f else None,
+                "prompt_tokens": self.usage.prompt_tokens, "completion_tokens": self.usage.completion_tokens,
+                "seconds": round(self.seconds, 1), "error": self.error}
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+# ---- files ------------------------------------------------------------------------------------
+class TrajectoryError(ValueError):
+    """A trajectory file line that cannot be used, with the file and line number."""
+
+
+class TrajectoryWriter:
+    """Appends one JSON line per episode; thread-safe; each line is flushed and fsynced."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._repair_torn_tail()
+
+    def append(self, trajectory: Trajectory) -> None:
+        line = trajectory.model_dump_json() + "\n"
+        with self._lock, self.path.open("a", encoding="utf-8") as fh:
+            fh.write(line)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def _repair_torn_tail(self) -> None:
+        """A crash mid-write leaves a last line without '\\n': end it so the next record starts clean."""
+        if self.path.is_file() and self.path.stat().st_size:
+            with self.path.open("rb") as fh:
+                fh.seek(-1, os.SEEK_END)
+                last = fh.read(1)
+            if last != b"\n":
+                with self.path.open("a", encoding="utf-8") as fh:
+                    fh.write("\n")
+
+
+def iter_trajectories(path: str | Path, *, strict: bool = True) -> Iterator[Trajectory]:
+    """Yield the file's trajectories in order. A torn final line (a crash mid-write) is skipped;
+    any other bad line raises TrajectoryError naming it (or is skipped when strict=False)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no trajectory file at {path}")
+    with path.open(encoding="utf-8") as fh:
+        lines = fh.readlines()
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        torn = n == len(lines) and not line.endswith("\n")
+        try:
+            raw = json.loads(line)
+            version = raw.get("schema_version") if isinstance(raw, dict) else None
+            if not isinstance(version, int) or version > SCHEMA_VERSION:
+                raise TrajectoryError(f"{path}:{n}: schema_version {version!r} is not readable by this version "
+                                      f"(reads <= {SCHEMA_VERSION})")
+            yield Trajectory.model_validate(raw)
+        except (json.JSONDecodeError, ValidationError, TrajectoryError) as exc:
+            if torn:
+                continue
+            if strict:
+                if isinstance(exc, TrajectoryError):
+                    raise
+                raise TrajectoryError(f"{path}:{n}: not a valid trajectory: {str(exc)[:300]}") from None
+
+
+def load_trajectories(path: str | Path, *, strict: bool = True) -> list[Trajectory]:
+    return list(iter_trajectories(path, strict=strict))
+
+
+def latest_by_episode(trajectories: list[Trajectory]) -> dict[str, Trajectory]:
+    """The last record of each episode id (a retried episode appends a newer record)."""
+    return {t.episode_id: t for t in trajectories}
+
+
+__all__ = ["SCHEMA_VERSION", "StopReason", "ToolCall", "Message", "Usage", "Turn", "ToolCallRecord", "Evaluation",
+           "Snapshot", "Compaction", "TaskInfo", "Trajectory", "TrajectoryWriter", "TrajectoryError",
+           "iter_trajectories", "load_trajectories", "latest_by_episode", "now_iso"]
