@@ -1,0 +1,71 @@
+"""Chat-template plumbing shared by the trainers: one tool-calling template, assistant-only
+loss masks, and token deltas for tool results.
+
+Why here: training must see the conversation exactly as inference renders it. We use the
+ChatML + `<tool_call>` JSON (hermes / Qwen2.5) format for every ChatML model, because TRL and verl
+both know how to parse it and to mask it; a tokenizer whose own template cannot render tool calls
+(SmolLM2's) gets this one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def ensure_tool_template(tokenizer) -> bool:
+    """Give `tokenizer` the tool-calling ChatML template unless its own renders tool calls.
+    Returns True when the template was replaced."""
+    from trl.chat_template_utils import supports_tool_calling
+
+    from .tiny import tool_chat_template
+
+    if tokenizer.chat_template and supports_tool_calling(tokenizer):
+        return False
+    tokenizer.chat_template = tool_chat_template()
+    return True
+
+
+def tokenize_conversation(tokenizer, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+                          *, max_length: int | None = None) -> dict[str, list[int]]:
+    """`input_ids` and `assistant_masks` (1 on tokens the assistant wrote, incl. its end token)
+    for one SFT row, rendered with the training variant of the template (generation markers)."""
+    from trl.chat_template_utils import get_training_chat_template, has_generation_markers
+
+    template = tokenizer.chat_template
+    if not has_generation_markers(template):
+        template = get_training_chat_template(tokenizer)
+    out = tokenizer.apply_chat_template(messages, tools=tools, chat_template=template, tokenize=True,
+                                        return_dict=True, return_assistant_tokens_mask=True)
+    ids, mask = list(out["input_ids"]), list(out["assistant_masks"])
+    if max_length is not None and len(ids) > max_length:
+        ids, mask = ids[:max_length], mask[:max_length]
+    if 1 not in mask:
+        raise ValueError("conversation has no assistant tokens to learn from")
+    return {"input_ids": ids, "assistant_masks": mask}
+
+
+def tool_suffix_ids(tokenizer, tool_messages: list[dict[str, Any]]) -> list[int]:
+    """Tokens the template puts after an assistant turn that ended in EOS: the tool results and
+    the next generation prompt. Computed on a minimal conversation (as TRL does) so that the
+    assistant's own generated tokens are never re-tokenised."""
+    calls = [{"type": "function", "function": {"name": tool_messages[0].get("name", "tool"), "arguments": {}}}]
+    dummy = [{"role": "user", "content": "dummy"}, {"role": "assistant", "content": "", "tool_calls": calls}]
+    prefix = _ids(tokenizer.apply_chat_template(dummy, add_generation_prompt=False, tokenize=True))
+    full = _ids(tokenizer.apply_chat_template(dummy + tool_messages, add_generation_prompt=True, tokenize=True))
+    if full[: len(prefix)] != prefix:
+        raise ValueError("chat template is not prefix-preserving; tool results cannot be appended as tokens")
+    eos = tokenizer.eos_token_id
+    cut = len(prefix)
+    eos_at = [i for i, t in enumerate(prefix) if t == eos]
+    if eos_at:
+        cut = eos_at[-1] + 1  # generation stops at EOS; what the template adds after it belongs to the suffix
+    return full[cut:]
+
+
+def _ids(out: Any) -> list[int]:
+    if isinstance(out, dict) or hasattr(out, "keys"):
+        out = out["input_ids"]
+    return list(out)
+
+
+__all__ = ["ensure_tool_template", "tokenize_conversation", "tool_suffix_ids"]

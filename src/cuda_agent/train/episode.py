@@ -1,0 +1,201 @@
+"""One multi-turn RL episode at the token level: the core of the verl agent loop.
+
+It follows verl's AgentLoop contract without importing verl: a server with
+`async generate(request_id=, prompt_ids=, sampling_params=) -> (token_ids, log_probs)` produces
+the assistant's tokens; tool calls in them run through the agent's `ToolExecutor` inside a
+workspace this episode owns; the tool results are appended as tokens with mask 0 (the policy
+is never trained to predict them) and log-prob 0; when the model stops calling tools (or a
+budget runs out) the final workspace is evaluated and its milestone reward is the episode's.
+
+Token bookkeeping (initial prompt, appending tool results) goes through three hooks so the verl
+subclass can use verl's own continuous-token builder, while tests and plain use take the
+Hugging Face chat template.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..agent.policies.text_calls import parse_tool_calls
+from ..agent.tools import ToolConfig, ToolExecutor, tool_schemas
+from ..agent.trajectory import ToolCall
+from ..evaluation import EvalResult
+from ..tasks import Task
+from ..workspace import Workspace, create_workspace
+from .chat import tool_suffix_ids
+from .evaluator import Evaluator
+from .prompting import initial_messages
+
+
+class TokenServer(Protocol):
+    """verl's `server_manager.generate` contract (the result has `.token_ids` and `.log_probs`)."""
+
+    async def generate(self, *, request_id: str, prompt_ids: list[int], sampling_params: dict[str, Any],
+                       **kwargs: Any) -> Any: ...
+
+
+@dataclass(kw_only=True)
+class EpisodeConfig:
+    backend: str = "cuda"
+    max_turns: int = 150
+    response_length: int = 131_072 - 8_192
+    max_tool_output_chars: int = 30_000
+    workdir: str | None = None
+    keep_workspace: bool = False
+    tool_config: ToolConfig | None = None
+
+
+@dataclass
+class EpisodeOutput:
+    """What verl's AgentLoopOutput needs, plus the environment's verdict and counters for metrics."""
+
+    prompt_ids: list[int]
+    response_ids: list[int]
+    response_mask: list[int]
+    response_logprobs: list[float] | None
+    reward: float
+    result: EvalResult | None
+    num_turns: int
+    messages: list[dict[str, Any]]
+    stop_reason: str
+    tool_calls: int = 0
+    tool_errors: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def stats(self) -> dict[str, Any]:
+        r = self.result
+        return {"reward": self.reward, "turns": self.num_turns, "tool_calls": self.tool_calls,
+                "tool_errors": self.tool_errors, "stop_reason": self.stop_reason,
+                "compiled": bool(r and r.compiled), "correct": bool(r and r.correct),
+                "speedup_vs_eager": r.speedup_vs_eager if r else None,
+                "speedup_vs_compile": r.speedup_vs_compile if r else None,
+                "response_tokens": len(self.response_ids), "model_tokens": sum(self.response_mask),
+                **{f"seconds_{k}": v for k, v in self.seconds.items()}}
+
+
+class TokenEpisode:
+    """Runs one task to a reward. Subclass and override the three `_*tokens` hooks to change how
+    conversation messages become tokens (the verl adapter does)."""
+
+    def __init__(self, server: TokenServer, tokenizer: Any, evaluator: Evaluator, config: EpisodeConfig):
+        self.server = server
+        self.tokenizer = tokenizer
+        self.evaluator = evaluator
+        self.config = config
+        self.tools = tool_schemas("openai")
+
+    # ---- token hooks (Hugging Face chat template by default) ---------------------------------
+    async def _initial_tokens(self, messages: list[dict[str, Any]]) -> list[int]:
+        out = self.tokenizer.apply_chat_template(messages, tools=self.tools, add_generation_prompt=True,
+                                                 tokenize=True)
+        return list(out["input_ids"] if hasattr(out, "keys") else out)
+
+    async def _tool_result_tokens(self, tool_messages: list[dict[str, Any]]) -> list[int]:
+        return tool_suffix_ids(self.tokenizer, tool_messages)
+
+    async def _parse(self, token_ids: list[int]) -> tuple[str, list[ToolCall]]:
+        text = self.tokenizer.decode(token_ids, skip_special_tokens=True)
+        return parse_tool_calls(text)
+
+    # ---- the loop ---------------------------------------------------------------------------
+    async def run(self, task: Task, sampling_params: dict[str, Any], request_id: str | None = None) -> EpisodeOutput:
+        cfg = self.config
+        request_id = request_id or uuid.uuid4().hex
+        base = Path(cfg.workdir) if cfg.workdir else Path(tempfile.gettempdir())
+        base.mkdir(parents=True, exist_ok=True)
+        ws_dir = Path(tempfile.mkdtemp(prefix=f"ep-{request_id[:8]}-", dir=base))
+        timings = {"generate": 0.0, "tools": 0.0, "evaluate": 0.0}
+        try:
+            ws = await asyncio.get_running_loop().run_in_executor(None, self._workspace, task, ws_dir)
+            executor = ToolExecutor.for_workspace(ws, cfg.tool_config)
+            try:
+                return await self._rollout(ws, executor, sampling_params, request_id, timings)
+            finally:
+                executor.close()
+        finally:
+            if not cfg.keep_workspace:
+                shutil.rmtree(ws_dir, ignore_errors=True)
+
+    def _workspace(self, task: Task, ws_dir: Path) -> Workspace:
+        return create_workspace(task, ws_dir / "ws", self.config.backend)
+
+    async def _rollout(self, ws: Workspace, executor: ToolExecutor, sampling_params: dict[str, Any],
+                       request_id: str, timings: dict[str, float]) -> EpisodeOutput:
+        cfg = self.config
+        loop = asyncio.get_running_loop()
+        messages = initial_messages(ws)
+        prompt_ids = await self._initial_tokens(messages)
+        response: list[int] = []
+        mask: list[int] = []
+        logprobs: list[float] = []
+        turns = calls_made = errors = 0
+        stop = "done"
+        while True:
+            if turns >= cfg.max_turns:
+                stop = "max_turns"
+                break
+            t0 = time.monotonic()
+            out = await self.server.generate(request_id=request_id, prompt_ids=prompt_ids + response,
+                                             sampling_params=sampling_params)
+            timings["generate"] += time.monotonic() - t0
+            turns += 1
+            gen = list(out.token_ids)
+            response += gen
+            mask += [1] * len(gen)
+            lp = getattr(out, "log_probs", None)
+            logprobs += list(lp) if lp else [0.0] * len(gen)
+            if len(response) >= cfg.response_length:
+                stop = "context_exhausted"
+                break
+            content, calls = await self._parse(gen)
+            messages.append(_assistant_message(content, calls))
+            if not calls:
+                break
+            t0 = time.monotonic()
+            tool_messages = []
+            for call in calls:
+                calls_made += 1
+                if call.arguments is None:
+                    errors += 1
+                    text = f"Error: {call.parse_error}; send " \
+                           '<tool_call>{"name": ..., "arguments": {...}}</tool_call>'
+                else:
+                    res = await loop.run_in_executor(None, executor.execute, call.name, call.arguments)
+                    errors += not res.ok
+                    text = res.text[: cfg.max_tool_output_chars]
+                tool_messages.append({"role": "tool", "name": call.name, "tool_call_id": call.id, "content": text})
+            timings["tools"] += time.monotonic() - t0
+            messages.extend(tool_messages)
+            suffix = await self._tool_result_tokens(tool_messages)
+            if len(response) + len(suffix) >= cfg.response_length:
+                stop = "context_exhausted"
+                break
+            response += suffix
+            mask += [0] * len(suffix)
+            logprobs += [0.0] * len(suffix)
+        t0 = time.monotonic()
+        result = await self.evaluator.evaluate(ws)
+        timings["evaluate"] = time.monotonic() - t0
+        n = cfg.response_length
+        return EpisodeOutput(prompt_ids=prompt_ids, response_ids=response[:n], response_mask=mask[:n],
+                             response_logprobs=logprobs[:n], reward=float(result.reward), result=result,
+                             num_turns=turns, messages=messages, stop_reason=stop, tool_calls=calls_made,
+                             tool_errors=errors, seconds=timings)
+
+
+def _assistant_message(content: str, calls: list[ToolCall]) -> dict[str, Any]:
+    msg: dict[str, Any] = {"role": "assistant", "content": content}
+    if calls:
+        msg["tool_calls"] = [{"id": c.id, "type": "function",
+                              "function": {"name": c.name, "arguments": c.arguments or {}}} for c in calls]
+    return msg
+
+
+__all__ = ["TokenServer", "EpisodeConfig", "EpisodeOutput", "TokenEpisode"]

@@ -1,0 +1,128 @@
+"""Training metrics that say whether the recipe is healthy: the reward and its distribution,
+pass rate, speedups, turns and tokens, and the importance-ratio statistics whose explosion
+caused the paper's collapse at step 17 (SPEC §4: CUDA tokens with ~1e-9 probability in BF16
+give PPO ratios far from 1). Pure functions over plain numbers, shared by both engines; the
+TRL trainer logs them to TensorBoard (default) or W&B and to an append-only `metrics.jsonl`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+REWARDS = (-1, 1, 2, 3)
+
+
+def episode_metrics(episodes: Iterable[dict[str, Any]], prefix: str = "env/") -> dict[str, float]:
+    """Aggregate per-episode verdicts (reward, compiled, correct, speedups, tool calls)."""
+    eps = list(episodes)
+    if not eps:
+        return {}
+    n = len(eps)
+    rewards = [float(e["reward"]) for e in eps]
+    out: dict[str, float] = {
+        "episodes": float(n),
+        "reward_mean": sum(rewards) / n,
+        "compile_rate": sum(bool(e.get("compiled")) for e in eps) / n,
+        "pass_rate": sum(bool(e.get("correct")) for e in eps) / n,
+        "faster_than_eager_rate": sum(r >= 2 for r in rewards) / n,
+        "faster_than_compile_rate": sum(r >= 3 for r in rewards) / n,
+    }
+    for r in REWARDS:
+        out[f"reward_frac/{r:+d}"] = sum(x == r for x in rewards) / n
+    for key in ("speedup_vs_eager", "speedup_vs_compile"):
+        vals = [e[key] for e in eps if e.get("correct") and e.get(key)]
+        if vals:
+            out[f"{key}_geomean"] = math.exp(sum(math.log(v) for v in vals) / len(vals))
+    for key in ("tool_calls", "tool_errors", "turns", "response_tokens", "model_tokens"):
+        vals = [float(e[key]) for e in eps if e.get(key) is not None]
+        if vals:
+            out[f"{key}_mean"] = sum(vals) / len(vals)
+    return {prefix + k: v for k, v in out.items()}
+
+
+def ratio_metrics(log_ratio: Any, logps: Any, mask: Any, *, clip_high: float, prefix: str = "ratio/"
+                  ) -> dict[str, float]:
+    """Importance ratio r = pi_new / pi_old over the trained tokens (mask 1), and how improbable the
+    sampled tokens are under the policy. Tensors of one shape; returns plain floats."""
+    import torch
+
+    m = mask.bool()
+    if not bool(m.any()):
+        return {}
+    lr = log_ratio.detach().float()[m]
+    lp = logps.detach().float()[m]
+    r = lr.exp()
+    return {
+        prefix + "mean": r.mean().item(),
+        prefix + "max": r.max().item(),
+        prefix + "min": r.min().item(),
+        prefix + "abs_log_mean": lr.abs().mean().item(),
+        prefix + "frac_above_clip": (r > 1 + clip_high).float().mean().item(),
+        prefix + "frac_above_2": (r > 2).float().mean().item(),
+        prefix + "frac_above_10": (r > 10).float().mean().item(),
+        "token_prob/logp_mean": lp.mean().item(),
+        "token_prob/min": lp.min().exp().item(),
+        "token_prob/frac_below_1e-4": (lp < math.log(1e-4)).float().mean().item(),
+        "token_prob/frac_below_1e-8": (lp < math.log(1e-8)).float().mean().item(),
+        "tokens/trained": float(m.sum().item()),
+        "tokens/not_trained": float((~m).sum().item()) if torch.is_tensor(mask) else 0.0,
+    }
+
+
+def merge_means(rows: list[dict[str, float]]) -> dict[str, float]:
+    """Combine per-micro-batch stats: max of maxima, min of minima, mean of the rest."""
+    out: dict[str, float] = {}
+    keys = {k for r in rows for k in r}
+    for k in keys:
+        vals = [r[k] for r in rows if k in r]
+        if k.endswith("max"):
+            out[k] = max(vals)
+        elif k.endswith("min"):
+            out[k] = min(vals)
+        elif k.startswith("tokens/"):
+            out[k] = sum(vals)
+        else:
+            out[k] = sum(vals) / len(vals)
+    return out
+
+
+class JsonlLog:
+    """Append-only metrics file: one JSON object per logging step, flushed at once, so a run
+    killed at any point leaves every step it finished on disk."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.t0 = time.time()
+
+    def write(self, step: int, values: dict[str, Any]) -> None:
+        row = {"step": step, "wall_s": round(time.time() - self.t0, 3), **{k: _plain(v) for k, v in values.items()}}
+        with self.path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(row) + "\n")
+            fh.flush()
+
+
+def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
+    rows = []
+    for line in Path(path).read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue  # a torn last line
+    return rows
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, (int, float, str, bool)) or v is None:
+        return v
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return str(v)
+
+
+__all__ = ["REWARDS", "episode_metrics", "ratio_metrics", "merge_means", "JsonlLog", "read_jsonl"]

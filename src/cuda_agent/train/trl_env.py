@@ -1,0 +1,166 @@
+"""The environment as TRL sees it (`GRPOTrainer(environment_factory=...)`): one instance per
+rollout, `reset(**row)` lays out a fresh workspace for the row's task, each public method is one
+of the agent's tools (executed by the agent's `ToolExecutor`, never re-implemented), and
+`get_reward()` evaluates the final workspace with `cuda_agent.evaluate`.
+
+TRL derives each tool's schema from a method's signature and docstring; the methods are
+generated from the agent's pydantic argument models so the two cannot drift (nested argument
+types such as `edit_file.edits` are described in prose, as transformers cannot express them).
+Tool outputs are masked out of the loss by TRL itself.
+"""
+
+from __future__ import annotations
+
+import inspect
+import shutil
+import tempfile
+import threading
+import types
+import typing
+from pathlib import Path
+from typing import Any, Callable
+
+from ..agent.tools import TOOLS, ToolConfig, ToolExecutor, ToolSpec
+from ..evaluation import EvalConfig, EvalResult, evaluate
+from ..tasks import Task
+from ..workspace import create_workspace
+
+
+class EpisodeLog:
+    """Thread-safe sink of finished episodes' verdicts, drained by the metrics callback each step."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._items: list[dict[str, Any]] = []
+
+    def add(self, item: dict[str, Any]) -> None:
+        with self._lock:
+            self._items.append(item)
+
+    def drain(self) -> list[dict[str, Any]]:
+        with self._lock:
+            items, self._items = self._items, []
+        return items
+
+
+class KernelEnvBase:
+    """State and lifecycle; the tool methods are added by `make_env_class`."""
+
+    tasks: dict[str, Task] = {}
+    backend: str = "cuda"
+    eval_config: EvalConfig = EvalConfig()
+    tool_config: ToolConfig | None = None
+    workdir: str | None = None
+    log: EpisodeLog = EpisodeLog()
+
+    def __init__(self) -> None:
+        self._dir: Path | None = None
+        self._executor: ToolExecutor | None = None
+        self._ws = None
+        self._calls = 0
+        self._errors = 0
+
+    def reset(self, **row: Any) -> str | None:
+        """Fresh workspace for `row['task_name']` (a key of `tasks`). Returns nothing: the prompt
+        already holds the task statement."""
+        self._cleanup()
+        name = row.get("task_name")
+        if name not in self.tasks:
+            raise KeyError(f"row names task {name!r}, which is not among the {len(self.tasks)} tasks of this run")
+        base = Path(self.workdir) if self.workdir else None
+        if base:
+            base.mkdir(parents=True, exist_ok=True)
+        self._dir = Path(tempfile.mkdtemp(prefix="trl-ep-", dir=base))
+        self._ws = create_workspace(self.tasks[name], self._dir / "ws", self.backend)
+        self._executor = ToolExecutor.for_workspace(self._ws, self.tool_config)
+        self._calls = self._errors = 0
+        return None
+
+    def get_reward(self) -> float:
+        """The milestone reward of the final workspace (-1 / 1 / 2 / 3)."""
+        if self._ws is None:
+            raise RuntimeError("get_reward() before reset()")
+        result: EvalResult = evaluate(self._ws, self.eval_config)
+        self.log.add({"task": self._ws.task.name, "reward": result.reward, "compiled": result.compiled,
+                      "correct": result.correct, "speedup_vs_eager": result.speedup_vs_eager,
+                      "speedup_vs_compile": result.speedup_vs_compile, "tool_calls": self._calls,
+                      "tool_errors": self._errors, "reason": result.reason.splitlines()[0] if result.reason else ""})
+        self._cleanup()
+        return float(result.reward)
+
+    def _run_tool(self, name: str, arguments: dict[str, Any]) -> str:
+        if self._executor is None:
+            raise RuntimeError("tool called before reset()")
+        self._calls += 1
+        res = self._executor.execute(name, {k: v for k, v in arguments.items() if v is not None})
+        self._errors += not res.ok
+        return res.text
+
+    def _cleanup(self) -> None:
+        if self._executor is not None:
+            self._executor.close()
+            self._executor = None
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+        self._ws = None
+
+    def __del__(self) -> None:  # pools are dropped at the end of training
+        try:
+            self._cleanup()
+        except Exception:
+            pass
+
+
+def make_env_class(tasks: list[Task], *, backend: str, eval_config: EvalConfig, tool_config: ToolConfig | None = None,
+                   workdir: str | None = None, log: EpisodeLog | None = None) -> type[KernelEnvBase]:
+    """A TRL environment class bound to `tasks`; pass the class itself as `environment_factory`."""
+    attrs: dict[str, Any] = {
+        "tasks": {t.name: t for t in tasks}, "backend": backend, "eval_config": eval_config,
+        "tool_config": tool_config, "workdir": workdir, "log": log or EpisodeLog(),
+    }
+    for spec in TOOLS:
+        attrs[spec.name] = _tool_method(spec)
+    return type("CudaKernelEnv", (KernelEnvBase,), attrs)
+
+
+def _tool_method(spec: ToolSpec) -> Callable[..., str]:
+    """A method `spec.name(self, <args>) -> str` whose signature and Google docstring describe
+    the agent's argument model, and which runs the call through the agent's executor."""
+    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    annotations: dict[str, Any] = {}
+    doc_args = []
+    for name, field in spec.args.model_fields.items():
+        hint = _json_hint(field.annotation)
+        default = inspect.Parameter.empty if field.is_required() else None
+        params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=hint))
+        annotations[name] = hint
+        desc = field.description or name
+        if name == "edits":
+            desc += ' Each edit is an object {"old_string": str, "new_string": str, "replace_all": bool (optional)}.'
+        doc_args.append(f"    {name}: {' '.join(desc.split())}")
+    annotations["return"] = str
+
+    def method(self: KernelEnvBase, **kwargs: Any) -> str:
+        return self._run_tool(spec.name, kwargs)
+
+    method.__name__ = method.__qualname__ = spec.name
+    method.__signature__ = inspect.Signature(params, return_annotation=str)  # type: ignore[attr-defined]
+    method.__annotations__ = annotations
+    method.__doc__ = f"{spec.description}\n\nArgs:\n" + "\n".join(doc_args) + "\n\nReturns:\n    The tool's output."
+    return method
+
+
+def _json_hint(annotation: Any) -> Any:
+    """Map a pydantic field type to one transformers can turn into JSON schema."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return _json_hint(inner[0]) | None if len(inner) == 1 else annotation
+    if origin is list:
+        (item,) = typing.get_args(annotation) or (Any,)
+        return list[dict] if isinstance(item, type) and hasattr(item, "model_fields") else list[_json_hint(item)]
+    return annotation
+
+
+__all__ = ["KernelEnvBase", "EpisodeLog", "make_env_class"]

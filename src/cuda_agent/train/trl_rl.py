@@ -1,0 +1,140 @@
+"""Stage 4 on one GPU: multi-turn, critic-free RL (GRPO-style group baseline) through TRL.
+
+The loop is TRL's: for each task, `num_generations` rollouts, each a multi-turn conversation in
+which the model calls the agent's tools in its own workspace (`trl_env.py`); the milestone reward
+of the final workspace is the episode's; advantages are the reward minus the group mean; PPO's
+clipped objective (eps 0.2 / 0.28 as in the paper) updates the policy; tool-result tokens are
+masked out. What this module adds: configs, the environment, checkpoints and resumption, and the
+metrics (episode verdicts and importance-ratio statistics) in TensorBoard / W&B and an
+append-only `metrics.jsonl`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from .config import RLConfig, save_config
+from .metrics import JsonlLog, episode_metrics, merge_means, ratio_metrics
+
+
+def run_rl(cfg: RLConfig) -> Path:
+    """Train; returns the output directory (checkpoints, metrics.jsonl, TensorBoard runs)."""
+    import torch
+    from datasets import Dataset
+    from transformers import TrainerCallback
+    from transformers.trainer_utils import get_last_checkpoint
+    from trl import GRPOConfig, GRPOTrainer
+
+    from ..backends import default_backend_name
+    from .models import load_model_and_tokenizer, resolve_tasks
+    from .prompting import initial_messages
+    from .trl_env import EpisodeLog, make_env_class
+
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    os.environ.setdefault("TENSORBOARD_LOGGING_DIR", str(Path(cfg.output_dir) / "tensorboard"))
+    out = Path(cfg.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    save_config(cfg, out / "config.yaml")
+    backend = cfg.backend or default_backend_name()
+    device = "cuda" if backend == "cuda" and torch.cuda.is_available() else "cpu"
+    tasks = resolve_tasks(cfg.tasks, cfg.task_limit)
+    model, tokenizer = load_model_and_tokenizer(cfg.model, device)
+    eval_cfg = cfg.eval.model_copy(update={"backend": backend})
+    log = EpisodeLog()
+    env_cls = make_env_class(tasks, backend=backend, eval_config=eval_cfg, workdir=cfg.workdir, log=log)
+    dataset = Dataset.from_list(_rows(tasks, backend, initial_messages))
+
+    batch = cfg.prompts_per_step * cfg.num_generations
+    report = list(cfg.logging.report_to)
+    if cfg.logging.wandb_project:
+        os.environ.setdefault("WANDB_PROJECT", cfg.logging.wandb_project)
+        report = sorted(set(report) | {"wandb"})
+    args = GRPOConfig(
+        output_dir=str(out), max_steps=cfg.steps, per_device_train_batch_size=batch,
+        num_generations=cfg.num_generations, max_completion_length=cfg.max_completion_tokens,
+        max_tool_calling_iterations=cfg.max_tool_calls, learning_rate=cfg.learning_rate, beta=cfg.beta,
+        epsilon=cfg.epsilon_low, epsilon_high=cfg.epsilon_high, num_iterations=cfg.num_iterations,
+        temperature=cfg.temperature, max_grad_norm=cfg.max_grad_norm, seed=cfg.seed,
+        save_steps=cfg.save_steps, save_total_limit=cfg.save_total_limit, logging_steps=cfg.logging.logging_steps,
+        report_to=report, use_cpu=device == "cpu",
+        bf16=device == "cuda" and cfg.model.dtype != "float32", gradient_checkpointing=device == "cuda",
+        loss_type="grpo", scale_rewards="group", lr_scheduler_type="constant", warmup_steps=0,
+        dataloader_num_workers=0, remove_unused_columns=False, shuffle_dataset=True,
+    )
+    jsonl = JsonlLog(out / "metrics.jsonl")
+
+    class _Jsonl(TrainerCallback):
+        def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kw: Any) -> None:
+            if logs:
+                jsonl.write(state.global_step, logs)
+
+    trainer_cls = _trainer_class(GRPOTrainer)
+    trainer = trainer_cls(model=model, processing_class=tokenizer, args=args, train_dataset=dataset,
+                          environment_factory=env_cls, callbacks=[_Jsonl()])
+    trainer.episode_log = log
+    last = get_last_checkpoint(str(out)) if cfg.resume and out.is_dir() else None
+    trainer.train(resume_from_checkpoint=last)
+    trainer.save_model(str(out / "final"))
+    return out
+
+
+def _rows(tasks: list[Any], backend: str, initial_messages: Any) -> list[dict[str, Any]]:
+    """One prompt row per task: the agent's opening messages for a fresh workspace."""
+    import tempfile
+
+    from ..workspace import create_workspace
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="prompts-") as tmp:
+        for i, task in enumerate(tasks):
+            ws = create_workspace(task, Path(tmp) / f"t{i}", backend)
+            rows.append({"prompt": initial_messages(ws), "task_name": task.name})
+    return rows
+
+
+def _trainer_class(base: type) -> type:
+    """GRPOTrainer plus our metrics: episode verdicts and importance-ratio statistics per step."""
+
+    class CudaAgentGRPOTrainer(base):  # type: ignore[misc, valid-type]
+        episode_log = None
+        _ratio_inputs: dict[str, Any] | None = None
+        _ratio_rows: list[dict[str, float]] = []
+
+        def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> Any:
+            self._ratio_inputs = inputs
+            try:
+                return super()._compute_loss(model, inputs)
+            finally:
+                self._ratio_inputs = None
+
+        def _get_per_token_logps_and_entropies(self, model: Any, input_ids: Any, attention_mask: Any,
+                                               logits_to_keep: int, *args: Any, **kwargs: Any) -> Any:
+            result = super()._get_per_token_logps_and_entropies(model, input_ids, attention_mask, logits_to_keep,
+                                                                *args, **kwargs)
+            inputs = self._ratio_inputs
+            if inputs is not None:
+                logps = result[0]
+                old = inputs.get("old_per_token_logps")
+                log_ratio = (logps - old) if old is not None else logps * 0
+                mask = inputs["completion_mask"]
+                if "tool_mask" in inputs:
+                    mask = mask * inputs["tool_mask"]
+                self._ratio_rows = [*self._ratio_rows,
+                                    ratio_metrics(log_ratio, logps, mask, clip_high=self.epsilon_high)]
+            return result
+
+        def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+            if "loss" in logs:
+                if self._ratio_rows:
+                    logs.update(merge_means(self._ratio_rows))
+                    self._ratio_rows = []
+                if self.episode_log is not None:
+                    logs.update(episode_metrics(self.episode_log.drain()))
+            super().log(logs, start_time)
+
+    return CudaAgentGRPOTrainer
+
+
+__all__ = ["run_rl"]
