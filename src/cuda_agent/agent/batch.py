@@ -1,0 +1,161 @@
+"""Batch runs: many episodes (tasks x samples), a worker per device slot, crash-safe resume.
+
+Every finished episode is appended to `OUT/trajectories.jsonl` as it completes (the parent is the
+only writer); a re-run skips episodes whose latest record finished and retries the rest (policy
+or infrastructure errors). Episode folders live in `OUT/episodes/<id>/` (workspace + best state).
+With one worker, episodes run in this process and share one policy (a local model loads once);
+with more, each worker process owns one device slot (`CUDA_VISIBLE_DEVICES`) and its own policy.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+from collections import Counter
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from pydantic import BaseModel, Field
+
+from ..tasks import Task
+from .loop import AgentConfig, run_episode
+from .policies.base import Policy, PolicyConfig, make_policy
+from .trajectory import Trajectory, TrajectoryWriter, iter_trajectories, latest_by_episode
+
+TRAJECTORIES = "trajectories.jsonl"
+
+
+def episode_id(task: Task, sample: int) -> str:
+    """Stable across runs (the resume key): task name + content hash + sample index."""
+    slug = "".join(c if c.isalnum() or c in "-_." else "_" for c in task.name)[-60:]
+    return f"{slug}-{task.content_hash[:10]}-s{sample}"
+
+
+class BatchSummary(BaseModel):
+    """What a batch achieved, over the latest record of each of its episodes."""
+
+    episodes: int
+    finished: int
+    failed: int = Field(description="episodes whose latest record is a policy or infrastructure error")
+    skipped: int = Field(default=0, description="already finished before this run")
+    rewards: dict[str, int] = Field(description="final reward -> count, finished episodes")
+    best_rewards: dict[str, int] = Field(default_factory=dict)
+    pass_rate: float = Field(description="share of finished episodes with final reward >= 1")
+    faster_than_eager: float
+    faster_than_compile: float
+    geomean_speedup_vs_eager: float | None = None
+    geomean_speedup_vs_compile: float | None = None
+    mean_turns: float = 0.0
+    tokens: int = 0
+
+    @classmethod
+    def of(cls, trajectories: Sequence[Trajectory], skipped: int = 0) -> "BatchSummary":
+        done = [t for t in trajectories if t.finished]
+        n = max(1, len(done))
+        finals = [t.final for t in done if t.final is not None]
+        correct = [f for f in finals if f.reward >= 1]
+        return cls(
+            episodes=len(trajectories), finished=len(done), failed=len(trajectories) - len(done), skipped=skipped,
+            rewards=_counts(t.final_reward for t in done), best_rewards=_counts(t.best_reward for t in done),
+            pass_rate=len(correct) / n, faster_than_eager=sum(f.reward >= 2 for f in finals) / n,
+            faster_than_compile=sum(f.reward >= 3 for f in finals) / n,
+            geomean_speedup_vs_eager=_geomean([f.speedup_vs_eager for f in correct]),
+            geomean_speedup_vs_compile=_geomean([f.speedup_vs_compile for f in correct]),
+            mean_turns=statistics.fmean(len(t.turns) for t in done) if done else 0.0,
+            tokens=sum(t.usage.total_tokens for t in trajectories))
+
+
+def run_batch(tasks: Sequence[Task], policy: PolicyConfig | Policy, config: AgentConfig, out_dir: str | Path, *,
+              samples: int = 1, workers: int = 1, devices: Sequence[str] | None = None,
+              on_result: Callable[[Trajectory], None] | None = None,
+              on_start: Callable[[int, int], None] | None = None) -> BatchSummary:
+    """Run every (task, sample) episode not finished yet in `out_dir`; append each as it ends.
+    `policy` is a PolicyConfig (built once per worker) or, with one worker, a ready Policy.
+    `on_start(total, to_run)` and `on_result(trajectory)` drive progress displays."""
+    if samples < 1 or workers < 1:
+        raise ValueError("samples and workers must be >= 1")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / TRAJECTORIES
+    writer = TrajectoryWriter(path)
+    previous = latest_by_episode(list(iter_trajectories(path, strict=False))) if path.exists() else {}
+    jobs = [(task, s, episode_id(task, s)) for task in tasks for s in range(samples)]
+    todo = [j for j in jobs if not (j[2] in previous and previous[j[2]].finished)]
+    if on_start:
+        on_start(len(jobs), len(todo))
+    results: dict[str, Trajectory] = {eid: previous[eid] for _, _, eid in jobs if eid in previous}
+
+    def record(traj: Trajectory) -> None:
+        writer.append(traj)
+        results[traj.episode_id] = traj
+        if on_result:
+            on_result(traj)
+
+    if workers == 1 or len(todo) <= 1:
+        _run_here(todo, policy, config, out, record)
+    else:
+        if isinstance(policy, Policy):
+            raise ValueError("with several workers pass a PolicyConfig (each worker builds its own policy)")
+        _run_pool(todo, policy, config, out, record, workers, devices)
+    return BatchSummary.of([results[eid] for _, _, eid in jobs if eid in results], skipped=len(jobs) - len(todo))
+
+
+def _run_here(todo: list[tuple[Task, int, str]], policy: PolicyConfig | Policy, config: AgentConfig, out: Path,
+              record: Callable[[Trajectory], None]) -> None:
+    if not todo:
+        return
+    built = policy if isinstance(policy, Policy) else make_policy(policy)
+    try:
+        for task, sample, eid in todo:
+            record(run_episode(task, built, config, out / "episodes" / eid, episode_id=eid, sample=sample))
+    finally:
+        if not isinstance(policy, Policy):
+            built.close()
+
+
+def _run_pool(todo: list[tuple[Task, int, str]], policy: PolicyConfig, config: AgentConfig, out: Path,
+              record: Callable[[Trajectory], None], workers: int, devices: Sequence[str] | None) -> None:
+    ctx = get_context("spawn")
+    slots = ctx.Queue()
+    for i in range(workers):
+        slots.put(devices[i % len(devices)] if devices else None)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
+                             initargs=(slots, policy.model_dump_json())) as pool:
+        pending: set[Future[str]] = {pool.submit(_worker_episode, t.model_dump_json(), s, eid, config.model_dump_json(),
+                                                 str(out / "episodes" / eid)) for t, s, eid in todo}
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in done:
+                record(Trajectory.model_validate_json(fut.result()))
+
+
+_WORKER: dict[str, Any] = {}
+
+
+def _init_worker(slots: Any, policy_json: str) -> None:
+    device = slots.get()
+    if device is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(device)
+    _WORKER["policy"] = make_policy(PolicyConfig.model_validate_json(policy_json))
+
+
+def _worker_episode(task_json: str, sample: int, eid: str, config_json: str, workdir: str) -> str:
+    traj = run_episode(Task.model_validate_json(task_json), _WORKER["policy"],
+                       AgentConfig.model_validate_json(config_json), workdir, episode_id=eid, sample=sample)
+    return traj.model_dump_json()
+
+
+def _counts(values: Any) -> dict[str, int]:
+    c = Counter(values)
+    return {str(k): c[k] for k in sorted(c)}
+
+
+def _geomean(xs: Sequence[float | None]) -> float | None:
+    vals = [x for x in xs if x]
+    return math.exp(statistics.fmean(math.log(x) for x in vals)) if vals else None
+
+
+__all__ = ["run_batch", "BatchSummary", "episode_id", "TRAJECTORIES"]

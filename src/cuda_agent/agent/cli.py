@@ -1,0 +1,193 @@
+"""`cuda-agent optimize TASK...`: run the agent on tasks, a dataset, or a bundled example.
+
+Only typer and rich are imported here; the agent loads inside the command.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
+err = Console(stderr=True)
+
+SMOKE_WARNING = ("[bold yellow]No endpoint configured: using the offline default, SmolLM2-135M-Instruct. It is a "
+                 "SMOKE-TEST policy that exercises the loop; it does not write useful kernels.[/] Point "
+                 "--base-url/--model (or OPENAI_BASE_URL, ANTHROPIC_API_KEY + CUDA_AGENT_MODEL) at a real model.")
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(optimize)
+
+
+def optimize(
+    tasks: list[str] = typer.Argument(..., help="task .py files, folders, Ops-6K parquet/JSONL, an HF dataset id, "
+                                                 "or bundled example names"),
+    out: Path = typer.Option(Path("runs/optimize"), help="results folder; re-running resumes it"),
+    backend: Optional[str] = typer.Option(None, help="cuda or cpu (default: the local device)"),
+    policy: Optional[str] = typer.Option(None, help="openai | anthropic | local | scripted (default: from the "
+                                                     "environment, else the offline smoke-test model)"),
+    model: Optional[str] = typer.Option(None, envvar="CUDA_AGENT_MODEL", help="model id, or a local HF folder / .gguf"),
+    base_url: Optional[str] = typer.Option(None, envvar="OPENAI_BASE_URL", help="OpenAI-compatible endpoint"),
+    api_key_env: Optional[str] = typer.Option(None, help="variable holding the key (default OPENAI_API_KEY / "
+                                                          "ANTHROPIC_API_KEY)"),
+    tool_format: str = typer.Option("native", help="native tool calls, or 'text' (<tool_call> blocks)"),
+    temperature: Optional[float] = typer.Option(None),
+    max_tokens: Optional[int] = typer.Option(None, help="most tokens per reply (default 8192; 512 offline)"),
+    timeout: float = typer.Option(600.0, help="seconds per model request"),
+    retries: int = typer.Option(4, help="retries per request (timeouts, 429, 5xx)"),
+    script: Optional[Path] = typer.Option(None, help="scripted policy: JSON list of replies"),
+    max_turns: int = typer.Option(200, help="turns per episode"),
+    context_tokens: int = typer.Option(131_072, help="context budget in tokens"),
+    samples: int = typer.Option(1, help="episodes per task"),
+    workers: Optional[int] = typer.Option(None, help="concurrent episodes (default: one per GPU, 1 on CPU)"),
+    limit: Optional[int] = typer.Option(None, help="only the first N tasks"),
+    compile_baseline: bool = typer.Option(True, "--compile-baseline/--no-compile-baseline"),
+    trials: int = typer.Option(5, help="correctness trials per evaluation"),
+) -> None:
+    """Run the agent: each episode ends with a verified reward; best kernels are kept."""
+    from ..backends import default_backend_name
+    from ..evaluation import EvalConfig
+    from ..tasks import TaskError
+    from .batch import BatchSummary, run_batch
+    from .loop import AgentConfig
+    from .policies.base import PolicyError
+
+    try:
+        loaded = _load(tasks)
+    except (TaskError, KeyError, FileNotFoundError, ValueError) as exc:
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2)
+    loaded = loaded[:limit] if limit else loaded
+    be = backend or default_backend_name()
+    pcfg = resolve_policy(policy, model, base_url, api_key_env, tool_format, temperature, max_tokens, timeout,
+                          retries, script)
+    if pcfg.smoke_test:
+        console.print(SMOKE_WARNING)
+    n_workers, devices = _slots(be, workers)
+    eval_cfg = EvalConfig(backend=be, trials=trials, compile_mode="default" if compile_baseline else None)
+    acfg = AgentConfig(backend=be, max_turns=max_turns, context_tokens=context_tokens, eval=eval_cfg)
+    console.print(f"{len(loaded)} task(s) x {samples} sample(s) on [bold]{be}[/], policy "
+                  f"[bold]{pcfg.kind}[/] {pcfg.model or ''}, {n_workers} worker(s); results in {out}")
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console) as progress:
+        bar = progress.add_task("episodes", total=None)
+
+        def started(total: int, todo: int) -> None:
+            progress.update(bar, total=total, completed=total - todo)
+            if total - todo:
+                console.print(f"resuming: {total - todo} finished episode(s) skipped")
+
+        def finished(t: Any) -> None:
+            progress.advance(bar)
+            s = t.summary()
+            console.print(f"  {s['task']} s{t.sample}: final {s['final_reward']:+d} best {s['best_reward']:+d} "
+                          f"({s['stop']}, {s['turns']} turns, {s['seconds']}s)"
+                          + (f" [red]{(s['error'] or '').splitlines()[0]}[/]" if s["error"] else ""))
+
+        try:
+            summary = run_batch(loaded, pcfg, acfg, out, samples=samples, workers=n_workers, devices=devices,
+                                on_start=started, on_result=finished)
+        except PolicyError as exc:
+            err.print(f"[red]error:[/] {exc}")
+            raise typer.Exit(2)
+    console.print(summary_table(summary))
+    if len(loaded) == 1 and samples == 1:
+        _print_best(out)
+    if pcfg.smoke_test:
+        console.print("[yellow](smoke-test policy: these results say the loop works, not that kernels were found)[/]")
+    raise typer.Exit(0 if summary.failed == 0 else 1)
+
+
+def resolve_policy(kind: Optional[str], model: Optional[str], base_url: Optional[str], api_key_env: Optional[str],
+                   tool_format: str, temperature: Optional[float], max_tokens: Optional[int], timeout: float,
+                   retries: int, script: Optional[Path]) -> Any:
+    """Flags first, then the environment; with nothing configured, the offline smoke-test model."""
+    from .policies.base import PolicyConfig
+
+    if kind is None:
+        if script is not None:
+            kind = "scripted"
+        elif base_url or os.environ.get("OPENAI_API_KEY"):
+            kind = "openai"
+        elif os.environ.get("ANTHROPIC_API_KEY"):
+            kind = "anthropic"
+        else:
+            kind = "local"  # a --model that is a HF folder / .gguf, or the offline default
+    smoke = kind == "local" and not model
+    key_env = api_key_env or {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}.get(kind)
+    if tool_format not in ("native", "text"):
+        raise typer.BadParameter("--tool-format is 'native' or 'text'")
+    return PolicyConfig(kind=kind, model=model, base_url=base_url, api_key_env=key_env,  # type: ignore[arg-type]
+                        tool_format="text" if smoke else tool_format, temperature=temperature,  # type: ignore[arg-type]
+                        max_tokens=max_tokens or (512 if kind == "local" else 8192), timeout_s=timeout,
+                        max_retries=retries, script=str(script) if script else None, smoke_test=smoke)
+
+
+def summary_table(s: Any) -> Table:
+    table = Table(title="agent results")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+
+    def pct(x: float) -> str:
+        return f"{100 * x:.1f}%"
+
+    def fx(x: float | None) -> str:
+        return "-" if x is None else f"{x:.2f}x"
+
+    rows = [("episodes (finished / failed / skipped)", f"{s.finished} / {s.failed} / {s.skipped}"),
+            ("final reward distribution", "  ".join(f"{k}: {v}" for k, v in s.rewards.items()) or "-"),
+            ("best reward distribution", "  ".join(f"{k}: {v}" for k, v in s.best_rewards.items()) or "-"),
+            ("pass rate (correct)", pct(s.pass_rate)), ("faster than eager", pct(s.faster_than_eager)),
+            ("faster than torch.compile", pct(s.faster_than_compile)),
+            ("geomean speedup vs eager (correct)", fx(s.geomean_speedup_vs_eager)),
+            ("geomean speedup vs compile (correct)", fx(s.geomean_speedup_vs_compile)),
+            ("mean turns", f"{s.mean_turns:.1f}"), ("tokens", str(s.tokens))]
+    for k, v in rows:
+        table.add_row(k, v)
+    return table
+
+
+def _load(specs: list[str]) -> list[Any]:
+    from ..examples import get_example
+    from ..tasks import load_tasks
+
+    out = []
+    for spec in specs:
+        if not Path(spec).exists():
+            try:
+                out.append(get_example(spec).task)
+                continue
+            except KeyError:
+                pass
+        out.extend(load_tasks(spec))
+    if not out:
+        raise ValueError("no tasks found")
+    return out
+
+
+def _slots(backend: str, workers: Optional[int]) -> tuple[int, list[str] | None]:
+    if backend != "cuda":
+        return workers or 1, None
+    import torch
+
+    n = torch.cuda.device_count()
+    devices = [str(i) for i in range(n)] or None
+    return workers or max(1, n), devices
+
+
+def _print_best(out: Path) -> None:
+    from .batch import TRAJECTORIES
+    from .trajectory import load_trajectories
+
+    trajs = load_trajectories(out / TRAJECTORIES, strict=False)
+    if trajs and trajs[-1].best is not None:
+        b = trajs[-1].best
+        console.print(f"best state (reward {b.result.reward:+d}, {b.result.reason}): {b.path}")

