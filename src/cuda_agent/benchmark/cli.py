@@ -1,0 +1,221 @@
+"""`cuda-agent bench run | report | compare | export-timing`. Only typer and rich at import."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
+err = Console(stderr=True)
+bench_app = typer.Typer(no_args_is_help=True, add_completion=False,
+                        help="KernelBench-style benchmark runs, reports and comparisons.")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(bench_app, name="bench")
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    err.print(f"[red]error:[/] {message}")
+    return typer.Exit(code)
+
+
+@bench_app.command("run")
+def run_cmd(
+    suite: str = typer.Argument(..., help="'examples', a KernelBench checkout or folder, a .py task, a parquet/"
+                                          "JSONL dataset, a HF dataset id, or a .txt list of task paths"),
+    out: Path = typer.Option(..., "--out", "-o", help="run directory (resumed if it holds this run)"),
+    solutions: Optional[str] = typer.Option(None, help="'examples', 'reference', or a folder of solutions"),
+    policy: Optional[str] = typer.Option(None, help="'agent[:<policy>]' or 'module:function' (one episode per task)"),
+    policy_option: Optional[list[str]] = typer.Option(None, help="KEY=VALUE passed to the episode (repeatable)"),
+    backend: Optional[str] = typer.Option(None, help="cuda or cpu (default: the local device)"),
+    levels: Optional[list[int]] = typer.Option(None, "--level", help="keep these levels (repeatable)"),
+    only: Optional[list[str]] = typer.Option(None, help="keep tasks matching these names or globs (repeatable)"),
+    per_level: Optional[int] = typer.Option(None, help="at most N tasks per level, evenly spread"),
+    gpus: Optional[str] = typer.Option(None, help="GPU indices for evaluation slots, e.g. 0,1 (default: all)"),
+    eval_workers: int = typer.Option(1, help="evaluation slots on the cpu backend"),
+    build_workers: int = typer.Option(0, help="CPU build workers (0: cores - evaluation slots, at least 1)"),
+    ray: bool = typer.Option(False, "--ray", help="fan out over a Ray cluster (the `ray` extra)"),
+    ray_address: Optional[str] = typer.Option(None, help="Ray cluster address (default: start a local one)"),
+    ray_cpus: Optional[int] = typer.Option(None, help="CPUs for a local Ray cluster"),
+    timing: bool = typer.Option(True, "--timing/--no-timing", help="--no-timing: build and verify only"),
+    compile_baseline: bool = typer.Option(True, "--compile-baseline/--no-compile-baseline"),
+    trials: int = typer.Option(5, help="correctness trials"),
+    atol: Optional[float] = typer.Option(None), rtol: Optional[float] = typer.Option(None),
+    timing_budget: Optional[float] = typer.Option(None, help="seconds of timed rounds per evaluation"),
+    min_rounds: Optional[int] = typer.Option(None, help="fewest timed rounds when the budget allows"),
+    sample: int = typer.Option(0, help="KernelBench-named solutions: which sample_<S>"),
+    fresh: bool = typer.Option(False, help="discard what the run directory holds and start over"),
+    report: bool = typer.Option(True, "--report/--no-report", help="write report.md/.html/.json at the end"),
+    kernelbench_timing: Optional[Path] = typer.Option(None, help="KernelBench timing folder/file for the report"),
+) -> None:
+    """Evaluate a suite with ready solutions or a policy; append each result; resumable."""
+    import os
+
+    from ..backends import default_backend_name
+    from ..evaluation import EvalConfig, TimingConfig
+    from ..tasks import TaskError
+    from .local_pool import LocalPool, device_slots
+    from .ray_pool import RayPool
+    from .runner import run_benchmark
+    from .solutions import SolutionError, solution_source
+    from .store import RunMismatch
+    from .suite import load_suite
+
+    if (solutions is None) == (policy is None):
+        raise _fail("give exactly one of --solutions and --policy")
+    be = backend or default_backend_name()
+    try:
+        chosen = load_suite(suite, levels=levels or None, only=only, per_level=per_level)
+        source = solution_source(solutions, sample) if solutions else None
+    except (TaskError, SolutionError, ValueError) as exc:
+        raise _fail(str(exc))
+    for bad in chosen.rejected:
+        err.print(f"[yellow]skipped (not a valid task):[/] {bad}")
+    timing_fields = {}
+    if timing_budget is not None:
+        timing_fields["budget_s"] = timing_budget
+    if min_rounds is not None:
+        timing_fields["min_trials"] = min_rounds
+    fields = {"backend": be, "measure": timing, "trials": trials, "timing": TimingConfig(**timing_fields)}
+    if not compile_baseline:
+        fields["compile_mode"] = None
+    if atol is not None:
+        fields["atol"] = atol
+    if rtol is not None:
+        fields["rtol"] = rtol
+    config = EvalConfig(**fields)
+    options = dict(o.split("=", 1) for o in (policy_option or []) if "=" in o)
+    if ray:
+        pool = RayPool(be, address=ray_address, num_cpus=ray_cpus)
+    else:
+        try:
+            slots = device_slots(be, [int(g) for g in gpus.split(",")] if gpus else None, eval_workers)
+        except (RuntimeError, ValueError) as exc:
+            raise _fail(str(exc))
+        workers = build_workers or max(1, (os.cpu_count() or 2) - len(slots))
+        pool = LocalPool(slots, build_workers=workers, log_dir=out / "logs")
+    n = len(chosen.tasks)
+    console.print(f"bench: {n} task(s) from [bold]{suite}[/] on [bold]{be}[/] -> {out}")
+    progress = {"k": 0}
+
+    def show(r) -> None:  # type: ignore[no-untyped-def]
+        progress["k"] += 1
+        console.print(f"  [{progress['k']}] {r.task}: reward {r.reward:+d}  {r.summary[:100]}  ({r.slot})")
+
+    try:
+        records = run_benchmark(chosen, out, pool, backend=be, config=config, solutions=source, policy=policy,
+                                policy_options=options, fresh=fresh, on_record=show)
+    except RunMismatch as exc:
+        raise _fail(str(exc))
+    console.print(f"{len(records)}/{n} task(s) recorded in {out / 'results.jsonl'}")
+    if report:
+        _write_reports(out, out, ["md", "html", "json"], kernelbench_timing)
+
+
+def _write_reports(run: Path, out_dir: Path, formats: list[str], kernelbench_timing: Optional[Path]) -> None:
+    from .kernelbench_timing import TimingFormatError, load_kernelbench_timing
+    from .report import build_report, paper_table, write_reports
+    from .store import load_run
+
+    try:
+        info, records = load_run(run)
+        baselines = load_kernelbench_timing(kernelbench_timing) if kernelbench_timing else None
+    except (FileNotFoundError, TimingFormatError, ValueError) as exc:
+        raise _fail(str(exc))
+    rep = build_report(records, info, baselines)
+    header, rows = paper_table(rep)
+    table = Table(title="KernelBench table (ours / paper)")
+    for h in header:
+        table.add_column(h)
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+    for path in write_reports(rep, out_dir, formats):
+        console.print(f"wrote {path}")
+
+
+@bench_app.command("report")
+def report_cmd(
+    run: Path = typer.Argument(..., help="run directory (or its results.jsonl)"),
+    out: Optional[Path] = typer.Option(None, help="where to write (default: the run directory)"),
+    fmt: Optional[list[str]] = typer.Option(None, "--format", help="md, html, json (repeatable; default all)"),
+    kernelbench_timing: Optional[Path] = typer.Option(None, help="KernelBench timing folder/file to compare with"),
+) -> None:
+    """Write the Markdown / HTML / JSON reports of a run."""
+    target = out or (run if run.is_dir() else run.parent)
+    _write_reports(run, target, fmt or ["md", "html", "json"], kernelbench_timing)
+
+
+@bench_app.command("compare")
+def compare_cmd(
+    run_a: Path = typer.Argument(..., help="run A (directory or results.jsonl)"),
+    run_b: Path = typer.Argument(..., help="run B"),
+    json_out: bool = typer.Option(False, "--json", help="print the comparison as JSON"),
+    all_tasks: bool = typer.Option(False, "--all", help="list unchanged tasks too"),
+) -> None:
+    """Per-task and aggregate differences of B relative to A."""
+    from .compare import compare_runs
+    from .store import load_run
+
+    try:
+        info_a, rec_a = load_run(run_a)
+        info_b, rec_b = load_run(run_b)
+    except (FileNotFoundError, ValueError) as exc:
+        raise _fail(str(exc))
+
+    def suite(info, recs):  # type: ignore[no-untyped-def]
+        return {n: info.levels.get(n) for n in info.tasks} if info and info.tasks else None
+
+    cmp = compare_runs(rec_a, rec_b, str(run_a), str(run_b), suite(info_a, rec_a), suite(info_b, rec_b))
+    if json_out:
+        print(cmp.model_dump_json(indent=1))
+        return
+    agg = Table(title=f"over {cmp.common} common task(s): A = {run_a}, B = {run_b}")
+    for col in ("metric", "A", "B", "B - A"):
+        agg.add_column(col, justify="right" if col != "metric" else "left")
+    ma, mb = cmp.metrics_a.overall, cmp.metrics_b.overall
+    for name in ("compiled_rate", "pass_rate", "faster_than_eager_rate", "faster_than_compile_rate"):
+        va, vb = getattr(ma, name), getattr(mb, name)
+        agg.add_row(name.replace("_", " "), f"{100 * va:.1f}%", f"{100 * vb:.1f}%", f"{100 * (vb - va):+.1f} pt")
+    for name in ("geomean_vs_eager", "geomean_vs_compile"):
+        va, vb = getattr(ma, name), getattr(mb, name)
+        delta = f"{vb / va:.2f}x" if va and vb else "-"
+        agg.add_row(name.replace("_", " "), f"{va:.2f}x" if va else "-", f"{vb:.2f}x" if vb else "-", delta)
+    console.print(agg)
+    console.print("changes: " + ", ".join(f"{k} {v}" for k, v in sorted(cmp.counts.items())))
+    per = Table(title="per task")
+    for col in ("task", "change", "reward A", "reward B", "vs eager A", "vs eager B", "B/A"):
+        per.add_column(col)
+
+    def x(v: float | None) -> str:
+        return "-" if v is None else f"{v:.2f}"
+
+    for d in cmp.tasks:
+        if all_tasks or d.change not in ("same",):
+            per.add_row(d.task, d.change, "-" if d.reward_a is None else f"{d.reward_a:+d}",
+                        "-" if d.reward_b is None else f"{d.reward_b:+d}", x(d.speedup_vs_eager_a),
+                        x(d.speedup_vs_eager_b), x(d.ratio_vs_eager))
+    console.print(per)
+
+
+@bench_app.command("export-timing")
+def export_timing_cmd(
+    run: Path = typer.Argument(..., help="run directory (or its results.jsonl)"),
+    out: Path = typer.Argument(..., help="folder for baseline_time_torch*.json"),
+) -> None:
+    """Write the run's measured eager / torch.compile baselines in KernelBench's timing layout."""
+    from .kernelbench_timing import export_kernelbench_timing
+    from .store import load_run
+
+    try:
+        info, records = load_run(run)
+    except (FileNotFoundError, ValueError) as exc:
+        raise _fail(str(exc))
+    mode = f"inductor_{info.config.compile_mode}" if info and info.config.compile_mode else "inductor_default"
+    for path in export_kernelbench_timing(records, out, compile_mode=mode):
+        console.print(f"wrote {path}")

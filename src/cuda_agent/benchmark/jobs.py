@@ -1,0 +1,134 @@
+"""The two stages of one task, shared by every executor (in-process, local pool, Ray).
+
+build stage (CPU workers): lay out the workspace, run the static checks and the build. A
+candidate that fails there is finished on the CPU side: `evaluate` is run to produce the
+authoritative record, and it stops before any worker (and any GPU) is involved. Everything
+else goes on to the device stage with its build already in the content-addressed cache.
+
+device stage (one worker per GPU): `evaluate` the workspace (policy runs first play the
+episode there, since the agent's own tools compile, verify and profile on that GPU).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+import traceback
+from pathlib import Path
+
+from ..backends import get_backend
+from ..evaluation import EvalConfig, EvalResult, build_workspace, evaluate
+from ..workspace import Workspace, create_workspace
+from .policy import run_policy_episode
+from .records import Job, TaskRecord
+from .solutions import reference_config, single_file_config
+
+# Stages `evaluate` finishes in before it starts a worker process.
+PRE_WORKER_STAGES = frozenset({"tamper", "guard", "build"})
+_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def workspace_dirname(task_name: str) -> str:
+    """A file-system-safe, collision-free folder name for a task."""
+    slug = _SAFE.sub("_", task_name.replace("/", "__")).strip("._")[:80] or "task"
+    return f"{slug}-{hashlib.sha256(task_name.encode()).hexdigest()[:8]}"
+
+
+def materialize(job: Job, directory: Path) -> tuple[Workspace, EvalConfig]:
+    """A fresh workspace for the job's task holding its candidate, and the EvalConfig that
+    candidate's kind is evaluated with (see solutions.py)."""
+    cache = Path(job.config.cache_dir) if job.config.cache_dir else None
+    ws = create_workspace(job.task, directory, job.backend, cache_dir=cache, overwrite=True)
+    kernels = ws.root / "kernels"
+    for old in kernels.iterdir():
+        if old.is_file() or old.is_symlink():
+            old.unlink()
+    cand = job.candidate
+    cfg = job.config
+    if cand is None or cand.mode == "policy":
+        return ws, cfg
+    if cand.mode == "reference":
+        return ws, reference_config(cfg)
+    for rel, text in cand.files.items():
+        (ws.root / _checked_relpath(rel)).write_text(text)
+    if cand.mode == "single_file":
+        be = get_backend(job.backend)
+        cfg = single_file_config(cfg, ws.root, be.name, be.extension_name)
+    return ws, cfg
+
+
+def build_stage(job: Job, directory: Path) -> TaskRecord | None:
+    """CPU side. A finished record when the candidate fails before any worker would start;
+    None when it built and needs the device stage."""
+    if job.policy:
+        return None  # the episode writes the candidate on the device side
+    t0 = time.monotonic()
+    try:
+        ws, cfg = materialize(job, directory)
+        if _prechecks_pass(ws, cfg, job.backend):
+            return None
+        result = evaluate(ws, cfg)
+    except Exception as exc:  # a harness bug, never the candidate's doing: recorded, not raised
+        return _harness_error(job, "build stage", exc, t0)
+    if result.stage not in PRE_WORKER_STAGES:
+        return None  # it built this time after all (e.g. a timeout under load): evaluate on a device
+    return TaskRecord.for_task(job.task, mode=job.mode, origin=_origin(job), result=result,
+                               wall_s=time.monotonic() - t0)
+
+
+def device_stage(job: Job, directory: Path) -> TaskRecord:
+    """Device side: the episode (policy runs), then the evaluation that counts."""
+    t0 = time.monotonic()
+    episode = None
+    try:
+        if job.policy:
+            ws, cfg = materialize(job, directory)
+            try:
+                episode = run_policy_episode(job.policy, job.task, ws.root, job.backend, cfg, job.policy_options)
+            except Exception as exc:
+                return TaskRecord.for_task(job.task, mode="policy", origin=job.policy, status="episode_failed",
+                                           reason=f"the episode raised: {_describe(exc)}",
+                                           wall_s=time.monotonic() - t0)
+        else:
+            ws, cfg = materialize(job, directory)
+        result: EvalResult = evaluate(ws, cfg)
+    except Exception as exc:
+        return _harness_error(job, "device stage", exc, t0)
+    return TaskRecord.for_task(job.task, mode=job.mode, origin=_origin(job), result=result, episode=episode,
+                               wall_s=time.monotonic() - t0)
+
+
+def _prechecks_pass(ws: Workspace, cfg: EvalConfig, backend_name: str) -> bool:
+    """The static checks and the build, exactly as `evaluate` runs them first."""
+    from ..evaluation.static_checks import check_workspace
+
+    backend = get_backend(backend_name)
+    if cfg.guards.static_checks and check_workspace(ws.root, backend.name, backend.extension_name,
+                                                    disabled_rules=frozenset(cfg.guards.disabled_rules)):
+        return False
+    cache = Path(cfg.cache_dir) if cfg.cache_dir else None
+    return build_workspace(ws.root, backend, cache_dir=cache, timeout_s=cfg.build_timeout_s).ok
+
+
+def _checked_relpath(rel: str) -> str:
+    """Only model_new.py and flat kernels/ files: a solution cannot write elsewhere."""
+    parts = rel.split("/")
+    if rel == "model_new.py" or (len(parts) == 2 and parts[0] == "kernels" and parts[1]
+                                 and parts[1] not in (".", "..") and not parts[1].startswith(".")):
+        return rel
+    raise ValueError(f"a solution may only hold model_new.py and kernels/<file>, not {rel!r}")
+
+
+def _origin(job: Job) -> str:
+    return job.policy or (job.candidate.origin if job.candidate else "")
+
+
+def _harness_error(job: Job, where: str, exc: BaseException, t0: float) -> TaskRecord:
+    return TaskRecord.for_task(job.task, mode=job.mode, origin=_origin(job), status="harness_error",
+                               reason=f"{where} failed: {_describe(exc)}", wall_s=time.monotonic() - t0)
+
+
+def _describe(exc: BaseException) -> str:
+    tail = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)[-3:])
+    return f"{type(exc).__name__}: {exc}\n{tail[-1500:]}"

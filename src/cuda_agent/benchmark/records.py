@@ -1,0 +1,127 @@
+"""Typed records of a benchmark run: one `TaskRecord` per finished task, one `RunInfo` per run.
+
+A record is what the append-only store keeps. A task that could not be evaluated (no
+solution, a failed episode, a harness failure) is still a record, with a status and a
+reason: failures are data, and every metric counts them against the run.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from ..evaluation import EvalConfig, EvalResult
+from ..tasks import Task
+
+Status = Literal["evaluated", "no_solution", "episode_failed", "harness_error"]
+Mode = Literal["workspace", "single_file", "reference", "policy"]
+
+
+class Candidate(BaseModel):
+    """A ready solution for one task: the files to put into a fresh workspace."""
+
+    mode: Mode
+    files: dict[str, str] = Field(default_factory=dict, description="workspace-relative path -> text")
+    origin: str = Field(default="", description="where it came from (a path, 'examples', 'reference')")
+
+
+class Job(BaseModel):
+    """Everything a build or evaluation worker needs for one task; JSON-serialisable so it can
+    travel to a subprocess or a Ray worker on another machine."""
+
+    task: Task
+    backend: str
+    config: EvalConfig
+    candidate: Candidate | None = None
+    policy: str | None = Field(default=None, description="episode spec, for policy runs")
+    policy_options: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def mode(self) -> Mode:
+        return "policy" if self.policy else (self.candidate.mode if self.candidate else "workspace")
+
+
+class EpisodeInfo(BaseModel):
+    """What a policy episode reports besides its final workspace."""
+
+    tokens: int | None = None
+    turns: int | None = None
+    stop_reason: str = ""
+    trajectory: str | None = Field(default=None, description="where the trajectory was saved, if anywhere")
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class TaskRecord(BaseModel):
+    """One finished task of a run."""
+
+    task: str
+    level: int | None = None
+    problem_id: int | None = None
+    task_hash: str = ""
+    status: Status = "evaluated"
+    reason: str = Field(default="", description="why there is no evaluation, when there is none")
+    mode: Mode = "workspace"
+    origin: str = ""
+    result: EvalResult | None = None
+    episode: EpisodeInfo | None = None
+    slot: str = Field(default="", description="the pool slot that evaluated it (e.g. cuda:1, ray)")
+    session: str = Field(default="", description="the driver invocation that produced it")
+    attempts: int = 1
+    wall_s: float = 0.0
+    finished_at: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+
+    # ---- the fields metrics read (a missing evaluation reads as a failure) --------------------
+    @property
+    def compiled(self) -> bool:
+        return bool(self.result and self.result.compiled)
+
+    @property
+    def correct(self) -> bool:
+        return bool(self.result and self.result.correct)
+
+    @property
+    def reward(self) -> int:
+        return self.result.reward if self.result else -1
+
+    @property
+    def speedup_vs_eager(self) -> float | None:
+        return self.result.speedup_vs_eager if self.correct and self.result else None
+
+    @property
+    def speedup_vs_compile(self) -> float | None:
+        return self.result.speedup_vs_compile if self.correct and self.result else None
+
+    @property
+    def summary(self) -> str:
+        """One line a person reads in a table."""
+        if self.result is None:
+            return f"{self.status}: {self.reason.splitlines()[0] if self.reason else ''}"
+        return self.result.reason.splitlines()[0] if self.result.reason else self.result.stage
+
+    @classmethod
+    def for_task(cls, task: Task, **fields: Any) -> "TaskRecord":
+        return cls(task=task.name, level=task.level, problem_id=task.problem_id, task_hash=task.content_hash,
+                   **fields)
+
+
+class RunInfo(BaseModel):
+    """What a run is: kept in `run.json` beside the results, checked when a run resumes."""
+
+    suite: str
+    solutions: str = Field(default="", description="solutions spec, or '' for a policy run")
+    policy: str | None = None
+    backend: str
+    config: EvalConfig
+    tasks: list[str] = Field(default_factory=list, description="the suite's task names, in order")
+    levels: dict[str, int | None] = Field(default_factory=dict, description="task name -> level")
+    created_at: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    device: str = ""
+    notes: dict[str, Any] = Field(default_factory=dict)
+
+    def fingerprint(self) -> dict[str, Any]:
+        """The parts that must match for a resumed run to continue the same measurement."""
+        return {"suite": self.suite, "solutions": self.solutions, "policy": self.policy, "backend": self.backend,
+                "config": self.config.model_dump(mode="json", exclude={"cache_dir", "prespawn_worker"}),
+                "tasks": self.tasks}

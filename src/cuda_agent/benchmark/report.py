@@ -1,0 +1,330 @@
+"""Reports of a run: Markdown (the paper's table beside its published numbers), a
+self-contained HTML page with plots, and JSON. All three come from one `Report` record.
+
+Everything a candidate controls (reasons, compiler output) is escaped in HTML and kept to
+one line in tables.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from .kernelbench_timing import ImportedBaselines, ImportedComparison, compare_with_imported
+from .metrics import BenchMetrics, Metrics, compute_metrics
+from .records import RunInfo, TaskRecord
+
+# SPEC §5: CUDA Agent paper, KernelBench on Hopper. Rates in %, geomeans vs torch.compile.
+PAPER = {
+    "CUDA Agent": {"level 1": (100.0, 97.0, 1.87), "level 2": (100.0, 100.0, 2.80), "level 3": (94.0, 90.0, 1.52),
+                   "overall": (98.8, 96.8, 2.11)},
+    "Claude Opus 4.5": {"overall": (95.2, 66.4, 1.46)},
+    "Gemini 3 Pro": {"overall": (91.2, 69.6, 1.42)},
+}
+PAPER_GEOMEAN_VS_EAGER = 2.60
+FORMATS = ("md", "html", "json")
+
+
+class TaskRow(BaseModel):
+    task: str
+    level: int | None
+    status: str
+    reward: int | None = Field(description="None: no record")
+    compiled: bool
+    correct: bool
+    faster_than_eager: bool
+    faster_than_compile: bool
+    speedup_vs_eager: float | None
+    speedup_vs_compile: float | None
+    eager_ms: float | None
+    compile_ms: float | None
+    candidate_ms: float | None
+    tokens: int | None = None
+    turns: int | None = None
+    slot: str = ""
+    summary: str
+
+
+class Report(BaseModel):
+    run: RunInfo | None
+    metrics: BenchMetrics
+    imported: list[ImportedComparison] = Field(default_factory=list)
+    imported_sources: list[str] = Field(default_factory=list)
+    tasks: list[TaskRow]
+
+
+def build_report(records: Sequence[TaskRecord], run: RunInfo | None = None,
+                 baselines: ImportedBaselines | None = None) -> Report:
+    suite = dict(run.levels) if run and run.levels else {r.task: r.level for r in records}
+    if run and run.tasks:
+        suite = {n: suite.get(n) for n in run.tasks}
+    latest = {r.task: r for r in records}
+    rows = [_row(name, level, latest.get(name)) for name, level in suite.items()]
+    imported, sources = [], []
+    if baselines is not None:
+        imported = compare_with_imported(records, suite, baselines)
+        sources = [t.source for t in (baselines.eager, baselines.compile) if t is not None]
+    return Report(run=run, metrics=compute_metrics(records, suite), imported=imported, imported_sources=sources,
+                  tasks=rows)
+
+
+def _row(name: str, level: int | None, r: TaskRecord | None) -> TaskRow:
+    res = r.result if r else None
+    return TaskRow(task=name, level=level, status=r.status if r else "missing", reward=r.reward if r else None,
+                   compiled=bool(r and r.compiled), correct=bool(r and r.correct),
+                   faster_than_eager=bool(res and res.correct and res.faster_than_eager),
+                   faster_than_compile=bool(res and res.correct and res.faster_than_compile),
+                   speedup_vs_eager=r.speedup_vs_eager if r else None,
+                   speedup_vs_compile=r.speedup_vs_compile if r else None,
+                   eager_ms=res.time_ms.eager if res else None, compile_ms=res.time_ms.compile if res else None,
+                   candidate_ms=res.time_ms.candidate if res else None,
+                   tokens=r.episode.tokens if r and r.episode else None,
+                   turns=r.episode.turns if r and r.episode else None,
+                   slot=r.slot if r else "", summary=_one_line(r.summary if r else "no record (run incomplete)"))
+
+
+def write_reports(report: Report, out_dir: str | Path, formats: Sequence[str] = FORMATS) -> list[Path]:
+    """Write report.md / report.html / report.json into `out_dir`; return the paths."""
+    unknown = set(formats) - set(FORMATS)
+    if unknown:
+        raise ValueError(f"unknown report format(s) {sorted(unknown)}; choose from {', '.join(FORMATS)}")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for fmt in formats:
+        path = out / f"report.{fmt}"
+        if fmt == "md":
+            path.write_text(to_markdown(report))
+        elif fmt == "json":
+            path.write_text(report.model_dump_json(indent=1))
+        else:
+            path.write_text(to_html(report))
+        written.append(path)
+    return written
+
+
+# ---- formatting helpers ------------------------------------------------------------------------
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def _x(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}x"
+
+
+def _ms(x: float | None) -> str:
+    return "-" if x is None else f"{x:.4g}"
+
+
+def _one_line(text: str, width: int = 120) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    def cell(s: str) -> str:
+        return s.replace("|", "\\|")
+
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+# ---- tables (shared by Markdown and HTML) ---------------------------------------------------
+NOT_TIMED = "not timed"
+
+
+def _timed(report: Report) -> tuple[bool, bool]:
+    """(speed vs eager measured, speed vs torch.compile measured) in this run."""
+    if report.run is None:
+        return True, True
+    cfg = report.run.config
+    return cfg.measure, cfg.measure and cfg.compile_mode is not None
+
+
+def paper_table(report: Report) -> tuple[list[str], list[list[str]]]:
+    """The paper's layout: per level pass rate, faster-than-compile rate, geomean vs compile,
+    ours beside CUDA Agent's published numbers."""
+    header = ["", "tasks", "pass (ours / paper)", "faster than compile (ours / paper)",
+              "geomean vs compile (ours / paper)"]
+    rows = []
+    _, timed_c = _timed(report)
+    for m in [*report.metrics.levels, report.metrics.overall]:
+        paper = PAPER["CUDA Agent"].get(m.scope)
+        ftc = _pct(m.faster_than_compile_rate) if timed_c else NOT_TIMED
+        geo = _x(m.geomean_vs_compile) if timed_c else NOT_TIMED
+        rows.append([m.scope, str(m.tasks),
+                     f"{_pct(m.pass_rate)} / {f'{paper[0]:.1f}%' if paper else '-'}",
+                     f"{ftc} / {f'{paper[1]:.1f}%' if paper else '-'}",
+                     f"{geo} / {f'{paper[2]:.2f}x' if paper else '-'}"])
+    return header, rows
+
+
+def models_table(report: Report) -> tuple[list[str], list[list[str]]]:
+    o = report.metrics.overall
+    timed_e, timed_c = _timed(report)
+    header = ["overall", "pass", "faster than compile", "geomean vs compile", "geomean vs eager"]
+    rows = [["this run", _pct(o.pass_rate), _pct(o.faster_than_compile_rate) if timed_c else NOT_TIMED,
+             _x(o.geomean_vs_compile) if timed_c else NOT_TIMED, _x(o.geomean_vs_eager) if timed_e else NOT_TIMED]]
+    for name, scopes in PAPER.items():
+        p, f, g = scopes["overall"]
+        rows.append([f"{name} (paper)", f"{p:.1f}%", f"{f:.1f}%", f"{g:.2f}x",
+                     f"{PAPER_GEOMEAN_VS_EAGER:.2f}x" if name == "CUDA Agent" else "-"])
+    return header, rows
+
+
+def metrics_table(report: Report) -> tuple[list[str], list[list[str]]]:
+    header = ["scope", "tasks", "missing", "compiled", "pass", "faster than eager", "faster than compile",
+              "geomean vs eager (n)", "geomean vs compile (n)"]
+    te, tc = _timed(report)
+    rows = [[m.scope, str(m.tasks), str(m.missing), _pct(m.compiled_rate), _pct(m.pass_rate),
+             _pct(m.faster_than_eager_rate) if te else NOT_TIMED, _pct(m.faster_than_compile_rate) if tc else NOT_TIMED,
+             f"{_x(m.geomean_vs_eager)} ({m.geomean_vs_eager_n})" if te else NOT_TIMED,
+             f"{_x(m.geomean_vs_compile)} ({m.geomean_vs_compile_n})" if tc else NOT_TIMED]
+            for m in _scopes(report)]
+    return header, rows
+
+
+def fast_p_table(report: Report) -> tuple[list[str], list[list[str]]]:
+    ps = [f"{p:g}" for p in report.metrics.fast_p]
+    header = ["scope", "baseline", *[f"fast_{p}" for p in ps]]
+    rows = []
+    te, tc = _timed(report)
+    for m in _scopes(report):
+        rows.append([m.scope, "eager", *[_pct(m.fast_p_eager.get(p)) if te else NOT_TIMED for p in ps]])
+        rows.append([m.scope, "compile", *[_pct(m.fast_p_compile.get(p)) if tc else NOT_TIMED for p in ps]])
+    return header, rows
+
+
+def rewards_table(report: Report) -> tuple[list[str], list[list[str]]]:
+    header = ["scope", "reward -1", "reward 1", "reward 2", "reward 3", "missing", "statuses"]
+    rows = [[m.scope, *[str(m.rewards.get(k, 0)) for k in ("-1", "1", "2", "3", "missing")],
+             ", ".join(f"{k} {v}" for k, v in sorted(m.statuses.items()))] for m in _scopes(report)]
+    return header, rows
+
+
+def episodes_table(report: Report) -> tuple[list[str], list[list[str]]] | None:
+    scopes = [m for m in _scopes(report) if m.episodes]
+    if not scopes:
+        return None
+    header = ["scope", "episodes", "tokens mean", "tokens median", "tokens total", "turns mean", "turns median"]
+
+    def num(x: float | int | None) -> str:
+        return "-" if x is None else f"{x:,.0f}" if isinstance(x, int) or x >= 100 else f"{x:.1f}"
+
+    rows = [[m.scope, str(m.episodes), num(m.tokens_mean), num(m.tokens_median), num(m.tokens_total),
+             num(m.turns_mean), num(m.turns_median)] for m in scopes]
+    return header, rows
+
+
+def imported_table(report: Report) -> tuple[list[str], list[list[str]]] | None:
+    if not report.imported:
+        return None
+    header = ["scope", "matched eager / compile", "faster than eager", "faster than compile", "geomean vs eager",
+              "geomean vs compile", "fast_1 (eager)", "our eager / theirs"]
+    rows = [[c.scope, f"{c.matched_eager} / {c.matched_compile}", _pct(c.faster_than_eager_rate),
+             _pct(c.faster_than_compile_rate), _x(c.geomean_vs_eager), _x(c.geomean_vs_compile),
+             _pct(c.fast_p_eager.get("1")), _x(c.eager_ratio)] for c in report.imported]
+    return header, rows
+
+
+def tasks_table(report: Report) -> tuple[list[str], list[list[str]]]:
+    header = ["task", "level", "reward", "vs eager", "vs compile", "eager ms", "compile ms", "candidate ms", "result"]
+    rows = [[t.task, "-" if t.level is None else str(t.level), "-" if t.reward is None else f"{t.reward:+d}",
+             _x(t.speedup_vs_eager), _x(t.speedup_vs_compile), _ms(t.eager_ms), _ms(t.compile_ms),
+             _ms(t.candidate_ms), t.summary] for t in report.tasks]
+    return header, rows
+
+
+def _scopes(report: Report) -> list[Metrics]:
+    return [*report.metrics.levels, report.metrics.overall]
+
+
+def _run_lines(report: Report) -> list[str]:
+    run = report.run
+    if run is None:
+        return ["(no run.json: computed from the results file alone)"]
+    cfg = run.config
+    lines = [f"suite: `{run.suite}`",
+             f"candidates: {'policy `' + run.policy + '`' if run.policy else '`' + run.solutions + '`'}",
+             f"backend: {run.backend}; devices seen: {', '.join(_devices(report)) or '-'}",
+             f"evaluation: {cfg.trials} correctness trials, atol {cfg.atol:g} / rtol {cfg.rtol:g}, "
+             f"timing {'on' if cfg.measure else 'off'}, torch.compile mode {cfg.compile_mode or 'off'}, "
+             f"margin {cfg.margin:g}"]
+    return lines
+
+
+def _devices(report: Report) -> list[str]:
+    return sorted({t.slot for t in report.tasks if t.slot})
+
+
+# ---- Markdown -------------------------------------------------------------------------------------
+def to_markdown(report: Report) -> str:
+    parts = ["# Benchmark report", "", *[f"- {line}" for line in _run_lines(report)], "",
+             "## KernelBench table (paper layout)", "",
+             "Rates are over all tasks of the suite; paper numbers are CUDA Agent on Hopper (SPEC §5).", "",
+             _md_table(*paper_table(report)), "", _md_table(*models_table(report)), "",
+             "## All metrics", "", _md_table(*metrics_table(report)), "",
+             "## fast_p (share of all tasks that are correct with speedup > p)", "", _md_table(*fast_p_table(report)),
+             "", "## Rewards", "", _md_table(*rewards_table(report)), ""]
+    ep = episodes_table(report)
+    if ep:
+        parts += ["## Tokens and turns per task (policy episodes)", "", _md_table(*ep), ""]
+    imp = imported_table(report)
+    if imp:
+        parts += ["## Against imported KernelBench baselines", "",
+                  "Sources: " + ", ".join(f"`{s}`" for s in report.imported_sources) + ". Candidate mean times "
+                  "against the imported means; meaningful only on the same hardware (last column).", "",
+                  _md_table(*imp), ""]
+    parts += ["## Per task", "", _md_table(*tasks_table(report)), ""]
+    return "\n".join(parts)
+
+
+# ---- HTML -------------------------------------------------------------------------------------------
+_CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
+table{border-collapse:collapse;margin:1em 0;font-size:13px}th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}
+th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}td.wide{text-align:left;max-width:480px}
+img{max-width:100%;border:1px solid #eee;margin:0.5em 0}h2{margin-top:1.6em}code{background:#f6f6f6}"""
+
+
+def _html_table(header: Sequence[str], rows: Sequence[Sequence[str]], wide_last: bool = False) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = []
+    for row in rows:
+        cells = [f"<td{' class=wide' if wide_last and i == len(row) - 1 else ''}>{html.escape(c)}</td>"
+                 for i, c in enumerate(row)]
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+
+
+def to_html(report: Report) -> str:
+    from .plots import fast_p_curve, per_task_bars, speedup_distribution
+
+    margin = report.run.config.margin if report.run else 0.05
+    figures = [("Speedup distribution per level", speedup_distribution(report.tasks, margin)),
+               ("fast_p curve", fast_p_curve(report.tasks)),
+               ("Per task", per_task_bars(report.tasks))]
+    parts = ["<!doctype html><html><head><meta charset='utf-8'><title>cuda-agent benchmark</title>",
+             f"<style>{_CSS}</style></head><body><h1>Benchmark report</h1><ul>",
+             *[f"<li>{html.escape(line)}</li>" for line in _run_lines(report)], "</ul>",
+             "<h2>KernelBench table (paper layout)</h2><p>Rates are over all tasks of the suite; paper numbers are "
+             "CUDA Agent on Hopper.</p>", _html_table(*paper_table(report)), _html_table(*models_table(report)),
+             "<h2>All metrics</h2>", _html_table(*metrics_table(report)),
+             "<h2>fast_p</h2>", _html_table(*fast_p_table(report)), "<h2>Rewards</h2>", _html_table(*rewards_table(report))]
+    ep = episodes_table(report)
+    if ep:
+        parts += ["<h2>Tokens and turns per task</h2>", _html_table(*ep)]
+    imp = imported_table(report)
+    if imp:
+        parts += ["<h2>Against imported KernelBench baselines</h2><p>"
+                  + html.escape(", ".join(report.imported_sources)) + "</p>", _html_table(*imp)]
+    for title, uri in figures:
+        parts += [f"<h2>{html.escape(title)}</h2>", f"<img alt='{html.escape(title)}' src='{uri}'>"]
+    parts += ["<h2>Per task</h2>", _html_table(*tasks_table(report), wide_last=True),
+              "<script type='application/json' id='report-data'>",
+              json.dumps(report.model_dump(mode="json")).replace("<", "\\u003c"), "</script></body></html>"]
+    return "\n".join(parts)

@@ -1,0 +1,73 @@
+"""`run_benchmark`: a suite, a source of candidates (solutions or a policy), a pool, a store.
+
+It reads top to bottom: describe the run (or check that the directory holds the same run),
+skip every task that already has a record, turn the rest into jobs (a task without a
+solution is recorded as such at once), and hand the jobs to a pool that reports each record
+as it finishes; the store appends it durably before anything else happens.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+from ..evaluation import EvalConfig
+from .records import Job, RunInfo, TaskRecord
+from .solutions import SolutionError, SolutionSource
+from .store import ResultStore
+from .suite import Suite
+
+
+class Pool(Protocol):
+    def run(self, jobs: list[Job], workdir: Path, on_record: Callable[[TaskRecord], None]) -> None: ...
+
+
+def run_benchmark(suite: Suite, out: str | Path, pool: Pool, *, backend: str, config: EvalConfig,
+                  solutions: SolutionSource | None = None, policy: str | None = None,
+                  policy_options: dict[str, Any] | None = None, fresh: bool = False, retry_errors: bool = True,
+                  on_record: Callable[[TaskRecord], None] | None = None) -> list[TaskRecord]:
+    """Run (or resume) the benchmark in `out`; return the latest record of every task done.
+
+    Exactly one of `solutions` and `policy` is given. Tasks recorded as `harness_error` are
+    tried again on resume when `retry_errors` (a candidate's own failure never is)."""
+    if (solutions is None) == (policy is None):
+        raise ValueError("give either solutions or a policy")
+    config = config.model_copy(update={"backend": backend})
+    store = ResultStore(out)
+    store.begin(RunInfo(suite=suite.spec, solutions=solutions.spec if solutions else "", policy=policy,
+                               backend=backend, config=config, tasks=[t.name for t in suite.tasks],
+                               levels=suite.levels()), fresh=fresh)
+    store.repair()
+    done = {name for name, r in store.latest().items() if not (retry_errors and r.status == "harness_error")}
+    session = uuid.uuid4().hex[:10]
+
+    def record(r: TaskRecord) -> None:
+        r = r.model_copy(update={"session": session})
+        store.append(r)
+        if on_record is not None:
+            on_record(r)
+
+    jobs: list[Job] = []
+    for task in suite.tasks:
+        if task.name in done:
+            continue
+        if policy is not None:
+            jobs.append(Job(task=task, backend=backend, config=config, policy=policy,
+                            policy_options=policy_options or {}))
+            continue
+        assert solutions is not None
+        try:
+            candidate = solutions.candidate(task, backend)
+        except SolutionError as exc:
+            record(TaskRecord.for_task(task, status="no_solution", reason=str(exc)))
+            continue
+        if candidate is None:
+            record(TaskRecord.for_task(task, status="no_solution",
+                                       reason=f"no solution for {task.name} in {solutions.spec}"))
+            continue
+        jobs.append(Job(task=task, backend=backend, config=config, candidate=candidate))
+    if jobs:
+        pool.run(jobs, Path(out) / "workspaces", record)
+    latest = store.latest()
+    return [latest[t.name] for t in suite.tasks if t.name in latest]

@@ -1,0 +1,52 @@
+"""A device slot: one long-lived process per GPU (`python -m cuda_agent.benchmark.slot PARENT_PID`).
+
+The local pool starts one per device with CUDA_VISIBLE_DEVICES set to that device, so every
+evaluation worker it spawns sees that GPU alone. It reads one job per line on stdin and
+answers one TaskRecord per line on its original stdout; anything else it or a library
+prints goes to stderr (the slot's log). It dies with the driver (PR_SET_PDEATHSIG): a killed
+driver leaves no slot behind, and finished records are already in the store.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+
+def main() -> None:
+    parent = int(sys.argv[1]) if len(sys.argv) > 1 else os.getppid()
+    _die_with_parent(parent)
+    replies = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # stray prints (libraries, compilers) must not corrupt the reply stream
+    sys.stdout = sys.stderr
+
+    from .jobs import device_stage
+    from .records import Job
+
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        msg = json.loads(line)
+        job = Job.model_validate(msg["job"])
+        record = device_stage(job, Path(msg["directory"]))
+        replies.write(record.model_dump_json() + "\n")
+
+
+def _die_with_parent(parent: int) -> None:
+    """Ask Linux to SIGKILL this process when the driver dies; exit if it already has."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:
+        os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
