@@ -146,9 +146,11 @@ class ModelNew(nn.Module):
 
 
 def test_output_caching_by_pointer_does_not_pay(make_workspace, fast_config):
+    # Caught when a stale result meets a check round; otherwise it never hit: either way no gain.
     res = evaluate(make_workspace(model_new=CACHING, name="cache"), _no_static(fast_config))
-    assert res.reward == -1, res.reason
-    assert "incorrect" in res.reason or "while being timed" in res.reason
+    assert res.reward <= 1 and not res.faster_than_eager, res.reason
+    if res.reward == -1:
+        assert "incorrect" in res.reason or "while being timed" in res.reason
 
 
 UNWRITTEN_BINDING = RELU_BINDING.replace(

@@ -87,8 +87,15 @@ class Backend(ABC):
     @abstractmethod
     def new_timer(self) -> Timer: ...
 
-    def flush_cache(self) -> None:
-        """Evict caches before a timed trial so every trial starts equally cold."""
+    def flush_cache(self, cushion: bool = True) -> None:
+        """Evict caches before a timed trial so every trial starts equally cold. `cushion`:
+        also queue a short device-side delay that hides host launch overhead from the device
+        timer (off for the host-clock cross-check, which must see everything)."""
+
+    def peak_rates(self) -> tuple[float, float] | None:
+        """(bytes/s, flop/s) no kernel on this device can beat, generous on purpose; None where
+        unknown. A measured time below max(bytes / rate, flops / rate) is not physical."""
+        return None
 
 
 # ---- shared toolchain facts ---------------------------------------------------------

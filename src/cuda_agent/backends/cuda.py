@@ -15,6 +15,9 @@ from .base import Backend, Timer, digest, host_compiler, python_id, tool_version
 
 _CUDA_HOME_CANDIDATES = ("/usr/local/cuda",)
 _CUSHION_CYCLES = 200_000  # ~0.1 ms at Hopper clocks
+# device name fragment -> (HBM TB/s, dense fp16/bf16 tensor TFLOP/s), public datasheets
+_PEAKS = {"H200": (4.8, 989.0), "H100": (3.35, 989.0), "A100": (2.04, 312.0), "L40S": (0.86, 362.0),
+          "A10": (0.6, 125.0), "L4": (0.3, 121.0), "B200": (8.0, 2250.0)}
 
 
 class _EventTimer(Timer):
@@ -101,7 +104,7 @@ class CudaBackend(Backend):
             self._event_cls = torch.cuda.Event
         return _EventTimer(self._event_cls)
 
-    def flush_cache(self) -> None:
+    def flush_cache(self, cushion: bool = True) -> None:
         import torch
 
         if self._flush_buffer is None:
@@ -111,8 +114,16 @@ class CudaBackend(Backend):
         # then ~0.1 ms of GPU sleep before the start event, so host-side launch overhead
         # (the runtime guard's included) is hidden and the events measure device time only
         sleep = getattr(torch.cuda, "_sleep", None)
-        if sleep is not None:
+        if sleep is not None and cushion:
             sleep(_CUSHION_CYCLES)
+
+    def peak_rates(self) -> tuple[float, float] | None:
+        """Published HBM bandwidth and dense 16-bit tensor-core rate, each +25% headroom."""
+        name = self.device_name().upper()
+        for key, (tb_s, tflops) in _PEAKS.items():
+            if key in name:
+                return tb_s * 1.25e12, tflops * 1.25e12
+        return 10e12, 2500e12  # unknown GPU: beyond any current part
 
 
 @cache

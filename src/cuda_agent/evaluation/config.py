@@ -14,6 +14,7 @@ class TimingConfig(BaseModel):
     input_sets: int = Field(default=4, ge=1, description="input sets rotated across rounds")
     input_set_bytes: int = Field(default=2 << 30, description="cap on memory for rotated input sets")
     confidence: float = Field(default=0.99, gt=0.5, lt=1.0, description="for the 'faster' decision")
+    host_trials: int = Field(default=20, ge=3, description="host-clock cross-check calls per model")
 
 
 class GuardConfig(BaseModel):
@@ -28,12 +29,18 @@ class GuardConfig(BaseModel):
     no_network: bool = Field(default=True, description="worker in new, empty network and PID namespaces where the OS allows")
     filesystem: bool = Field(default=True, description="worker may write only to its scratch dir and /dev (Landlock, where the kernel has it)")
     no_processes: bool = Field(default=True, description="a new process in the worker's tree after candidate import kills it")
+    fresh_values: bool = Field(default=True, description="new input values every timed round (no fingerprint caching)")
+    host_clock: bool = Field(default=True, description="cross-check the device timer against a host clock around a full sync")
+    timer_integrity: bool = Field(default=True, description="timing path fingerprinted before candidate import, checked after")
+    speed_of_light: bool = Field(default=True, description="a time below the device's bytes/flops bound is flagged and re-measured")
+    peak_scale: float = Field(default=1.0, gt=0, description="scales the device's peak rates in the speed-of-light bound (research knob)")
     max_file_bytes: int = Field(default=1 << 30, description="largest file the worker may write (RLIMIT_FSIZE)")
 
     @classmethod
     def off(cls) -> "GuardConfig":
         return cls(static_checks=False, torch_compute=False, input_mutation=False, constant_output=False,
-                   poison_memory=False, no_network=False, filesystem=False, no_processes=False)
+                   poison_memory=False, no_network=False, filesystem=False, no_processes=False,
+                   fresh_values=False, host_clock=False, timer_integrity=False, speed_of_light=False)
 
 
 class EvalConfig(BaseModel):

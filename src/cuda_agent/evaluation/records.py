@@ -85,6 +85,7 @@ class EvalResult(BaseModel):
     trials: list[TrialCheck] = Field(default_factory=list)
     build: BuildResult | None = None
     findings: list[dict[str, Any]] = Field(default_factory=list, description="static check findings")
+    flags: list[str] = Field(default_factory=list, description="guard observations: hidden work counted, re-measurements")
     sandbox: dict[str, Any] = Field(default_factory=dict, description="the worker's sandbox as applied (limits, Landlock, namespaces)")
     worker_log: str = Field(default="", description="tail of what the worker printed (untrusted)")
     seconds: float = 0.0

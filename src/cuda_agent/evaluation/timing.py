@@ -28,6 +28,7 @@ def time_interleaved(
     fresh_inputs: frozenset[str] = frozenset(),
     check_every: int = 8,
     checked_models: dict[str, Callable[..., Any]] | None = None,
+    vary: Callable[[Sequence[Any], int], list[Any]] | None = None,
 ) -> dict[str, list[float]]:
     """Per-round times (ms) for each model. `input_sets[name][k]` is model `name`'s copy of
     input set k, so a model that mutates its inputs cannot disturb the others. Models in
@@ -37,7 +38,8 @@ def time_interleaved(
     outputs (and the last), so skipped or cached work is caught while being timed. On those
     check rounds the models in `checked_models` (e.g. the candidate under the runtime guard)
     replace the plain ones, and the round is not timed, so the guard's overhead never
-    reaches a sample."""
+    reaches a sample. `vary(set, round)` gives every round new input values (all models see
+    the same ones), so caching by content fingerprint does not pay either."""
     names = list(models)
     n_sets = min(len(s) for s in input_sets.values())
     per_call = {n: _warm_up(backend, models[n], input_sets[n], cfg.warmup_ms) for n in names}
@@ -56,9 +58,10 @@ def time_interleaved(
         last = r + 1 == rounds or (r + 1 >= cfg.floor_trials and time.monotonic() > wall_cap)
         keep = check_round is not None and (r % check_every == 0 or last)
         outs: dict[str, Any] = {}
+        varied = vary(input_sets[names[0]][k], r) if vary is not None else None
         for name in order:
-            args = input_sets[name][k]
-            if name in fresh_inputs:
+            args = input_sets[name][k] if varied is None else varied
+            if name in fresh_inputs or varied is not None:
                 args = [a.clone() if hasattr(a, "clone") else a for a in args]
             backend.synchronize()  # every trial starts on an idle device: no backlog, no gaps
             backend.flush_cache()
@@ -78,6 +81,29 @@ def time_interleaved(
         if last:
             break
     return samples
+
+
+def time_host_clock(backend: Backend, models: dict[str, Callable[..., Any]],
+                    input_sets: dict[str, Sequence[Sequence[Any]]], trials: int) -> dict[str, list[float]]:
+    """Per-call times (ms) on the host clock around a full device synchronisation, with no
+    launch cushion: everything the call caused (work on another stream, or still running
+    when it returned) is inside. The cross-check for what the device timer may not see."""
+    clock = time.perf_counter_ns
+    names = list(models)
+    n_sets = min(len(s) for s in input_sets.values())
+    out: dict[str, list[float]] = {n: [] for n in names}
+    for r in range(trials):
+        for name in (names if r % 2 == 0 else names[::-1]):
+            args = [a.clone() if hasattr(a, "clone") else a for a in input_sets[name][r % n_sets]]
+            backend.synchronize()
+            backend.flush_cache(cushion=False)
+            backend.synchronize()
+            t0 = clock()
+            result = models[name](*args)
+            backend.synchronize()
+            out[name].append((clock() - t0) / 1e6)
+            del result
+    return out
 
 
 def _warm_up(backend: Backend, fn: Callable[..., Any], inputs: Sequence[Sequence[Any]], warmup_ms: float) -> float:

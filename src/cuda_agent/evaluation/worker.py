@@ -77,7 +77,7 @@ class _Session:
         from .config import EvalConfig
         from .guards import GuardViolation, guarded, inputs_changed
         from .verify import Tolerance, compare_outputs
-        from .timing import time_interleaved
+        from .timing import time_host_clock, time_interleaved
 
         cfg = EvalConfig.model_validate(self.req["config"])
         backend = get_backend(self.req["backend"])
@@ -114,8 +114,11 @@ class _Session:
                 with torch.no_grad():
                     compiled(*_clone(timed_sets[0]))  # compile outside any timed region
                 backend.synchronize()
-        self.send({"type": "reference_done"})
+        self.send({"type": "reference_done", "work": _work_of(torch, reference, trial_inputs[0], backend)})
         self.wait_for("proceed")
+        from .integrity import changed_entries, thread_count, timing_fingerprint
+
+        fingerprint = timing_fingerprint(backend)  # before any candidate code exists
 
         # ---- candidate phase --------------------------------------------------------------
         gc.collect()
@@ -161,36 +164,49 @@ class _Session:
         self.send({"type": "candidate_done"})
 
         # ---- timing: "time" (all models), "baseline" (reference only), anything else stops --
-        command = sys.stdin.readline().strip()
-        self.stage = "time"
-        models: dict[str, Callable[..., Any]] = {"eager": reference}
-        if command == "time":
-            models["candidate"] = candidate
-        elif command != "baseline" or compiled is None:
-            return
-        if compiled is not None:
-            models["compile"] = compiled
-        sets = {name: [_clone(s) for s in timed_sets] for name in models}
+        # The parent may ask again ("time" after "time"): a flagged result is re-measured.
         tol = Tolerance(atol=self.req.get("atol", cfg.atol), rtol=self.req.get("rtol", cfg.rtol))
+        vary = _input_variation(torch, cfg.seed) if cfg.guards.fresh_values else None
+        checked = {"candidate": _no_lingering_threads(run_candidate, thread_count)}
+        while True:
+            command = sys.stdin.readline().strip()
+            self.stage = "time"
+            models: dict[str, Callable[..., Any]] = {"eager": reference}
+            if command == "time":
+                models["candidate"] = candidate
+            elif command != "baseline" or compiled is None:
+                return
+            if compiled is not None:
+                models["compile"] = compiled
+            sets = {name: [_clone(s) for s in timed_sets] for name in models}
 
-        def recheck(outs: dict[str, Any]) -> None:
-            """Outputs produced while being timed must still be right (no caching, no skipping)."""
-            if "candidate" in outs and "eager" in outs:
-                cmp = compare_outputs(outs["eager"], outs["candidate"], tol)
-                if not cmp.ok:
-                    raise GuardViolation(f"output produced while being timed is wrong ({cmp.message}): "
-                                         "cached or skipped work")
+            def recheck(outs: dict[str, Any]) -> None:
+                """Outputs produced while being timed must still be right (no caching, no skipping)."""
+                if "candidate" in outs and "eager" in outs:
+                    cmp = compare_outputs(outs["eager"], outs["candidate"], tol)
+                    if not cmp.ok:
+                        raise GuardViolation(f"output produced while being timed is wrong ({cmp.message}): "
+                                             "cached or skipped work")
 
-        try:
-            with torch.no_grad():
-                samples = time_interleaved(backend, models, sets, cfg.timing, check_round=recheck,
-                                           fresh_inputs=frozenset(models),  # all alike: a fresh copy is cache-hot
-                                           checked_models={"candidate": run_candidate})
-        except GuardViolation as exc:
-            self.fail("guard", f"while being timed: {exc}")
-        except BaseException as exc:
-            self.fail("time", _describe(exc))
-        self.send({"type": "timing", "samples": samples})
+            try:
+                with torch.no_grad():
+                    samples = time_interleaved(backend, models, sets, cfg.timing, check_round=recheck,
+                                               fresh_inputs=frozenset(models),  # all alike: a fresh copy is cache-hot
+                                               checked_models=checked, vary=vary)
+                    if "candidate" in models and cfg.guards.host_clock:
+                        pair = {n: models[n] for n in ("eager", "candidate")}
+                        host = time_host_clock(backend, pair, {n: sets[n] for n in pair}, cfg.timing.host_trials)
+                        samples.update({f"host:{n}": v for n, v in host.items()})
+            except GuardViolation as exc:
+                self.fail("guard", f"while being timed: {exc}")
+            except BaseException as exc:
+                self.fail("time", _describe(exc))
+            if "candidate" in models and cfg.guards.timer_integrity:
+                patched = changed_entries(fingerprint, timing_fingerprint(backend))
+                if patched:
+                    self.fail("guard", "timer patched: candidate code changed the timing path: "
+                                       + ", ".join(patched[:8]))
+            self.send({"type": "timing", "samples": samples})
 
 
 # ---- helpers ------------------------------------------------------------------------------
@@ -238,6 +254,76 @@ def _timing_input_sets(trial_inputs: list[list[Any]], cfg: Any) -> list[list[Any
     per_set = sum(x.numel() * x.element_size() for x in trial_inputs[0] if isinstance(x, torch.Tensor))
     n = max(1, min(cfg.timing.input_sets, len(trial_inputs), cfg.timing.input_set_bytes // max(per_set, 1)))
     return trial_inputs[:n]
+
+
+def _work_of(torch: Any, reference: Any, inputs: list[Any], backend: Any) -> dict[str, float]:
+    """Least bytes any implementation must move (inputs read once, outputs written once) and
+    the matmul / conv flops the reference performs: with the device's peak rates, a time
+    no honest kernel can beat (the speed-of-light check)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    def nbytes(obj: Any) -> int:
+        if isinstance(obj, torch.Tensor):
+            return obj.numel() * obj.element_size()
+        if isinstance(obj, (list, tuple)):
+            return sum(nbytes(o) for o in obj)
+        if isinstance(obj, dict):
+            return sum(nbytes(o) for o in obj.values())
+        return 0
+
+    flops = 0
+    try:
+        counter = FlopCounterMode(display=False)
+        with torch.no_grad(), counter:
+            out = reference(*_clone(inputs))
+        flops = int(counter.get_total_flops())
+    except Exception:  # counting is best effort; bytes alone still bound the time
+        with torch.no_grad():
+            out = reference(*_clone(inputs))
+    backend.synchronize()
+    peaks = backend.peak_rates()
+    return {"bytes": float(nbytes(inputs) + nbytes(out)), "flops": float(flops),
+            "peak_bytes_per_s": float(peaks[0]) if peaks else 0.0, "peak_flops": float(peaks[1]) if peaks else 0.0}
+
+
+def _input_variation(torch: Any, seed: int) -> Callable[[Any, int], list[Any]]:
+    """New values every round: floating inputs scaled elementwise by (1 + u/100), u in [-1, 1]
+    (signs and zeros kept, so domain constraints such as positivity still hold). A result
+    cached by content fingerprint never matches again."""
+    generators: dict[Any, Any] = {}
+
+    def vary(inputs: Any, round_index: int) -> list[Any]:
+        out = []
+        for i, x in enumerate(inputs):
+            if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() > 0:
+                gen = generators.get(x.device)
+                if gen is None:
+                    gen = generators[x.device] = torch.Generator(device=x.device)
+                gen.manual_seed(seed * 1_000_003 + round_index * 101 + i)
+                scale = torch.rand(x.shape, generator=gen, device=x.device, dtype=torch.float32)
+                out.append((x.float() * scale.mul_(0.02).add_(0.99)).to(x.dtype))
+            else:
+                out.append(x)
+        return out
+
+    return vary
+
+
+def _no_lingering_threads(fn: Callable[..., Any], thread_count: Callable[[], int]) -> Callable[..., Any]:
+    """On check rounds: a thread the call started and left running does work outside the
+    timed region (the timer stopped when the call returned)."""
+    from .guards import GuardViolation
+
+    def call(*args: Any) -> Any:
+        before = thread_count()
+        out = fn(*args)
+        after = thread_count()
+        if before >= 0 and after > before:
+            raise GuardViolation(f"work on another thread: {after - before} thread(s) the candidate started "
+                                 "were still running after forward returned")
+        return out
+
+    return call
 
 
 def _poison_free_memory(torch: Any, device: Any, nbytes: int) -> None:
