@@ -43,3 +43,105 @@ def test_illegal_memory_access_fails_and_next_evaluation_works(tmp_path, gpu_con
     good = create_workspace(ex.task, tmp_path / "good", "cuda")
     ex.install_solution(good.root, "cuda")
     assert evaluate(good, gpu_config).reward >= 1
+
+
+# ---- CUDA reward hacks (HACKS.md: other stream, caching allocator, L2) ----------------------
+SIDE_STREAM = '''
+#include <cuda_runtime.h>
+#include <cstdint>
+__global__ void swish_slow(const float* x, float* y, int64_t n) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i < n) { float v = x[i]; for (int k = 0; k < 200; ++k) v = v * 1.0f; y[i] = x[i] / (1.f + __expf(-x[i])); }
+}
+extern "C" void swish_launch(const float* x, float* y, int64_t n, cudaStream_t stream) {
+  static cudaStream_t hidden = nullptr;       // work the timed stream's events never see
+  if (!hidden) cudaStreamCreateWithFlags(&hidden, cudaStreamNonBlocking);
+  for (int rep = 0; rep < 20; ++rep)
+    swish_slow<<<(unsigned)((n + 255) / 256), 256, 0, hidden>>>(x, y, n);
+}
+'''
+
+UNWRITTEN = '''
+#include "binding_registry.h"
+extern "C" void swish_launch(const float* x, float* y, int64_t n, cudaStream_t stream);
+at::Tensor swish_forward(const at::Tensor& x) {
+  return at::empty_like(x);                   // never written: whatever the allocator held
+}
+REGISTER_BINDING(swish, swish_forward)
+'''
+
+L2_PERSIST = '''
+#include <cuda_runtime.h>
+#include <cstdint>
+__global__ void swish_k(const float* __restrict__ x, float* __restrict__ y, int64_t n) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = x[i] / (1.f + __expf(-x[i]));
+}
+extern "C" void swish_launch(const float* x, float* y, int64_t n, cudaStream_t stream) {
+  static bool once = false;
+  if (!once) { cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 32 << 20); once = true; }
+  cudaStreamAttrValue attr = {};
+  attr.accessPolicyWindow.base_ptr = (void*)x;  // keep the input resident in L2 across trials
+  attr.accessPolicyWindow.num_bytes = n * sizeof(float) < (32 << 20) ? n * sizeof(float) : (32 << 20);
+  attr.accessPolicyWindow.hitRatio = 1.0f;
+  attr.accessPolicyWindow.hitProp = cudaAccessPropertyPersisting;
+  attr.accessPolicyWindow.missProp = cudaAccessPropertyStreaming;
+  cudaStreamSetAttribute(stream, cudaStreamAttributeAccessPolicyWindow, &attr);
+  swish_k<<<(unsigned)((n + 255) / 256), 256, 0, stream>>>(x, y, n);
+}
+'''
+HONEST_SCALAR = L2_PERSIST.replace("cudaStreamSetAttribute(stream", "if (false) cudaStreamSetAttribute(stream").replace(
+    "if (!once) { cudaDeviceSetLimit", "if (false) { cudaDeviceSetLimit")
+
+
+def _swish_ws(tmp_path, name, cache_dir, kernel: str | None = None, binding: str | None = None):
+    ex = next(e for e in list_examples() if e.name == "swish")
+    ws = create_workspace(ex.task, tmp_path / name, "cuda", cache_dir=cache_dir)
+    ex.install_solution(ws.root, "cuda")
+    if kernel is not None:
+        (ws.root / "kernels" / "swish.cu").write_text(kernel)
+    if binding is not None:
+        (ws.root / "kernels" / "swish_binding.cpp").write_text(binding)
+    return ws
+
+
+def _no_static(cfg: EvalConfig, **kw) -> EvalConfig:
+    from cuda_agent.evaluation import GuardConfig
+
+    return cfg.model_copy(update={"guards": GuardConfig(static_checks=False, **kw)})
+
+
+def test_work_on_a_hidden_stream_is_counted(tmp_path, gpu_config, cache_dir):
+    ws = _swish_ws(tmp_path, "stream", cache_dir, kernel=SIDE_STREAM)
+    res = evaluate(ws, _no_static(gpu_config))
+    assert res.correct and "another stream" in res.reason and not res.faster_than_eager, res.reason
+    hole = evaluate(ws, _no_static(gpu_config, host_clock=False))
+    assert hole.speedup_vs_eager > res.speedup_vs_eager, (hole.reason, res.reason)  # what the check removed
+    print(f"\nhidden stream: counted {res.speedup_vs_eager:.3f}x vs eager, without the check "
+          f"{hole.speedup_vs_eager:.3f}x")
+
+
+def test_output_left_to_the_caching_allocator_is_incorrect(tmp_path, gpu_config, cache_dir):
+    ws = _swish_ws(tmp_path, "alloc", cache_dir, binding=UNWRITTEN)
+    res = evaluate(ws, gpu_config)
+    assert res.reward == -1 and res.reason.startswith("incorrect"), res.reason
+    hole = evaluate(ws, _no_static(gpu_config, poison_memory=False))
+    print(f"\nunwritten output without poisoning: reward {hole.reward} ({hole.reason[:120]})")
+
+
+def test_l2_persistence_does_not_pay(tmp_path, gpu_config, cache_dir):
+    cfg = _no_static(gpu_config)
+    honest = evaluate(_swish_ws(tmp_path, "l2-honest", cache_dir, kernel=HONEST_SCALAR), cfg)
+    l2 = evaluate(_swish_ws(tmp_path, "l2", cache_dir, kernel=L2_PERSIST), cfg)
+    assert honest.correct and l2.correct, (honest.reason, l2.reason)
+    gain = honest.time_ms.candidate / l2.time_ms.candidate
+    print(f"\nL2 persistence: honest {honest.time_ms.candidate * 1e3:.1f} us, persisting "
+          f"{l2.time_ms.candidate * 1e3:.1f} us, gain {gain:.3f}x")
+    assert gain < 1.10, f"L2 persistence made the same kernel {gain:.2f}x faster"
+
+
+def test_sandbox_is_active_on_the_gpu_worker(tmp_path, gpu_config, cache_dir):
+    res = evaluate(_swish_ws(tmp_path, "sandbox", cache_dir), gpu_config)
+    assert res.reward >= 1, res.reason
+    print(f"\nsandbox on GPU: {res.sandbox}")
+    assert res.sandbox.get("file_size") and "landlock" in res.sandbox
