@@ -25,8 +25,8 @@ Trigger = Literal["verify", "profile"]
 CANDIDATE_FILES = ("model_new.py",)
 CANDIDATE_DIRS = ("kernels",)
 
-_PROFILE = re.compile(r"(?:^|[\s;&|(/`])profile\.sh\b|\bcuda[-_]agent\s+evaluate\b(?![^;&|]*--no-timing)")
-_VERIFY = re.compile(r"(?:^|[\s;&|(/`])verify\.sh\b|\bcuda[-_]agent\s+evaluate\b[^;&|]*--no-timing")
+_PROFILE = re.compile(r"(?:^|[\s;&|(/`])profile\.sh(?![\w.])|\bcuda[-_]agent\s+evaluate\b(?![^;&|]*--no-timing)")
+_VERIFY = re.compile(r"(?:^|[\s;&|(/`])verify\.sh(?![\w.])|\bcuda[-_]agent\s+evaluate\b[^;&|]*--no-timing")
 
 
 def eval_trigger(command: str) -> Trigger | None:
