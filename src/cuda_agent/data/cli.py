@@ -1,0 +1,231 @@
+"""`cuda-agent data ...`: catalogue, synth, audit, report, similarity. Heavy imports stay inside
+the commands so `cuda-agent --help` stays fast."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
+err = Console(stderr=True)
+data_app = typer.Typer(no_args_is_help=True, help="Synthesise and audit Ops-6K-style task data sets.")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(data_app, name="data")
+
+
+def _filters(window: Optional[tuple[float, float]], compile_check: bool, compile_backend: str, atol: float,
+             rtol: float):
+    from .config import FilterConfig
+
+    return FilterConfig(window_ms=window, compile=compile_check, compile_backend=compile_backend, atol=atol, rtol=rtol)
+
+
+@data_app.command()
+def catalogue(
+    refresh: bool = typer.Option(False, help="probe again even if a cached catalogue exists"),
+    transformers: Optional[bool] = typer.Option(None, "--transformers/--no-transformers",
+                                                help="include transformers layers (default: when installed)"),
+    out: Optional[Path] = typer.Option(None, help="also write the catalogue JSON here"),
+    show: int = typer.Option(0, help="list this many usable operators"),
+    json_out: bool = typer.Option(False, "--json", help="print the summary as JSON"),
+) -> None:
+    """Crawl and probe the installed operators (cached per library versions)."""
+    from rich.progress import Progress
+
+    from .catalogue import build_catalogue
+
+    with Progress(console=err, transient=True) as bar:
+        task = bar.add_task("probing operators", total=None)
+        cat = build_catalogue(include_transformers=transformers, refresh=refresh,
+                              progress=lambda i, n, spec: bar.update(task, completed=i, total=n,
+                                                                     description=f"probing {spec.name[:40]}"))
+    if out:
+        cat.save(out)
+    summary = cat.summary()
+    if json_out:
+        print(json.dumps(summary))
+        return
+    console.print(f"[bold]{summary['usable']}[/] usable of {summary['probed']} probed operators "
+                  f"(torch {cat.torch_version}, transformers {cat.transformers_version or 'not included'}); "
+                  f"probing took {cat.seconds:.0f} s")
+    table = Table(title="usable by category")
+    table.add_column("category")
+    table.add_column("operators", justify="right")
+    for k, v in sorted(summary["by_category"].items(), key=lambda kv: -kv[1]):
+        table.add_row(k, str(v))
+    console.print(table)
+    console.print(f"stochastic (excluded): {', '.join(summary['stochastic'])}")
+    for op in cat.usable()[:show]:
+        console.print(f"  {op.name}  [dim]{op.category}, ranks {op.ranks}[/]")
+
+
+@data_app.command()
+def synth(
+    out: Path = typer.Argument(..., help="output directory (resumed if it holds a run with the same settings)"),
+    count: int = typer.Option(100, help="accepted tasks wanted"),
+    seed: int = typer.Option(0),
+    backend: Optional[str] = typer.Option(None, help="cuda or cpu (default: the local device)"),
+    workers: int = typer.Option(1, help="worker processes"),
+    window: Optional[tuple[float, float]] = typer.Option(None, help="eager runtime window in ms (default: 1 100 "
+                                                         "on GPU, 1 50 on CPU)"),
+    eval_set: list[str] = typer.Option([], help="tasks to keep away from (e.g. a KernelBench checkout); repeatable"),
+    threshold: float = typer.Option(0.9, help="AST similarity at or above which a task is rejected"),
+    compile_check: bool = typer.Option(True, "--compile/--no-compile", help="eager vs torch.compile check"),
+    compile_backend: str = typer.Option("inductor", help="torch.compile backend for the check"),
+    atol: float = typer.Option(1e-2), rtol: float = typer.Option(1e-2),
+    max_candidates: Optional[int] = typer.Option(None, help="stop after this many candidates"),
+    time_budget: Optional[float] = typer.Option(None, help="stop dispatching after this many seconds"),
+    timeout: float = typer.Option(300.0, help="seconds per candidate"),
+    transformers: Optional[bool] = typer.Option(None, "--transformers/--no-transformers"),
+    generator: str = typer.Option("catalogue", help="catalogue (sampled plans) or llm (the agent's policy writes "
+                                  "the code; see docs/data.md)"),
+    report: bool = typer.Option(True, "--report/--no-report", help="write report.md with plots at the end"),
+) -> None:
+    """Generate an Ops-6K-style data set: parquet + JSONL, every reject explained."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from .config import ComposeConfig, SynthConfig
+    from .report import synth_report
+    from .store import StoreError
+    from .synth import synthesize
+
+    try:
+        config = SynthConfig(count=count, seed=seed, backend=backend, workers=workers, max_candidates=max_candidates,
+                             time_budget_s=time_budget, candidate_timeout_s=timeout, similarity_threshold=threshold,
+                             eval_sets=eval_set, generator=generator,
+                             compose=ComposeConfig(include_transformers=transformers),
+                             filters=_filters(window, compile_check, compile_backend, atol, rtol))
+    except ValueError as exc:
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2)
+    policy = None
+    if generator == "llm":
+        from .llm import default_policy
+
+        policy = default_policy()
+    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+               TextColumn("{task.fields[info]}")]
+    try:
+        with Progress(*columns, console=err) as bar:
+            task = bar.add_task("accepted", total=count, info="building the operator catalogue")
+
+            def show(stats) -> None:
+                top = ", ".join(f"{r} {n}" for r, n in stats.reasons.most_common(3))
+                bar.update(task, completed=stats.accepted,
+                           info=f"{stats.candidates} candidates, {stats.accepted_per_hour:.0f}/h; rejects: {top}")
+
+            stats = synthesize(out, config, progress=show, policy=policy)
+    except StoreError as exc:
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2)
+    summary = stats.as_dict()
+    console.print(f"[bold]{stats.accepted}[/] accepted of {stats.candidates} candidates in {stats.elapsed_s:.0f} s "
+                  f"({summary['accepted_per_hour']:.0f} accepted/hour) -> {out}/tasks.parquet, tasks.jsonl")
+    table = Table(title="reject reasons")
+    table.add_column("reason")
+    table.add_column("candidates", justify="right")
+    table.add_column("rate", justify="right")
+    for reason, n in stats.reasons.most_common():
+        table.add_row(reason, str(n), f"{n / max(stats.candidates, 1):.1%}")
+    console.print(table)
+    if report:
+        console.print(f"report: {synth_report(out)}")
+
+
+@data_app.command()
+def audit(
+    dataset: str = typer.Argument(..., help="a parquet / JSONL table, a directory of task files, or a HF dataset id"),
+    out: Optional[Path] = typer.Option(None, help="per-row results (JSONL; re-running resumes). Default: "
+                                       "audit-<name>.jsonl here"),
+    backend: Optional[str] = typer.Option(None),
+    workers: int = typer.Option(1),
+    window: Optional[tuple[float, float]] = typer.Option(None, help="eager runtime window in ms"),
+    eval_set: list[str] = typer.Option([], help="evaluation tasks for the contamination check; repeatable"),
+    threshold: float = typer.Option(0.9),
+    compile_check: bool = typer.Option(True, "--compile/--no-compile"),
+    compile_backend: str = typer.Option("inductor"),
+    atol: float = typer.Option(1e-2), rtol: float = typer.Option(1e-2),
+    timeout: float = typer.Option(300.0, help="seconds per row"),
+    limit: Optional[int] = typer.Option(None, help="audit only the first N rows"),
+    show: int = typer.Option(20, help="failing rows to list"),
+    json_out: bool = typer.Option(False, "--json", help="print the totals as JSON"),
+) -> None:
+    """Re-run every filter on an existing data set; report failures per row and in total."""
+    from rich.progress import Progress
+
+    from ..tasks import TaskError
+    from .audit import audit as run_audit
+    from .report import audit_report
+
+    stem = Path(dataset).stem if Path(dataset).exists() else dataset.replace("/", "_")
+    out = out or Path(f"audit-{stem}.jsonl")
+    try:
+        with Progress(console=err, transient=True) as bar:
+            task = bar.add_task("auditing", total=None)
+            summary = run_audit(dataset, out, backend=backend,
+                                filters=_filters(window, compile_check, compile_backend, atol, rtol),
+                                eval_sets=eval_set, similarity_threshold=threshold, workers=workers,
+                                timeout_s=timeout, limit=limit,
+                                progress=lambda i, n, row: bar.update(task, completed=i, total=n))
+    except TaskError as exc:
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2)
+    report = audit_report(out)
+    totals = summary.as_dict()
+    if json_out:
+        print(json.dumps(totals))
+    else:
+        console.print(f"[bold]{summary.passed}[/] of {summary.rows} rows pass every filter "
+                      f"({totals['pass_rate']:.1%}); per-row results: {out}; report: {report}")
+        table = Table(title="failures by reason (a row may fail several)")
+        table.add_column("reason")
+        table.add_column("rows", justify="right")
+        for reason, n in summary.failed_by_reason.most_common():
+            table.add_row(reason, str(n))
+        console.print(table)
+        from .audit import _read
+
+        failing = [r for r in _read(out) if not r["ok"]][:show]
+        for r in failing:
+            reasons = ", ".join(sorted({f["reason"] for f in r["failures"]}))
+            console.print(f"  {r['name']}: [red]{reasons}[/] [dim]{r['failures'][0]['detail'][:100]}[/]")
+    raise typer.Exit(0)
+
+
+@data_app.command()
+def report(run_dir: Path = typer.Argument(..., help="a synthesis output directory")) -> None:
+    """(Re)write report.md with plots for a synthesis run."""
+    from .report import synth_report
+
+    if not (run_dir / "candidates.jsonl").is_file():
+        err.print(f"[red]error:[/] {run_dir} has no candidates.jsonl (not a synthesis output directory)")
+        raise typer.Exit(2)
+    console.print(f"report: {synth_report(run_dir)}")
+
+
+@data_app.command()
+def similarity(
+    task: Path = typer.Argument(..., help="a task .py file"),
+    against: list[str] = typer.Argument(..., help="task sources to compare with (files, dirs, tables)"),
+    top: int = typer.Option(5, help="how many of the most similar to list"),
+) -> None:
+    """AST similarity of one task to every task of some sources (the contamination measure)."""
+    from ..tasks import TaskError, load_tasks
+    from .similarity import SimilarityError, fingerprint, similarity as score
+
+    try:
+        fp = fingerprint(task.read_text())
+        others = [t for src in against for t in load_tasks(src, on_error="skip")]
+    except (OSError, SimilarityError, TaskError) as exc:
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2)
+    ranked = sorted(((score(fp, t.source), t.name) for t in others), reverse=True)[:top]
+    for s, name in ranked:
+        console.print(f"{s:.3f}  {name}")

@@ -1,0 +1,412 @@
+"""The execution filters of SPEC §3, run on one task's source inside the data worker.
+
+Each check returns a `FilterResult`; a failure carries a short reason code (the `Reason`
+constants, used in stats and audits) and a readable detail. The order runs cheap checks first,
+so synthesis (early exit) spends timing and torch.compile only on tasks that are otherwise
+good. Conventions follow the evaluation worker: weights made under `seed`, inputs made on the
+device under their own seed, the model in eval mode, no autograd.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import fcntl
+import statistics
+import time
+import types
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from .config import FilterConfig
+
+
+class Reason:
+    """Reject reason codes (stable strings: they are stored in data sets and reports)."""
+
+    LOAD_ERROR = "load_error"
+    RUNTIME_ERROR = "runtime_error"
+    NON_FINITE = "non_finite"
+    CONSTANT_OUTPUT = "constant_output"
+    FIXED_INPUTS = "fixed_inputs"
+    INPUT_INSENSITIVE = "input_insensitive"
+    UNUSED_PARAMETER = "unused_parameter"
+    STOCHASTIC = "stochastic"
+    NONDETERMINISTIC = "nondeterministic"
+    TOO_FAST = "too_fast"
+    TOO_SLOW = "too_slow"
+    COMPILE_ERROR = "compile_error"
+    COMPILE_MISMATCH = "compile_mismatch"
+    # decided outside the worker
+    COMPOSE_ERROR = "compose_error"
+    SIMILAR_TO_EVAL = "similar_to_eval"
+    NEAR_DUPLICATE = "near_duplicate"
+    TIMEOUT = "timeout"
+    CRASHED = "crashed"
+
+
+FILTER_ORDER = ("runs", "finite", "non_constant", "varied_inputs", "input_sensitive", "parameters_used",
+                "not_stochastic", "deterministic", "runtime", "compile")
+
+
+class FilterResult(BaseModel):
+    name: str
+    ok: bool
+    reason: str = ""
+    detail: str = ""
+    seconds: float = 0.0
+
+
+class TaskCheck(BaseModel):
+    """Everything the filters found about one task."""
+
+    ok: bool
+    reason: str = Field(default="", description="the first failure's reason code")
+    detail: str = ""
+    filters: list[FilterResult] = Field(default_factory=list)
+    runtime_ms: float | None = None
+    input_shapes: list[list[int]] = Field(default_factory=list)
+    output_shapes: list[list[int]] = Field(default_factory=list)
+    device: str = ""
+    seconds: float = 0.0
+
+    def failures(self) -> list[FilterResult]:
+        return [f for f in self.filters if not f.ok]
+
+
+class _Fail(Exception):
+    def __init__(self, reason: str, detail: str):
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+
+
+class _Task:
+    """A loaded task: builds fresh models and inputs under given seeds."""
+
+    def __init__(self, source: str, device: Any):
+        self.device = device
+        self.module = types.ModuleType("data_task")
+        self.module.__file__ = "<data_task>"
+        exec(compile(source, "<data_task>", "exec"), self.module.__dict__)
+        for name in ("Model", "get_inputs", "get_init_inputs"):
+            if not hasattr(self.module, name):
+                raise _Fail(Reason.LOAD_ERROR, f"no top-level {name}")
+
+    def model(self, seed: int) -> Any:
+        import torch
+
+        torch.manual_seed(seed)
+        init = self.module.get_init_inputs()
+        return self.module.Model(*init).to(self.device).eval()
+
+    def inputs(self, seed: int) -> list[Any]:
+        import torch
+
+        torch.manual_seed(seed)
+        with torch.device(self.device):
+            made = self.module.get_inputs()
+        return [x.to(self.device) if isinstance(x, torch.Tensor) else x for x in made]
+
+
+def check_task(source: str, cfg: FilterConfig, backend_name: str) -> TaskCheck:
+    """Run every filter on `source`; stop at the first failure when `cfg.early_exit`."""
+    import torch
+
+    from ..backends import get_backend
+
+    backend = get_backend(backend_name)
+    device = torch.device(backend.torch_device)
+    t_all = time.perf_counter()
+    check = TaskCheck(ok=True, device=backend.device_name())
+    state: dict[str, Any] = {}
+    steps: list[tuple[str, Callable[[], str]]] = [
+        ("runs", lambda: _runs(source, device, cfg, state, check)),
+        ("finite", lambda: _finite(state)),
+        ("non_constant", lambda: _non_constant(state)),
+        ("varied_inputs", lambda: _varied_inputs(state, cfg)),
+        ("input_sensitive", lambda: _input_sensitive(state, cfg)),
+        ("parameters_used", lambda: _parameters_used(state, cfg)),
+        ("not_stochastic", lambda: _not_stochastic(state, cfg)),
+        ("deterministic", lambda: _deterministic(state, cfg)),
+        ("runtime", lambda: _runtime(state, cfg, backend, check)),
+    ]
+    if cfg.compile:
+        steps.append(("compile", lambda: _compile(state, cfg)))
+    with torch.no_grad():
+        for name, run in steps:
+            if "model" not in state and name != "runs":
+                check.filters.append(FilterResult(name=name, ok=False, reason="skipped", detail="the task does not run"))
+                continue
+            t0 = time.perf_counter()
+            try:
+                detail = run()
+                result = FilterResult(name=name, ok=True, detail=detail or "")
+            except _Fail as fail:
+                result = FilterResult(name=name, ok=False, reason=fail.reason, detail=fail.detail[:2000])
+            except Exception as exc:  # noqa: BLE001 - task code raised inside a check
+                reason = Reason.COMPILE_ERROR if name == "compile" else Reason.RUNTIME_ERROR
+                result = FilterResult(name=name, ok=False, reason=reason, detail=_describe(exc))
+            result.seconds = time.perf_counter() - t0
+            check.filters.append(result)
+            if not result.ok and check.ok:
+                check.ok, check.reason, check.detail = False, result.reason, result.detail
+            if not result.ok and cfg.early_exit:
+                break
+    _release(state)
+    check.seconds = time.perf_counter() - t_all
+    return check
+
+
+# ---- the checks ------------------------------------------------------------------------------
+def _runs(source: str, device: Any, cfg: FilterConfig, state: dict[str, Any], check: TaskCheck) -> str:
+    try:
+        task = _Task(source, device)
+    except _Fail:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        raise _Fail(Reason.LOAD_ERROR, _describe(exc)) from None
+    try:
+        model = task.model(cfg.seed)
+        inputs = task.inputs(cfg.seed + 1)
+        out = model(*_clone(inputs))
+    except Exception as exc:  # noqa: BLE001
+        raise _Fail(Reason.RUNTIME_ERROR, _describe(exc)) from None
+    state.update(task=task, model=model, inputs=inputs, out=out)
+    check.input_shapes = [list(x.shape) for x in inputs if hasattr(x, "shape")]
+    check.output_shapes = [list(t.shape) for t in _tensors(out)]
+    if not check.output_shapes:
+        raise _Fail(Reason.RUNTIME_ERROR, f"forward returned no tensor ({type(out).__name__})")
+    return ""
+
+
+def _finite(state: dict[str, Any]) -> str:
+    for i, t in enumerate(_tensors(state["out"])):
+        if (t.is_floating_point() or t.is_complex()) and not bool(t.isfinite().all()):
+            bad = int((~t.isfinite()).sum())
+            raise _Fail(Reason.NON_FINITE, f"output {i} has {bad} of {t.numel()} non-finite values")
+    return ""
+
+
+def _non_constant(state: dict[str, Any]) -> str:
+    outs = _tensors(state["out"])
+    if sum(t.numel() for t in outs) <= 1:
+        return "scalar output: judged by input sensitivity"
+    if all(t.numel() <= 1 or bool((t == t.reshape(-1)[0]).all()) for t in outs):
+        raise _Fail(Reason.CONSTANT_OUTPUT, "every output element has the same value")
+    return ""
+
+
+def _varied_inputs(state: dict[str, Any], cfg: FilterConfig) -> str:
+    first = state["inputs"]
+    second = state["task"].inputs(cfg.seed + 2)
+    state["inputs_b"] = second
+    tensors = [(a, b) for a, b in zip(first, second) if hasattr(a, "shape")]
+    if tensors and all(a.shape == b.shape and _equal(a, b) for a, b in tensors):
+        raise _Fail(Reason.FIXED_INPUTS, "get_inputs() returns the same tensors under every seed")
+    return ""
+
+
+def _input_sensitive(state: dict[str, Any], cfg: FilterConfig) -> str:
+    model, first, second, out = state["model"], state["inputs"], state["inputs_b"], state["out"]
+    for i, (a, b) in enumerate(zip(first, second)):
+        if not hasattr(a, "shape") or (a.shape == b.shape and _equal(a, b)):
+            continue
+        mixed = _clone(first)
+        mixed[i] = b.clone()
+        if _same_outputs(model(*mixed), out, 0.0):
+            raise _Fail(Reason.INPUT_INSENSITIVE, f"the output does not change when input {i} changes")
+    return ""
+
+
+def _parameters_used(state: dict[str, Any], cfg: FilterConfig) -> str:
+    import torch
+
+    model, inputs, out = state["model"], state["inputs"], state["out"]
+    params = [(n, p) for n, p in model.named_parameters() if p.numel() > 0][:cfg.max_parameter_checks]
+    for name, p in params:
+        saved = p.detach().clone()
+        try:
+            p.add_(torch.randn_like(p) * (saved.abs().mean() + 0.1))
+            changed = not _same_outputs(model(*_clone(inputs)), out, 0.0)
+        finally:
+            p.copy_(saved)
+        if not changed:
+            raise _Fail(Reason.UNUSED_PARAMETER, f"parameter {name!r} does not affect the output")
+    return f"{len(params)} parameter(s) checked"
+
+
+def _not_stochastic(state: dict[str, Any], cfg: FilterConfig) -> str:
+    """Reseeding the RNG just before forward must not change the output (dropout, sampling);
+    tried in eval mode and, as KernelBench runs its references, in train mode too."""
+    import torch
+
+    task, inputs = state["task"], state["inputs"]
+    for train in (False, True):
+        outs = []
+        for rng_seed in (1234, 5678):
+            model = task.model(cfg.seed).train(train)
+            torch.manual_seed(rng_seed)
+            outs.append(model(*_clone(inputs)))
+        if not _same_outputs(outs[0], outs[1], 0.0):
+            raise _Fail(Reason.STOCHASTIC, f"the output depends on the RNG state ({'train' if train else 'eval'} mode)")
+    return ""
+
+
+def _deterministic(state: dict[str, Any], cfg: FilterConfig) -> str:
+    """Two fresh runs under the same seed, and a repeated call, give the same output."""
+    import torch
+
+    task, out = state["task"], state["out"]
+    model = task.model(cfg.seed)
+    again = model(*_clone(task.inputs(cfg.seed + 1)))
+    if not _same_outputs(again, out, cfg.determinism_atol):
+        raise _Fail(Reason.NONDETERMINISTIC, "a second run with the same seed gives a different output")
+    torch.manual_seed(cfg.seed)
+    repeat = state["model"](*_clone(state["inputs"]))
+    if not _same_outputs(repeat, out, cfg.determinism_atol):
+        raise _Fail(Reason.NONDETERMINISTIC, "calling the model twice on the same input gives different outputs "
+                                             "(hidden state in forward)")
+    return ""
+
+
+def _runtime(state: dict[str, Any], cfg: FilterConfig, backend: Any, check: TaskCheck) -> str:
+    model, inputs = state["model"], state["inputs"]
+    with gpu_lock(cfg.gpu_lock):
+        ms = time_model(lambda: model(*inputs), backend, cfg.timing_runs, cfg.timing_budget_ms)
+    check.runtime_ms = ms
+    lo, hi = cfg.window(backend.name)
+    if ms < lo:
+        raise _Fail(Reason.TOO_FAST, f"eager {ms:.3f} ms < {lo} ms")
+    if ms > hi:
+        raise _Fail(Reason.TOO_SLOW, f"eager {ms:.1f} ms > {hi} ms")
+    return f"{ms:.3f} ms"
+
+
+def _compile(state: dict[str, Any], cfg: FilterConfig) -> str:
+    import torch
+
+    from ..evaluation.verify import Tolerance, compare_outputs
+
+    model, inputs, out = state["model"], state["inputs"], state["out"]
+    try:
+        compiled = torch.compile(model, backend=cfg.compile_backend, mode=cfg.compile_mode)
+        got = compiled(*_clone(inputs))
+    except Exception as exc:  # noqa: BLE001
+        raise _Fail(Reason.COMPILE_ERROR, _describe(exc)) from None
+    cmp = compare_outputs(_to_cpu(out), _to_cpu(got), Tolerance(atol=cfg.atol, rtol=cfg.rtol))
+    if not cmp.ok:
+        raise _Fail(Reason.COMPILE_MISMATCH, cmp.message)
+    return f"max |diff| {cmp.max_abs_diff}"
+
+
+# ---- helpers ---------------------------------------------------------------------------------
+def time_model(fn: Callable[[], Any], backend: Any, runs: int, budget_ms: float) -> float:
+    """Median device time (ms) of `fn` after one warm-up call; stops early past the budget."""
+    fn()
+    backend.synchronize()
+    samples: list[float] = []
+    spent = 0.0
+    while len(samples) < runs:
+        timer = backend.new_timer()
+        timer.start()
+        fn()
+        timer.stop()
+        backend.synchronize()
+        samples.append(timer.elapsed_ms())
+        spent += samples[-1]
+        if len(samples) >= 3 and spent > budget_ms:
+            break
+    return statistics.median(samples)
+
+
+@contextlib.contextmanager
+def gpu_lock(path: str | None) -> Iterator[None]:
+    """Serialise timing across workers sharing one device (other work stays parallel)."""
+    if not path:
+        yield
+        return
+    with open(path, "rb") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _tensors(out: Any) -> list[Any]:
+    import torch
+
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, (list, tuple)):
+        return [t for o in out for t in _tensors(o)]
+    if isinstance(out, dict):
+        return [t for o in out.values() for t in _tensors(o)]
+    return []
+
+
+def _equal(a: Any, b: Any) -> bool:
+    import torch
+
+    if not isinstance(a, torch.Tensor):
+        return a == b
+    return a.shape == b.shape and a.dtype == b.dtype and bool(torch.equal(a, b) or (
+        (a.is_floating_point() or a.is_complex()) and torch.equal(a.isnan(), b.isnan())
+        and torch.equal(a.nan_to_num(), b.nan_to_num())))
+
+
+def _same_outputs(a: Any, b: Any, atol: float) -> bool:
+    import torch
+
+    ta, tb = _tensors(a), _tensors(b)
+    if len(ta) != len(tb):
+        return False
+    for x, y in zip(ta, tb):
+        if x.shape != y.shape or x.dtype != y.dtype:
+            return False
+        if atol > 0 and x.is_floating_point():
+            if not torch.allclose(x, y, rtol=0.0, atol=atol, equal_nan=True):
+                return False
+        elif not _equal(x, y):
+            return False
+    return True
+
+
+def _clone(inputs: list[Any]) -> list[Any]:
+    return [x.clone() if hasattr(x, "clone") else copy.deepcopy(x) for x in inputs]
+
+
+def _to_cpu(out: Any) -> Any:
+    import torch
+
+    if isinstance(out, torch.Tensor):
+        return out.detach().cpu()
+    if isinstance(out, (list, tuple)):
+        return type(out)(_to_cpu(o) for o in out) if isinstance(out, list) else tuple(_to_cpu(o) for o in out)
+    if isinstance(out, dict):
+        return {k: _to_cpu(v) for k, v in out.items()}
+    return out
+
+
+def _release(state: dict[str, Any]) -> None:
+    """Drop the task's tensors and compiled graphs before the next request."""
+    state.clear()
+    try:
+        import sys
+
+        import torch
+
+        if "torch._dynamo" in sys.modules:
+            torch._dynamo.reset()
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def _describe(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    return text[:1500]

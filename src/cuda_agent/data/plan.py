@@ -1,0 +1,136 @@
+"""Plans: which operators a task composes, in which order, on an input of which rank.
+
+Sampling needs no execution: the catalogue already says, per operator and input rank, how to
+fill its arguments and what rank comes out, so a plan is a walk through those facts. Candidate
+`i` of a run with seed `s` is sampled from its own generator seeded by ("s:i"), so a plan never
+depends on what other candidates did, on worker count or on scheduling: resuming or adding
+workers reproduces the same plans.
+"""
+
+from __future__ import annotations
+
+import random
+
+from pydantic import BaseModel, Field
+
+from .catalogue import Catalogue, OpSpec, RankVariant
+from .config import ComposeConfig
+from .hints import SIZE_MENU
+from .ops import ArgChoice, Kind
+
+PLAN_ATTEMPTS = 200
+
+
+class PlanStep(BaseModel):
+    op: str
+    kind: Kind
+    library: str = "torch"
+    rank: int = Field(description="rank of the tensor this step receives")
+    args: list[ArgChoice] = Field(default_factory=list)
+    out_index: int | None = None
+
+
+class Plan(BaseModel):
+    index: int
+    seed: int
+    rank: int
+    feature_dims: list[int] = Field(description="input sizes after the batch axis (rank 1: the one size)")
+    positive_input: bool = False
+    target_ms: float = Field(default=10.0, description="eager runtime the size search aims for")
+    steps: list[PlanStep]
+
+    @property
+    def ops(self) -> list[str]:
+        return [s.op for s in self.steps]
+
+    @property
+    def data_source(self) -> str:
+        """Ops-6K's `data_source`: library#number-of-operators."""
+        library = "transformers" if any(s.library == "transformers" for s in self.steps) else "torch"
+        return f"{library}#{len(self.steps)}"
+
+    def rng(self, step: int) -> random.Random:
+        return random.Random(f"{self.seed}:{self.index}:{step}")
+
+
+class PlanError(RuntimeError):
+    """No plan satisfies the constraints (e.g. too few usable operators)."""
+
+
+class Planner:
+    """Samples plans from a catalogue under a ComposeConfig."""
+
+    def __init__(self, catalogue: Catalogue, config: ComposeConfig, window_ms: tuple[float, float]):
+        self.config = config
+        self.window_ms = window_ms
+        include_tf = config.include_transformers
+        self.ops = [o for o in catalogue.usable() if include_tf is not False or o.library != "transformers"]
+        if not self.ops:
+            raise PlanError("the catalogue has no usable operators")
+        self._by_rank: dict[int, list[OpSpec]] = {
+            r: [o for o in self.ops if o.variant(r) is not None] for r in range(1, 6)}
+
+    def plan(self, seed: int, index: int) -> Plan:
+        rng = random.Random(f"{seed}:{index}")
+        sizes = list(self.config.mix)
+        k = rng.choices(sizes, weights=[self.config.mix[s] for s in sizes])[0]
+        for _ in range(PLAN_ATTEMPTS):
+            steps = self._walk(rng, k)
+            if steps:
+                first = self._variant(steps[0])
+                rank = steps[0].rank
+                lo, hi = self.window_ms
+                target = _log_uniform(rng, max(lo * 2, lo + 1e-3), max(hi / 2, lo * 2))
+                return Plan(index=index, seed=seed, rank=rank, feature_dims=list(rng.choice(SIZE_MENU[rank])),
+                            positive_input=first.positive_input, target_ms=target, steps=steps)
+        raise PlanError(f"no {k}-operator plan found in {PLAN_ATTEMPTS} attempts")
+
+    def _walk(self, rng: random.Random, k: int) -> list[PlanStep] | None:
+        ranks = [r for r in self.config.rank_weights if self._by_rank.get(r)]
+        rank = rng.choices(ranks, weights=[self.config.rank_weights[r] for r in ranks])[0]
+        steps: list[PlanStep] = []
+        for j in range(k):
+            last = j == k - 1
+            pool = []
+            for op in self._by_rank.get(rank, []):
+                v = op.variant(rank)
+                assert v is not None
+                if not last and (not v.float_output or v.out_rank < 1):
+                    continue  # only the last operator may return a scalar or a non-float
+                if j > 0 and (v.positive_input or op.name == steps[-1].op):
+                    continue  # domain-restricted ops only see the task's own (positive) input
+                pool.append(op)
+            if not pool:
+                return None
+            op = self._pick(rng, pool, self.config.first_category_weights if j == 0
+                            else self.config.later_category_weights)
+            v = op.variant(rank)
+            assert v is not None
+            steps.append(PlanStep(op=op.name, kind=op.kind, library=op.library, rank=rank, args=v.args,
+                                  out_index=v.out_index))
+            rank = v.out_rank
+        return steps
+
+    def _pick(self, rng: random.Random, pool: list[OpSpec], weights: dict[str, float]) -> OpSpec:
+        """A category by its weight, then an operator within it (transformers ones down-weighted):
+        categories are few and sized very differently, so weighting them directly keeps
+        parametric layers common although there are far fewer of them than elementwise ops."""
+        categories = sorted({o.category for o in pool})
+        cat = rng.choices(categories, weights=[weights.get(c, 0.5) for c in categories])[0]
+        members = [o for o in pool if o.category == cat]
+        tf = self.config.transformers_weight
+        return rng.choices(members, weights=[tf if o.library == "transformers" else 1.0 for o in members])[0]
+
+    def _variant(self, step: PlanStep) -> RankVariant:
+        for op in self.ops:
+            if op.name == step.op:
+                v = op.variant(step.rank)
+                assert v is not None
+                return v
+        raise KeyError(step.op)
+
+
+def _log_uniform(rng: random.Random, lo: float, hi: float) -> float:
+    import math
+
+    return math.exp(rng.uniform(math.log(lo), math.log(hi)))

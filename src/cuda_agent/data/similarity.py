@@ -1,0 +1,336 @@
+"""AST similarity between task files: the contamination and near-duplicate screen.
+
+Why this measure (docs/data.md gives the full definition): two task files are "the same task"
+when they compute the same thing with the same structure, whatever their names, sizes,
+comments and formatting. So each file is reduced to two fingerprints of its normalised AST:
+
+- structure: the multiset of k-grams (k = 3) of node labels in pre-order, after removing
+  imports, docstrings, annotations, module-level constants and `super().__init__()`, with
+  local names and `self.` attributes renamed by first appearance and every number replaced
+  by one token;
+- operators: the multiset of operator names the code calls or applies (`relu`, `conv2d`,
+  `add`), lower-cased, namespace dropped (`torch.relu`, `F.relu` and `nn.ReLU` agree).
+
+Each similarity is a Dice coefficient, 2|A ∩ B| / (|A| + |B|) on multisets, and the score is
+the smaller of the two: a near-copy must both look the same and call the same operators, so
+`relu(x)` and `sigmoid(x)` (same shape, other operator) do not collide while a renamed,
+resized copy scores 1.0. Multisets become sets by numbering repeats ("x#0", "x#1"), which
+turns every intersection into a sparse dot product: the screen of thousands of candidates
+against hundreds of tasks is a few sparse matrix products (bench/data_similarity.py).
+"""
+
+from __future__ import annotations
+
+import ast
+import threading
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+K = 3
+DEFAULT_THRESHOLD = 0.9
+_KEEP_NAMES = frozenset({"torch", "nn", "F", "math", "np", "numpy", "self", "Model", "forward", "__init__",
+                         "get_inputs", "get_init_inputs", "super", "range", "len", "int", "float", "list",
+                         "tuple", "dict", "min", "max", "sum", "abs"})
+_RANDOM_MAKERS = frozenset({"rand", "randn", "randint", "rand_like", "randn_like", "randperm", "normal"})
+_OP_NODES = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
+             ast.Mod: "remainder", ast.Pow: "pow", ast.MatMult: "matmul", ast.USub: "neg",
+             ast.BitAnd: "bitwise_and", ast.BitOr: "bitwise_or", ast.BitXor: "bitwise_xor",
+             ast.Invert: "bitwise_not", ast.LShift: "lshift", ast.RShift: "rshift"}
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    """Numbered feature sets of one file: structure k-grams and operator names."""
+
+    structure: frozenset[str]
+    operators: frozenset[str]
+
+
+class SimilarityError(ValueError):
+    """A source that cannot be fingerprinted (it does not parse)."""
+
+
+def fingerprint(source: str) -> Fingerprint:
+    """The two feature sets of `source` (raises SimilarityError if it does not parse)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        raise SimilarityError(f"does not parse: {exc.msg} (line {exc.lineno})") from None
+    tree = _Normaliser().visit(_strip(tree))
+    labels: list[str] = []
+    operators: list[str] = []
+    _walk(tree, labels, operators)
+    grams = ["|".join(labels[i:i + K]) for i in range(max(1, len(labels) - K + 1))]
+    return Fingerprint(_numbered(grams), _numbered(operators))
+
+
+def similarity(a: str | Fingerprint, b: str | Fingerprint) -> float:
+    """The similarity of two sources (or fingerprints), in [0, 1]; 1.0 = same task."""
+    fa = a if isinstance(a, Fingerprint) else fingerprint(a)
+    fb = b if isinstance(b, Fingerprint) else fingerprint(b)
+    return min(_dice(fa.structure, fb.structure), _dice(fa.operators, fb.operators))
+
+
+def _dice(a: frozenset[str], b: frozenset[str]) -> float:
+    if not a and not b:
+        return 1.0
+    return 2 * len(a & b) / (len(a) + len(b))
+
+
+def _numbered(items: Iterable[str]) -> frozenset[str]:
+    seen: Counter[str] = Counter()
+    out = []
+    for item in items:
+        out.append(f"{item}#{seen[item]}")
+        seen[item] += 1
+    return frozenset(out)
+
+
+# ---- normalisation ------------------------------------------------------------------------
+def _strip(tree: ast.Module) -> ast.Module:
+    """Drop what does not define the task: imports, docstrings, module constants, __main__."""
+    body = []
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            continue
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue
+        if isinstance(node, ast.If) and "__main__" in ast.dump(node.test):
+            continue
+        body.append(node)
+    tree.body = body
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            node.body = [s for s in node.body if not _is_docstring(s) and not _is_super_init(s)] or [ast.Pass()]
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            node.returns = None
+            node.decorator_list = []
+            for arg in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs):
+                arg.annotation = None
+    return tree
+
+
+def _is_docstring(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str)
+
+
+def _is_super_init(stmt: ast.stmt) -> bool:
+    if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)):
+        return False
+    func = stmt.value.func
+    return (isinstance(func, ast.Attribute) and func.attr == "__init__" and isinstance(func.value, ast.Call)
+            and isinstance(func.value.func, ast.Name) and func.value.func.id == "super")
+
+
+class _Normaliser(ast.NodeTransformer):
+    """Rename locals and `self.` attributes by first appearance; numbers become one token."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}
+        self.attrs: dict[str, str] = {}
+
+    def _name(self, name: str) -> str:
+        if name in _KEEP_NAMES:
+            return name
+        return self.names.setdefault(name, f"v{len(self.names)}")
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        node.id = self._name(node.id)
+        return node
+
+    def visit_arg(self, node: ast.arg) -> ast.AST:
+        node.arg = self._name(node.arg)
+        return node
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        node.name = self._name(node.name)
+        self.generic_visit(node)
+        return node
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
+        node.name = self._name(node.name)
+        self.generic_visit(node)
+        return node
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        self.generic_visit(node)
+        if isinstance(node.value, ast.Name) and node.value.id == "self":
+            node.attr = self.attrs.setdefault(node.attr, f"a{len(self.attrs)}")
+        return node
+
+    def visit_Constant(self, node: ast.Constant) -> ast.AST:
+        if isinstance(node.value, (int, float, complex)) and not isinstance(node.value, bool):
+            node.value = "<num>"
+        return node
+
+
+def _walk(node: ast.AST, labels: list[str], operators: list[str]) -> None:
+    """Pre-order node labels, and the operator names applied along the way."""
+    labels.append(_label(node))
+    if isinstance(node, ast.Call):
+        name = _callee(node.func)
+        if name:
+            operators.append("rand" if name in _RANDOM_MAKERS else name)
+    elif isinstance(node, (ast.BinOp, ast.UnaryOp, ast.AugAssign)):
+        op = _OP_NODES.get(type(node.op))
+        if op:
+            operators.append(op)
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.Load, ast.Store, ast.Del)):
+            continue
+        _walk(child, labels, operators)
+
+
+def _label(node: ast.AST) -> str:
+    kind = type(node).__name__
+    if isinstance(node, ast.Name):
+        return f"{kind}:{node.id}"
+    if isinstance(node, ast.Attribute):
+        return f"{kind}:{node.attr}"
+    if isinstance(node, ast.Constant):
+        return f"{kind}:{node.value!r}"[:60]
+    if isinstance(node, ast.keyword):
+        return f"{kind}:{node.arg}"
+    if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+        return f"{kind}:{node.name}"
+    if isinstance(node, ast.arg):
+        return f"{kind}:{node.arg}"
+    return kind
+
+
+def _callee(func: ast.expr) -> str | None:
+    """`torch.nn.functional.relu` -> 'relu'; `self.a0` (a module call) -> None."""
+    if isinstance(func, ast.Attribute):
+        if isinstance(func.value, ast.Name) and func.value.id == "self":
+            return None
+        return func.attr.lower()
+    if isinstance(func, ast.Name):  # a builtin or a helper the task defined
+        renamed = func.id.startswith("v") and func.id[1:].isdigit()
+        return None if renamed or func.id in _KEEP_NAMES else func.id.lower()
+    return None
+
+
+# ---- screening many files at once -----------------------------------------------------------
+@dataclass(frozen=True)
+class Match:
+    """The most similar reference for one query: its position and the score."""
+
+    score: float
+    index: int  # -1 when there is no reference at all
+
+
+class SimilarityIndex:
+    """Fingerprints of reference tasks, kept as sparse matrices for fast max-similarity queries.
+
+    `add` is cheap (pending rows are folded into a new sparse block every `block` adds), so
+    the index also serves the online near-duplicate check while a data set is generated.
+    Thread-safe: synthesis workers query and add from several threads.
+    """
+
+    def __init__(self, block: int = 256) -> None:
+        self._vocab: dict[str, dict[str, int]] = {"structure": {}, "operators": {}}
+        self._blocks: list[dict[str, torch.Tensor]] = []
+        self._sizes: list[torch.Tensor] = []  # per block: (n, 2) feature counts
+        self._pending: list[Fingerprint] = []
+        self._count = 0
+        self._block = block
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return self._count
+
+    def add(self, item: str | Fingerprint) -> int:
+        """Add one reference; returns its index."""
+        fp = item if isinstance(item, Fingerprint) else fingerprint(item)
+        with self._lock:
+            self._pending.append(fp)
+            self._count += 1
+            if len(self._pending) >= self._block:
+                self._seal()
+            return self._count - 1
+
+    def extend(self, items: Iterable[str | Fingerprint]) -> None:
+        for item in items:
+            self.add(item)
+
+    def best(self, item: str | Fingerprint) -> Match:
+        """The most similar reference to one query."""
+        return self.best_many([item])[0]
+
+    def best_many(self, items: Sequence[str | Fingerprint], chunk: int = 512) -> list[Match]:
+        """For each query, the most similar reference (score 0, index -1 if the index is empty)."""
+        fps = [i if isinstance(i, Fingerprint) else fingerprint(i) for i in items]
+        with self._lock:
+            self._seal()
+            if not self._blocks:
+                return [Match(0.0, -1) for _ in fps]
+            out: list[Match] = []
+            for start in range(0, len(fps), chunk):
+                out += self._best_chunk(fps[start:start + chunk])
+            return out
+
+    def _best_chunk(self, fps: Sequence[Fingerprint]) -> list[Match]:
+        best = torch.zeros(len(fps))
+        where = torch.full((len(fps),), -1, dtype=torch.long)
+        queries, query_sizes = self._dense(fps)
+        offset = 0
+        for block, sizes in zip(self._blocks, self._sizes):
+            scores = None
+            for j, kind in enumerate(("structure", "operators")):
+                mat = block[kind]
+                # the vocabulary only grows, so a block never holds a feature id past its width
+                inter = torch.sparse.mm(mat, queries[kind][:, :mat.shape[1]].T).T  # (queries, block rows)
+                total = query_sizes[:, j:j + 1] + sizes[:, j].unsqueeze(0)
+                dice = torch.where(total > 0, 2 * inter / total.clamp(min=1), torch.ones_like(inter))
+                scores = dice if scores is None else torch.minimum(scores, dice)
+            assert scores is not None
+            value, idx = scores.max(dim=1)
+            better = value > best
+            best = torch.where(better, value, best)
+            where = torch.where(better, idx + offset, where)
+            offset += sizes.shape[0]
+        return [Match(float(s), int(i)) for s, i in zip(best.tolist(), where.tolist())]
+
+    # ---- internals ---------------------------------------------------------------------
+    def _ids(self, kind: str, features: frozenset[str], grow: bool) -> list[int]:
+        vocab = self._vocab[kind]
+        if grow:
+            return [vocab.setdefault(f, len(vocab)) for f in features]
+        return [vocab[f] for f in features if f in vocab]
+
+    def _seal(self) -> None:
+        """Fold pending fingerprints into a new sparse block (caller holds the lock)."""
+        if not self._pending:
+            return
+        block: dict[str, torch.Tensor] = {}
+        sizes = torch.tensor([[len(fp.structure), len(fp.operators)] for fp in self._pending], dtype=torch.float32)
+        for kind in ("structure", "operators"):
+            rows, cols = [], []
+            for r, fp in enumerate(self._pending):
+                ids = self._ids(kind, getattr(fp, kind), grow=True)
+                rows += [r] * len(ids)
+                cols += ids
+            index = torch.tensor([rows, cols], dtype=torch.long)
+            values = torch.ones(len(rows), dtype=torch.float32)
+            shape = (len(self._pending), len(self._vocab[kind]))
+            block[kind] = torch.sparse_coo_tensor(index, values, shape, check_invariants=False).coalesce()
+        self._blocks.append(block)
+        self._sizes.append(sizes)
+        self._pending = []
+
+    def _dense(self, fps: Sequence[Fingerprint]) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        """Queries as dense 0/1 matrices over the current vocabulary, plus their full sizes."""
+        out = {}
+        for kind in ("structure", "operators"):
+            mat = torch.zeros(len(fps), len(self._vocab[kind]))
+            for r, fp in enumerate(fps):
+                ids = self._ids(kind, getattr(fp, kind), grow=False)
+                if ids:
+                    mat[r, ids] = 1.0
+            out[kind] = mat
+        sizes = torch.tensor([[len(fp.structure), len(fp.operators)] for fp in fps], dtype=torch.float32)
+        return out, sizes
+

@@ -1,0 +1,291 @@
+"""`synthesize()`: generate an Ops-6K-style data set, resumably, with every reject explained.
+
+Per candidate index i (plans are a pure function of seed and i, see plan.py):
+  plan -> worker composes it at the smallest size and returns the code
+       -> parent screens AST similarity (evaluation sets, tasks accepted so far)
+       -> worker sizes the input to the runtime window and runs the execution filters
+       -> parent re-checks near-duplicates against tasks accepted meanwhile, then records it.
+Several workers run candidates at once; timing is serialised across them by a lock file so
+concurrent work does not distort the runtime window.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .catalogue import Catalogue, build_catalogue
+from .config import SynthConfig
+from .filters import Reason, TaskCheck
+from .plan import Plan, PlanError, Planner
+from .similarity import SimilarityError, SimilarityIndex, fingerprint
+from .store import DatasetStore
+
+ProgressFn = Callable[["SynthStats"], None]
+Screen = tuple[tuple[str, str] | None, dict[str, Any]]
+
+
+@dataclass
+class SynthStats:
+    """Running totals of a synthesis run (also its final summary)."""
+
+    wanted: int
+    accepted: int = 0
+    candidates: int = 0
+    resumed: int = 0
+    reasons: Counter[str] = field(default_factory=Counter)
+    started: float = field(default_factory=time.time)
+    elapsed_s: float = 0.0
+
+    @property
+    def accepted_per_hour(self) -> float:
+        return self.accepted / self.elapsed_s * 3600 if self.elapsed_s > 0 else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        done = max(self.candidates, 1)
+        return {"wanted": self.wanted, "accepted": self.accepted, "candidates": self.candidates,
+                "resumed_candidates": self.resumed, "elapsed_s": round(self.elapsed_s, 1),
+                "accepted_per_hour": round(self.accepted_per_hour, 1),
+                "accept_rate": round(self.accepted / done, 4),
+                "reject_rate_by_reason": {r: round(n / done, 4) for r, n in self.reasons.most_common()},
+                "rejects_by_reason": dict(self.reasons.most_common())}
+
+
+class EvalSet:
+    """Tasks to stay away from (contamination screen), fingerprinted once."""
+
+    def __init__(self, sources: list[str]):
+        from ..tasks import load_tasks
+
+        self.names: list[str] = []
+        self.index = SimilarityIndex()
+        for source in sources:
+            for task in load_tasks(source, on_error="skip"):
+                try:
+                    self.index.add(fingerprint(task.source))
+                except SimilarityError:
+                    continue
+                self.names.append(task.name)
+
+
+def synthesize(out_dir: str | Path, config: SynthConfig, *, catalogue: Catalogue | None = None,
+               progress: ProgressFn | None = None, policy: Any = None) -> SynthStats:
+    """Generate tasks into `out_dir` until `config.count` are accepted (or a limit is hit).
+
+    Resumes a run already in `out_dir` (same settings required). `policy` is needed only for
+    `generator="llm"` (see llm.py).
+    """
+    import torch
+
+    from ..backends import default_backend_name
+
+    backend = config.backend or default_backend_name()
+    window = config.filters.window(backend)
+    catalogue = catalogue or build_catalogue(include_transformers=config.compose.include_transformers)
+    planner = Planner(catalogue, config.compose, window)
+    versions = {"torch": torch.__version__, "catalogue": catalogue.key,
+                "transformers": catalogue.transformers_version, "backend": backend}
+    store = DatasetStore(out_dir, config, versions)
+    evals = EvalSet(config.eval_sets)
+    accepted_index = SimilarityIndex()
+    accepted_names: list[str] = []
+    for row in store.tasks:
+        accepted_index.add(row["code"])
+        accepted_names.append(row["name"])
+    filters = config.filters
+    if config.workers > 1 and backend == "cuda":
+        lock = Path(out_dir) / ".timing.lock"
+        lock.touch()
+        filters = filters.model_copy(update={"gpu_lock": str(lock.resolve())})
+    stats = SynthStats(wanted=config.count, accepted=len(store.tasks), resumed=len(store.candidates))
+    for c in store.candidates:
+        stats.candidates += 1
+        if c.get("status") != "accepted":
+            stats.reasons[c.get("reason", "unknown")] += 1
+    done = store.done()
+    state = {"next": 0}
+    lock = threading.Lock()
+    deadline = time.time() + config.time_budget_s if config.time_budget_s else None
+    t_start = time.time()
+    prior_elapsed = _prior_elapsed(store)
+
+    def next_index() -> int | None:
+        with lock:
+            if stats.accepted >= config.count or (deadline and time.time() > deadline):
+                return None
+            while state["next"] in done:
+                state["next"] += 1
+            if config.max_candidates is not None and state["next"] >= config.max_candidates:
+                return None
+            i = state["next"]
+            state["next"] += 1
+            return i
+
+    def record(index: int, plan: Plan | None, check: TaskCheck, code: str | None, extra: dict[str, Any]) -> None:
+        task_row = None
+        with lock:
+            if check.ok and code is not None:
+                dup = accepted_index.best(code)
+                if dup.score >= config.similarity_threshold:
+                    check = check.model_copy(update={"ok": False, "reason": Reason.NEAR_DUPLICATE,
+                                                     "detail": f"similarity {dup.score:.3f} to {accepted_names[dup.index]}"})
+            if check.ok and code is not None and plan is not None and stats.accepted < config.count:
+                name = f"synth-{config.seed}-{index:06d}"
+                task_row = _task_row(name, index, plan, code, check, config, backend, extra)
+                accepted_index.add(code)
+                accepted_names.append(name)
+                stats.accepted += 1
+            elif check.ok:
+                check = check.model_copy(update={"ok": False, "reason": "surplus", "detail": "count already reached"})
+            stats.candidates += 1
+            if not check.ok:
+                stats.reasons[check.reason or "unknown"] += 1
+            stats.elapsed_s = prior_elapsed + time.time() - t_start
+            candidate = {"index": index, "ops": plan.ops if plan else [], "data_source": plan.data_source if plan else "",
+                         "status": "accepted" if task_row else "rejected", "reason": check.reason,
+                         "detail": check.detail[:2000], "runtime_ms": check.runtime_ms, "code": code,
+                         "filters": [f.model_dump() for f in check.filters], "seconds": round(check.seconds, 3),
+                         "elapsed_s": round(stats.elapsed_s, 2), **extra}
+            store.add_candidate(candidate, task_row)
+            if task_row and stats.accepted % config.parquet_every == 0:
+                store.write_parquet()
+        if progress:
+            progress(stats)
+
+    def screen(code: str) -> Screen:
+        """Similarity before execution: the rejection (reason, detail) if any, and the scores."""
+        try:
+            fp = fingerprint(code)
+        except SimilarityError as exc:
+            return (Reason.LOAD_ERROR, str(exc)), {}
+        meta: dict[str, Any] = {}
+        if len(evals.index):
+            m = evals.index.best(fp)
+            meta.update(similarity_eval=round(m.score, 4), similar_eval_task=evals.names[m.index])
+            if m.score >= config.similarity_threshold:
+                return (Reason.SIMILAR_TO_EVAL, f"similarity {m.score:.3f} to {evals.names[m.index]}"), meta
+        m = accepted_index.best(fp)
+        meta["similarity_set"] = round(m.score, 4)
+        if m.score >= config.similarity_threshold:
+            return (Reason.NEAR_DUPLICATE, f"similarity {m.score:.3f} to {accepted_names[m.index]}"), meta
+        return None, meta
+
+    runner = _CandidateRunner(config, backend, filters, planner, screen, record, policy)
+    threads = [threading.Thread(target=runner.loop, args=(next_index,), daemon=True) for _ in range(config.workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    stats.elapsed_s = prior_elapsed + time.time() - t_start
+    if runner.errors:
+        raise RuntimeError(f"synthesis stopped: {runner.errors[0]}")
+    store.write_parquet()
+    summary = {**stats.as_dict(), "versions": versions, "catalogue": catalogue.summary() | {"stochastic": None}}
+    (Path(out_dir) / "summary.json").write_text(json.dumps(summary, indent=1))
+    return stats
+
+
+class _CandidateRunner:
+    """One thread per worker process: takes candidate indices until there are none."""
+
+    def __init__(self, config: SynthConfig, backend: str, filters: Any, planner: Planner,
+                 screen: Callable[[str], Screen],
+                 record: Callable[..., None], policy: Any):
+        self.config, self.backend, self.filters, self.planner = config, backend, filters, planner
+        self.screen, self.record, self.policy = screen, record, policy
+        self.errors: list[str] = []
+
+    def loop(self, next_index: Callable[[], int | None]) -> None:
+        from .pool import DataWorker
+
+        threads = max(1, (os.cpu_count() or 1) // self.config.workers)
+        worker: DataWorker | None = None
+        try:
+            while (index := next_index()) is not None:
+                if worker is None or worker.worn_out:
+                    if worker is not None:
+                        worker.close()
+                    worker = DataWorker(self.backend, threads=threads)
+                try:
+                    worker = self._one(index, worker)
+                except Exception as exc:  # noqa: BLE001 - a bug here must stop the run, loudly
+                    self.errors.append(f"candidate {index}: {type(exc).__name__}: {exc}")
+                    return
+        finally:
+            if worker is not None:
+                worker.close()
+
+    def _one(self, index: int, worker: Any) -> Any:
+        """Run one candidate; returns the worker to use next (replaced if this one died)."""
+        from .pool import WorkerDied, WorkerError
+
+        try:
+            plan = self.planner.plan(self.config.seed, index)
+        except PlanError as exc:
+            self.record(index, None, TaskCheck(ok=False, reason=Reason.COMPOSE_ERROR, detail=str(exc)), None, {})
+            return worker
+        code: str | None = None
+        extra: dict[str, Any] = {}
+        try:
+            if self.config.generator == "llm":
+                from .llm import llm_candidate
+
+                check, code, extra = llm_candidate(plan, worker, self.policy, self.filters, self.screen,
+                                                   self.config.candidate_timeout_s)
+            else:
+                check, code, extra = self._catalogue_candidate(plan, worker)
+        except WorkerDied as exc:
+            worker.close()
+            reason = Reason.TIMEOUT if "timed out" in exc.reason else Reason.CRASHED
+            check = TaskCheck(ok=False, reason=reason, detail=exc.reason)
+            worker = None
+        except WorkerError as exc:
+            check = TaskCheck(ok=False, reason=Reason.RUNTIME_ERROR, detail=exc.message)
+        self.record(index, plan, check, code, extra)
+        return worker
+
+    def _catalogue_candidate(self, plan: Plan, worker: Any) -> tuple[TaskCheck, str | None, dict[str, Any]]:
+        request = {"op": "synth", "plan": plan.model_dump(mode="json"),
+                   "compose": self.config.compose.model_dump(mode="json"),
+                   "filters": self.filters.model_dump(mode="json")}
+        worker.requests += 1
+        worker.send(request)
+        reply = worker.receive(self.config.candidate_timeout_s)
+        if reply["type"] == "result":  # composition failed
+            return TaskCheck.model_validate(reply["check"]), None, {}
+        rejected, meta = self.screen(reply["code"])
+        if rejected is not None:
+            worker.send("stop")
+            return TaskCheck(ok=False, reason=rejected[0], detail=rejected[1]), reply["code"], meta
+        worker.send("proceed")
+        result = worker.receive(self.config.candidate_timeout_s)
+        meta.update(sized_ms=result.get("sized_ms"), compose_s=result.get("compose_s"))
+        return TaskCheck.model_validate(result["check"]), result.get("code"), meta
+
+
+def _task_row(name: str, index: int, plan: Plan, code: str, check: TaskCheck, config: SynthConfig, backend: str,
+              extra: dict[str, Any]) -> dict[str, Any]:
+    import torch
+
+    return {
+        "ops": repr(plan.ops), "data_source": plan.data_source, "code": code, "name": name, "candidate": index,
+        "seed": config.seed, "generator": config.generator, "runtime_ms": check.runtime_ms, "device": check.device,
+        "backend": backend, "input_shapes": json.dumps(check.input_shapes),
+        "output_shapes": json.dumps(check.output_shapes),
+        "filters": json.dumps([{"name": f.name, "ok": f.ok, "detail": f.detail} for f in check.filters]),
+        "similarity_eval": extra.get("similarity_eval"), "similar_eval_task": extra.get("similar_eval_task"),
+        "similarity_set": extra.get("similarity_set"), "torch_version": torch.__version__,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def _prior_elapsed(store: DatasetStore) -> float:
+    return max((float(c.get("elapsed_s", 0.0)) for c in store.candidates), default=0.0)

@@ -1,0 +1,93 @@
+"""The data worker (`python -m cuda_agent.data.worker FD BACKEND`): runs task code for the
+catalogue probe, composition and the filters, one JSON request per stdin line, replies framed
+on the private pipe FD. See pool.py for the parent side and the isolation it provides.
+
+Requests:
+  {"op": "probe", "ref": OpRef}                 -> {"type": "result", "spec": OpSpec}
+  {"op": "synth", "plan": Plan, "config": ...}  -> {"type": "code", ...}, then waits for a
+        "proceed" / "stop" line (the parent screens the code's similarity meanwhile)
+                                                -> {"type": "result", "check": TaskCheck}
+  {"op": "check", "source": str, "config": ...} -> {"type": "result", "check": TaskCheck}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from ..evaluation import channel
+
+
+def main() -> None:
+    out_fd, backend_name = int(sys.argv[1]), sys.argv[2]
+    _isolate()
+    import torch
+
+    if backend_name == "cuda" and torch.cuda.is_available():
+        torch.empty(1, device="cuda")
+    while True:
+        line = sys.stdin.readline()
+        if not line:
+            os._exit(0)
+        if not line.strip():
+            continue
+        try:
+            request = json.loads(line)
+            for reply in _handle(request, backend_name):
+                channel.send(out_fd, reply)
+        except BaseException as exc:  # noqa: BLE001 - report, keep serving
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                os._exit(1)
+            try:
+                channel.send(out_fd, {"type": "error", "stage": "worker", "message": _describe(exc)})
+            except OSError:
+                os._exit(1)
+
+
+def _handle(request: dict[str, Any], backend_name: str) -> Any:
+    op = request.get("op")
+    if op == "probe":
+        from .catalogue import OpRef
+        from .probe import probe_op
+
+        ref = OpRef.model_validate(request["ref"])
+        yield {"type": "result", "spec": probe_op(ref.name, ref.kind, ref.library).model_dump(mode="json")}
+    elif op == "synth":
+        from .synth_worker import synth_candidate
+
+        yield from synth_candidate(request, backend_name, _wait_line)
+    elif op == "check":
+        from .synth_worker import check_source
+
+        yield {"type": "result", "check": check_source(request, backend_name).model_dump(mode="json")}
+    elif op == "ping":
+        yield {"type": "pong"}
+    else:
+        yield {"type": "error", "stage": "worker", "message": f"unknown request {op!r}"}
+
+
+def _wait_line() -> str:
+    return sys.stdin.readline().strip()
+
+
+def _isolate() -> None:
+    """Limit what task code can write (Landlock, where the kernel has it), before any threads."""
+    from ..evaluation.sandbox import apply_limits, restrict_writes
+
+    apply_limits(file_size_bytes=1 << 30, cpu_seconds=None, open_files=None, processes=None, address_space=None)
+    if os.environ.get("CUDA_AGENT_DATA_ISOLATE") == "1":
+        writable = [Path(os.environ.get("HOME", "/tmp")), Path("/dev")]
+        restrict_writes([p for p in writable if p.exists()])
+
+
+def _describe(exc: BaseException) -> str:
+    tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
+    return "".join(tb[-3:])[-3000:].strip()
+
+
+if __name__ == "__main__":
+    main()
