@@ -54,7 +54,9 @@ def make_scratch(root: Path) -> Path:
 
 
 # ---- namespaces (parent side) ------------------------------------------------------------
-NAMESPACE_PREFIX = ("unshare", "--net", "--pid", "--fork", "--kill-child")
+NAMESPACE_PREFIX = ("unshare", "--net", "--pid", "--fork", "--kill-child", "--mount", "--mount-proc")
+# --mount-proc: CUDA fails to initialise (error 304) in a PID namespace that still sees the
+# parent's /proc (measured on H100)
 
 
 @functools.cache
