@@ -8,20 +8,35 @@ similarity  the AST similarity screen (contamination, near-duplicates)
 synth       the resumable generation loop; store writes parquet + JSONL
 audit       re-run every filter on an existing data set
 report      Markdown stats with plots
+
+Names are imported on first use, so `cuda_agent.data.cli` (and `cuda-agent --help`) does not
+pay for torch.
 """
 
-from .audit import AuditSummary, audit
-from .catalogue import Catalogue, OpSpec, build_catalogue, crawl
-from .config import DEFAULT_WINDOWS_MS, OPS6K_MIX, ComposeConfig, FilterConfig, SynthConfig
-from .filters import FilterResult, Reason, TaskCheck
-from .plan import Plan, Planner
-from .report import audit_report, synth_report
-from .similarity import Fingerprint, SimilarityIndex, fingerprint, similarity
-from .synth import SynthStats, synthesize
+from __future__ import annotations
 
-__all__ = [
-    "AuditSummary", "Catalogue", "ComposeConfig", "DEFAULT_WINDOWS_MS", "FilterConfig", "FilterResult",
-    "Fingerprint", "OPS6K_MIX", "OpSpec", "Plan", "Planner", "Reason", "SimilarityIndex", "SynthConfig",
-    "SynthStats", "TaskCheck", "audit", "audit_report", "build_catalogue", "crawl", "fingerprint", "similarity",
-    "synth_report", "synthesize",
-]
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "AuditSummary": "audit", "audit": "audit",
+    "Catalogue": "catalogue", "OpSpec": "catalogue", "build_catalogue": "catalogue", "crawl": "catalogue",
+    "ComposeConfig": "config", "DEFAULT_WINDOWS_MS": "config", "FilterConfig": "config", "OPS6K_MIX": "config",
+    "SynthConfig": "config",
+    "FilterResult": "filters", "Reason": "filters", "TaskCheck": "filters",
+    "Plan": "plan", "Planner": "plan",
+    "audit_report": "report", "synth_report": "report",
+    "Fingerprint": "similarity", "SimilarityIndex": "similarity", "fingerprint": "similarity",
+    "similarity": "similarity",
+    "SynthStats": "synth", "synthesize": "synth",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

@@ -48,7 +48,7 @@ class Reason:
 
 
 FILTER_ORDER = ("runs", "finite", "non_constant", "varied_inputs", "input_sensitive", "parameters_used",
-                "not_stochastic", "deterministic", "runtime", "compile")
+                "deterministic", "not_stochastic", "runtime", "compile")
 
 
 class FilterResult(BaseModel):
@@ -129,8 +129,8 @@ def check_task(source: str, cfg: FilterConfig, backend_name: str) -> TaskCheck:
         ("varied_inputs", lambda: _varied_inputs(state, cfg)),
         ("input_sensitive", lambda: _input_sensitive(state, cfg)),
         ("parameters_used", lambda: _parameters_used(state, cfg)),
-        ("not_stochastic", lambda: _not_stochastic(state, cfg)),
         ("deterministic", lambda: _deterministic(state, cfg)),
+        ("not_stochastic", lambda: _not_stochastic(state, cfg)),
         ("runtime", lambda: _runtime(state, cfg, backend, check)),
     ]
     if cfg.compile:
@@ -171,10 +171,11 @@ def _runs(source: str, device: Any, cfg: FilterConfig, state: dict[str, Any], ch
     try:
         model = task.model(cfg.seed)
         inputs = task.inputs(cfg.seed + 1)
+        rng = _rng_state()
         out = model(*_clone(inputs))
     except Exception as exc:  # noqa: BLE001
         raise _Fail(Reason.RUNTIME_ERROR, _describe(exc)) from None
-    state.update(task=task, model=model, inputs=inputs, out=out)
+    state.update(task=task, model=model, inputs=inputs, out=out, rng=rng)
     check.input_shapes = [list(x.shape) for x in inputs if hasattr(x, "shape")]
     check.output_shapes = [list(t.shape) for t in _tensors(out)]
     if not check.output_shapes:
@@ -216,6 +217,7 @@ def _input_sensitive(state: dict[str, Any], cfg: FilterConfig) -> str:
             continue
         mixed = _clone(first)
         mixed[i] = b.clone()
+        _set_rng_state(state["rng"])  # a dropout mask must not pass for input sensitivity
         if _same_outputs(model(*mixed), out, 0.0):
             raise _Fail(Reason.INPUT_INSENSITIVE, f"the output does not change when input {i} changes")
     return ""
@@ -230,12 +232,29 @@ def _parameters_used(state: dict[str, Any], cfg: FilterConfig) -> str:
         saved = p.detach().clone()
         try:
             p.add_(torch.randn_like(p) * (saved.abs().mean() + 0.1))
+            _set_rng_state(state["rng"])
             changed = not _same_outputs(model(*_clone(inputs)), out, 0.0)
         finally:
             p.copy_(saved)
         if not changed:
             raise _Fail(Reason.UNUSED_PARAMETER, f"parameter {name!r} does not affect the output")
     return f"{len(params)} parameter(s) checked"
+
+
+def _deterministic(state: dict[str, Any], cfg: FilterConfig) -> str:
+    """Same seed, same output: a fresh model and inputs, and a repeated call, each run from the
+    RNG state the first run started from (so a seeded dropout mask repeats too)."""
+    task, out = state["task"], state["out"]
+    model = task.model(cfg.seed)
+    inputs = task.inputs(cfg.seed + 1)
+    _set_rng_state(state["rng"])
+    if not _same_outputs(model(*_clone(inputs)), out, cfg.determinism_atol):
+        raise _Fail(Reason.NONDETERMINISTIC, "a second run with the same seed gives a different output")
+    _set_rng_state(state["rng"])
+    if not _same_outputs(state["model"](*_clone(state["inputs"])), out, cfg.determinism_atol):
+        raise _Fail(Reason.NONDETERMINISTIC, "calling the model twice on the same input gives different outputs "
+                                             "(hidden state in forward)")
+    return ""
 
 
 def _not_stochastic(state: dict[str, Any], cfg: FilterConfig) -> str:
@@ -246,29 +265,14 @@ def _not_stochastic(state: dict[str, Any], cfg: FilterConfig) -> str:
     task, inputs = state["task"], state["inputs"]
     for train in (False, True):
         outs = []
-        for rng_seed in (1234, 5678):
+        for rng_seed in (1234, 1234, 5678):
             model = task.model(cfg.seed).train(train)
             torch.manual_seed(rng_seed)
             outs.append(model(*_clone(inputs)))
         if not _same_outputs(outs[0], outs[1], 0.0):
+            return "not judged: the output varies even under the same RNG state (see deterministic)"
+        if not _same_outputs(outs[0], outs[2], 0.0):
             raise _Fail(Reason.STOCHASTIC, f"the output depends on the RNG state ({'train' if train else 'eval'} mode)")
-    return ""
-
-
-def _deterministic(state: dict[str, Any], cfg: FilterConfig) -> str:
-    """Two fresh runs under the same seed, and a repeated call, give the same output."""
-    import torch
-
-    task, out = state["task"], state["out"]
-    model = task.model(cfg.seed)
-    again = model(*_clone(task.inputs(cfg.seed + 1)))
-    if not _same_outputs(again, out, cfg.determinism_atol):
-        raise _Fail(Reason.NONDETERMINISTIC, "a second run with the same seed gives a different output")
-    torch.manual_seed(cfg.seed)
-    repeat = state["model"](*_clone(state["inputs"]))
-    if not _same_outputs(repeat, out, cfg.determinism_atol):
-        raise _Fail(Reason.NONDETERMINISTIC, "calling the model twice on the same input gives different outputs "
-                                             "(hidden state in forward)")
     return ""
 
 
@@ -334,6 +338,22 @@ def gpu_lock(path: str | None) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _rng_state() -> tuple[Any, Any]:
+    import torch
+
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
+    return torch.random.get_rng_state(), cuda
+
+
+def _set_rng_state(state: tuple[Any, Any]) -> None:
+    import torch
+
+    cpu, cuda = state
+    torch.random.set_rng_state(cpu)
+    if cuda is not None:
+        torch.cuda.set_rng_state_all(cuda)
 
 
 def _tensors(out: Any) -> list[Any]:

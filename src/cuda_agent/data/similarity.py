@@ -126,7 +126,9 @@ def _is_super_init(stmt: ast.stmt) -> bool:
 
 
 class _Normaliser(ast.NodeTransformer):
-    """Rename locals and `self.` attributes by first appearance; numbers become one token."""
+    """Rename names by first appearance within each function (so reusing `x` in two functions
+    and using `x` and `t` read the same) and `self.` attributes by first appearance in the
+    file; random-tensor makers become one name; numbers become one token."""
 
     def __init__(self) -> None:
         self.names: dict[str, str] = {}
@@ -147,7 +149,9 @@ class _Normaliser(ast.NodeTransformer):
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
         node.name = self._name(node.name)
+        outer, self.names = self.names, {}
         self.generic_visit(node)
+        self.names = outer
         return node
 
     def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
@@ -159,6 +163,8 @@ class _Normaliser(ast.NodeTransformer):
         self.generic_visit(node)
         if isinstance(node.value, ast.Name) and node.value.id == "self":
             node.attr = self.attrs.setdefault(node.attr, f"a{len(self.attrs)}")
+        elif node.attr in _RANDOM_MAKERS:
+            node.attr = "rand"
         return node
 
     def visit_Constant(self, node: ast.Constant) -> ast.AST:
@@ -173,7 +179,7 @@ def _walk(node: ast.AST, labels: list[str], operators: list[str]) -> None:
     if isinstance(node, ast.Call):
         name = _callee(node.func)
         if name:
-            operators.append("rand" if name in _RANDOM_MAKERS else name)
+            operators.append(name)
     elif isinstance(node, (ast.BinOp, ast.UnaryOp, ast.AugAssign)):
         op = _OP_NODES.get(type(node.op))
         if op:

@@ -1,0 +1,113 @@
+"""Each execution filter rejects a crafted bad task with the right reason, in the isolated data
+worker; a good task passes them all; a hanging or crashing task costs only its worker."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from cuda_agent.data.config import FilterConfig
+from cuda_agent.data.filters import Reason, TaskCheck
+from cuda_agent.data.pool import DataWorker, WorkerDied
+
+HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
+
+GOOD = HEADER + '''
+class Model(nn.Module):
+    def __init__(self, features, width):
+        super().__init__()
+        self.linear = nn.Linear(features, width)
+
+    def forward(self, x):
+        return torch.relu(self.linear(x))
+
+def get_inputs():
+    return [torch.randn(8, 64)]
+
+def get_init_inputs():
+    return [64, 32]
+'''
+
+BAD = {
+    Reason.STOCHASTIC: GOOD.replace("return torch.relu(self.linear(x))",
+                                    "return F.dropout(self.linear(x), p=0.5, training=True)"),
+    Reason.NONDETERMINISTIC: GOOD.replace("class Model", "CALLS = [0]\n\nclass Model").replace(
+        "return torch.relu(self.linear(x))", "CALLS[0] += 1\n        return torch.relu(self.linear(x)) * CALLS[0]"),
+    Reason.CONSTANT_OUTPUT: GOOD.replace("return torch.relu(self.linear(x))", "return self.linear(x) * 0 + 1"),
+    Reason.NON_FINITE: GOOD.replace("return torch.relu(self.linear(x))", "return torch.log(self.linear(x) - 100)"),
+    Reason.FIXED_INPUTS: GOOD.replace("torch.randn(8, 64)", "torch.ones(8, 64)"),
+    Reason.INPUT_INSENSITIVE: GOOD.replace("def forward(self, x):", "def forward(self, x, unused):").replace(
+        "[torch.randn(8, 64)]", "[torch.randn(8, 64), torch.randn(8, 64)]"),
+    Reason.UNUSED_PARAMETER: GOOD.replace("self.linear = nn.Linear(features, width)",
+                                          "self.linear = nn.Linear(features, width)\n"
+                                          "        self.scale = nn.Parameter(torch.ones(width))"),
+    Reason.TOO_SLOW: GOOD.replace("import torch\n", "import time\nimport torch\n", 1).replace(
+        "return torch.relu(self.linear(x))", "time.sleep(0.15)\n        return torch.relu(self.linear(x))"),
+    Reason.COMPILE_MISMATCH: GOOD.replace(
+        "return torch.relu(self.linear(x))",
+        "y = torch.relu(self.linear(x))\n        return y + 1 if torch.compiler.is_compiling() else y"),
+    Reason.RUNTIME_ERROR: GOOD.replace("return [64, 32]", "return [32, 32]"),
+    Reason.LOAD_ERROR: GOOD.replace("def get_inputs", "def make_inputs"),
+}
+
+# wide enough that a loaded 2-core box never calls the good task slow; TOO_SLOW sleeps past it
+WINDOW = (0.0, 120.0)
+
+
+@pytest.fixture(scope="module")
+def worker() -> Iterator[DataWorker]:
+    with DataWorker("cpu", threads=1) as w:
+        yield w
+
+
+def check(worker: DataWorker, source: str, **cfg) -> TaskCheck:
+    filters = FilterConfig(**{"window_ms": WINDOW, "compile_backend": "eager", **cfg})
+    reply = worker.request({"op": "check", "source": source, "filters": filters.model_dump(mode="json")}, 120)
+    return TaskCheck.model_validate(reply["check"])
+
+
+def test_good_task_passes_every_filter(worker: DataWorker) -> None:
+    result = check(worker, GOOD, early_exit=False)
+    assert result.ok, result.failures()
+    assert [f.name for f in result.filters] == ["runs", "finite", "non_constant", "varied_inputs", "input_sensitive",
+                                                "parameters_used", "deterministic", "not_stochastic", "runtime",
+                                                "compile"]
+    assert result.input_shapes == [[8, 64]] and result.output_shapes == [[8, 32]]
+    assert result.runtime_ms is not None and result.runtime_ms > 0
+
+
+@pytest.mark.parametrize("reason", sorted(BAD))
+def test_bad_task_rejected_with_its_reason(worker: DataWorker, reason: str) -> None:
+    window = (0.0, 100.0) if reason == Reason.TOO_SLOW else WINDOW
+    result = check(worker, BAD[reason], window_ms=window)
+    assert not result.ok
+    assert result.reason == reason, (result.reason, result.detail)
+    assert result.filters[-1].reason == reason  # early exit: the failing filter is the last one run
+
+
+def test_too_fast_against_the_default_window(worker: DataWorker) -> None:
+    tiny = GOOD.replace("torch.randn(8, 64)", "torch.randn(1, 64)")
+    filters = FilterConfig(compile=False)  # CPU default window: 1-50 ms; this task takes microseconds
+    reply = worker.request({"op": "check", "source": tiny, "filters": filters.model_dump(mode="json")}, 120)
+    result = TaskCheck.model_validate(reply["check"])
+    assert result.reason == Reason.TOO_FAST, result.detail
+
+
+def test_audit_mode_reports_every_failure(worker: DataWorker) -> None:
+    """early_exit off: a task that is both stochastic and has a dead parameter says both."""
+    source = BAD[Reason.STOCHASTIC].replace("self.linear = nn.Linear(features, width)",
+                                            "self.linear = nn.Linear(features, width)\n"
+                                            "        self.dead = nn.Parameter(torch.ones(3))")
+    result = check(worker, source, early_exit=False)
+    reasons = {f.reason for f in result.failures()}
+    assert {Reason.STOCHASTIC, Reason.UNUSED_PARAMETER} <= reasons
+
+
+def test_hanging_task_times_out_and_only_its_worker_dies() -> None:
+    hang = GOOD.replace("return torch.relu(self.linear(x))", "while True:\n            pass")
+    with DataWorker("cpu", threads=1) as w:
+        w.send({"op": "check", "source": hang, "filters": FilterConfig(compile=False).model_dump(mode="json")})
+        with pytest.raises(WorkerDied, match="timed out"):
+            w.receive(timeout_s=8)
+        assert not w.alive() or w.proc.wait(timeout=10) is not None
