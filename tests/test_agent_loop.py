@@ -206,6 +206,19 @@ def test_resolve_policy_defaults_to_the_smoke_test_model(monkeypatch):
                                                 None).describe())
 
 
+def test_nudges_remind_an_agent_that_stops_early(tmp_path: Path, quick_config: AgentConfig):
+    from cuda_agent.agent import run_episode
+    from cuda_agent.agent.loop import NUDGE_MESSAGE
+
+    task = Task.from_source(RELU_TASK, name="relu")
+    traj = run_episode(task, ScriptedPolicy(steps=[reply("hi"), reply("hello")]),
+                       quick_config.model_copy(update={"nudges": 1, "max_turns": 5}), tmp_path / "ep")
+    assert traj.stop_reason == "done" and len(traj.turns) == 2
+    assert [m.content for m in traj.messages if m.role == "user"][1:] == [NUDGE_MESSAGE]
+    traj = run_episode(task, ScriptedPolicy(steps=[reply("hi")]), quick_config, tmp_path / "ep2")
+    assert len(traj.turns) == 1  # default: the paper's behaviour, stop at once
+
+
 def test_scripted_policy_replays_then_finishes():
     pol = ScriptedPolicy(steps=[reply("a", ("bash", {"command": "ls"})), lambda msgs: reply(f"{len(msgs)} msgs")])
     assert pol.complete([], []).tool_calls[0].name == "bash"

@@ -261,7 +261,8 @@ def test_end_to_end_scripted_agent_writes_a_correct_kernel(server: FakeOpenAI, a
     assert traj.evaluations[-1].trigger == "final" and traj.evaluations[-1].measured
     assert traj.final.time_ms.candidate is not None
     # the best state is the kernel that scored
-    assert traj.best is not None and traj.best.result.reward >= 1 and traj.best.turn == 4
+    assert traj.best is not None and traj.best.result.reward >= 1
+    assert traj.best.candidate_hash == verifies[1].candidate_hash  # the state that scored at turn 4
     best = Path(traj.best.path)
     assert sorted(traj.best.files) == sorted(files) == sorted(candidate_files(best))
     for rel, text in files.items():

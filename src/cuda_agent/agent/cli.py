@@ -49,6 +49,8 @@ def optimize(
     limit: Optional[int] = typer.Option(None, help="only the first N tasks"),
     compile_baseline: bool = typer.Option(True, "--compile-baseline/--no-compile-baseline"),
     trials: int = typer.Option(5, help="correctness trials per evaluation"),
+    nudges: Optional[int] = typer.Option(None, help="remind an agent that stops before verifying (default: 2 for "
+                                                     "local models, else 0)"),
 ) -> None:
     """Run the agent: each episode ends with a verified reward; best kernels are kept."""
     from ..backends import default_backend_name
@@ -71,7 +73,8 @@ def optimize(
         console.print(SMOKE_WARNING)
     n_workers, devices = _slots(be, workers)
     eval_cfg = EvalConfig(backend=be, trials=trials, compile_mode="default" if compile_baseline else None)
-    acfg = AgentConfig(backend=be, max_turns=max_turns, context_tokens=context_tokens, eval=eval_cfg)
+    acfg = AgentConfig(backend=be, max_turns=max_turns, context_tokens=context_tokens, eval=eval_cfg,
+                       nudges=nudges if nudges is not None else (2 if pcfg.kind == "local" else 0))
     console.print(f"{len(loaded)} task(s) x {samples} sample(s) on [bold]{be}[/], policy "
                   f"[bold]{pcfg.kind}[/] {pcfg.model or ''}, {n_workers} worker(s); results in {out}")
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -121,12 +124,14 @@ def resolve_policy(kind: Optional[str], model: Optional[str], base_url: Optional
             kind = "anthropic"
         else:
             kind = "local"  # a --model that is a HF folder / .gguf, or the offline default
-    smoke = kind == "local" and not model
+    from .policies.local import SMOLLM2_FILE
+
+    smoke = kind == "local" and (not model or Path(model).name == SMOLLM2_FILE)
     key_env = api_key_env or {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}.get(kind)
     if tool_format not in ("native", "text"):
         raise typer.BadParameter("--tool-format is 'native' or 'text'")
     return PolicyConfig(kind=kind, model=model, base_url=base_url, api_key_env=key_env,  # type: ignore[arg-type]
-                        tool_format="text" if smoke else tool_format, temperature=temperature,  # type: ignore[arg-type]
+                        tool_format="text" if smoke and not model else tool_format, temperature=temperature,  # type: ignore[arg-type]
                         max_tokens=max_tokens or (512 if kind == "local" else 8192), timeout_s=timeout,
                         max_retries=retries, script=str(script) if script else None, smoke_test=smoke)
 

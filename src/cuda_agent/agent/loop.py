@@ -32,6 +32,8 @@ from .tools import TOOL_NAMES, TOOLS, ToolConfig, ToolExecutor, ToolResult
 from .trajectory import (Evaluation, Message, StopReason, TaskInfo, ToolCall, ToolCallRecord, Trajectory, Turn,
                          now_iso)
 
+NUDGE_MESSAGE = ("You stopped without calling a tool, but the kernel has not been verified yet. Call a tool: "
+                 "write kernels/ and model_new.py, then run ./verify.sh. Reply without a tool call only when done.")
 START_MESSAGE = ("Begin. Your current directory is the workspace described above. Use the tools to read the "
                  "files, write kernels/ and model_new.py, and run ./compile.sh, ./verify.sh and ./profile.sh. "
                  "When you are finished, reply without calling any tool.")
@@ -45,6 +47,8 @@ class AgentConfig(BaseModel):
     context_tokens: int = Field(default=131_072, ge=1024, description="the model's context window")
     keep_recent_turns: int = Field(default=3, ge=1, description="turns never compacted (unless nothing else fits)")
     overflow_retries: int = Field(default=3, ge=0, description="compactions per turn after 'prompt too long'")
+    nudges: int = Field(default=0, ge=0, description="times to remind an agent that stops before anything was "
+                        "verified (0 = stop at once, as in the paper; small models need a push)")
     evaluate_on_verify: bool = Field(default=True, description="evaluate (trusted) after the agent verifies "
                                      "or profiles, to keep the best state")
     reuse_final_evaluation: bool = Field(default=True, description="if the agent's last profile already evaluated "
@@ -107,6 +111,7 @@ class _Episode:
         self.window = ContextWindow(limit - reserve, tools=TOOLS, keep_recent_turns=cfg.keep_recent_turns,
                                     counter=policy.count_tokens if _has_counter(policy) else None)
         self.evaluated: dict[tuple[str, bool], EvalResult] = {}
+        self.nudges_left = cfg.nudges
 
     def run(self, on_turn: Callable[[Trajectory], None] | None) -> tuple[StopReason, str | None]:
         skill = (self.ws.root / "SKILL.md").read_text()
@@ -127,6 +132,10 @@ class _Episode:
             self.traj.messages.append(self.window.add(assistant))
             if not reply.tool_calls:
                 record.loop_seconds = time.monotonic() - t0 - record.model_seconds
+                if self.nudges_left and not self.traj.evaluations:
+                    self.nudges_left -= 1
+                    self.traj.messages.append(self.window.add(Message(role="user", content=NUDGE_MESSAGE, turn=turn)))
+                    continue
                 return "done", None
             trigger = self._run_tools(turn, reply.tool_calls, record)
             if trigger and self.cfg.evaluate_on_verify:
