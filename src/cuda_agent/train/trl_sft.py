@@ -38,6 +38,8 @@ def run_rft(cfg: RFTConfig) -> Path:
         raise ValueError(f"{cfg.dataset} holds no rows: the filter kept nothing (see its .report.json)")
     encoded = [tokenize_conversation(tokenizer, r["messages"], r.get("tools"), max_length=cfg.max_length)
                for r in rows]
+    for e in encoded:  # explicit labels: -100 everywhere but the assistant's tokens
+        e["labels"] = [t if m else -100 for t, m in zip(e["input_ids"], e["assistant_masks"])]
     dataset = Dataset.from_list(encoded)
     report = list(cfg.logging.report_to)
     if cfg.logging.wandb_project:
@@ -46,10 +48,13 @@ def run_rft(cfg: RFTConfig) -> Path:
     args = SFTConfig(
         output_dir=str(out), num_train_epochs=cfg.epochs, max_steps=cfg.max_steps, learning_rate=cfg.learning_rate,
         per_device_train_batch_size=cfg.batch_size, gradient_accumulation_steps=cfg.grad_accum,
-        max_length=cfg.max_length, assistant_only_loss=True, seed=cfg.seed, save_steps=cfg.save_steps,
+        max_length=cfg.max_length, seed=cfg.seed,
+        # rows arrive tokenised with `assistant_masks`, which TRL always applies: the loss is on the
+        # assistant's tokens only (its `assistant_only_loss` flag is for rows it tokenises itself)
+        assistant_only_loss=False, save_steps=cfg.save_steps,
         save_total_limit=cfg.save_total_limit, logging_steps=cfg.logging.logging_steps, report_to=report,
         use_cpu=device == "cpu", bf16=device == "cuda" and cfg.model.bf16_autocast,
-        gradient_checkpointing=device == "cuda", dataset_kwargs={"skip_prepare_dataset": False},
+        gradient_checkpointing=device == "cuda",
     )
     jsonl = JsonlLog(out / "metrics.jsonl")
 

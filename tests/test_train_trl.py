@@ -1,0 +1,78 @@
+"""The single-GPU path on a CPU: a tiny random model trained through TRL for 2 steps, against the
+real environment (CPU backend), writing checkpoints and metrics; resumption; and RFT through
+SFTTrainer. The model is random, so rewards are -1: the pipeline is what is under test."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("trl")
+pytest.importorskip("tensorboard")
+
+from cuda_agent.train.config import RFTConfig, RLConfig, load_config  # noqa: E402
+from cuda_agent.train.metrics import read_jsonl  # noqa: E402
+
+TINY_RL = ["model.path=tiny-random", "tasks=[examples:swish]", "backend=cpu", "steps=2", "prompts_per_step=1",
+           "num_generations=2", "max_completion_tokens=64", "max_tool_calls=2", "save_steps=2", "num_iterations=2",
+           "eval.compile_mode=null", "eval.timing.budget_s=0.1", "eval.timing.min_trials=5",
+           "eval.timing.warmup_ms=5", "eval.memory_limit_gb=3"]
+
+
+def test_two_step_rl_run_writes_checkpoint_metrics_and_resumes(tmp_path, cache_dir):
+    from cuda_agent.train.trl_rl import run_rl
+
+    out = tmp_path / "rl"
+    cfg = load_config(RLConfig, None, [*TINY_RL, f"output_dir={out}", f"workdir={tmp_path / 'eps'}"])
+    run_rl(cfg)
+    assert (out / "checkpoint-2" / "trainer_state.json").is_file()
+    assert (out / "final" / "config.json").is_file()
+    assert list((out / "tensorboard").rglob("events.out.tfevents.*"))
+    steps = [r for r in read_jsonl(out / "metrics.jsonl") if "loss" in r]
+    assert [r["step"] for r in steps] == [1, 2]
+    first = steps[0]
+    assert first["env/episodes"] == 2 and first["env/reward_mean"] == -1.0 and first["env/reward_frac/-1"] == 1.0
+    assert first["env/pass_rate"] == 0.0 and "reward" in first and "completions/mean_length" in first
+    for key in ("ratio/mean", "ratio/max", "ratio/frac_above_clip", "token_prob/min", "tokens/trained"):
+        assert key in first, key
+    assert first["ratio/mean"] == pytest.approx(1.0)  # the first pass over a batch is on-policy
+
+    resumed = load_config(RLConfig, out / "config.yaml", ["steps=3"])
+    run_rl(resumed)
+    state = json.loads((out / "checkpoint-3" / "trainer_state.json").read_text())
+    assert state["global_step"] == 3
+    assert [r["step"] for r in read_jsonl(out / "metrics.jsonl") if "loss" in r] == [1, 2, 3]  # not 1, 2, 1, 2, 3
+
+
+def test_rft_sft_on_filtered_rows_writes_a_checkpoint(tmp_path):
+    from cuda_agent.agent.trajectory import TrajectoryWriter
+    from cuda_agent.train.rft import build_rft_dataset
+    from cuda_agent.train.trl_sft import run_rft
+    from tests.test_train_rft import GOOD, _traj
+
+    traj = tmp_path / "traj.jsonl"
+    w = TrajectoryWriter(traj)
+    for i in range(3):
+        w.append(_traj(f"e{i}", 2, GOOD, task=f"t{i}"))
+    assert build_rft_dataset([traj], tmp_path / "rft.jsonl").kept == 3
+    cfg = load_config(RFTConfig, None, ["model.path=tiny-random", f"dataset={tmp_path / 'rft.jsonl'}",
+                                        f"output_dir={tmp_path / 'sft'}", "max_steps=2", "grad_accum=1",
+                                        "max_length=4096", "save_steps=2"])
+    out = run_rft(cfg)
+    assert (out / "checkpoint-2").is_dir() and (out / "final" / "tokenizer_config.json").is_file()
+    losses = [r["loss"] for r in read_jsonl(out / "metrics.jsonl") if "loss" in r]
+    assert len(losses) == 2 and all(x > 0 for x in losses)
+
+
+def test_config_files_load_and_bad_overrides_are_named(tmp_path):
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "configs" / "train"
+    gpu = load_config(RLConfig, root / "rl_smollm2_gpu.yaml")
+    assert gpu.learning_rate == 3e-6 and (gpu.epsilon_low, gpu.epsilon_high) == (0.2, 0.28)
+    assert load_config(RLConfig, root / "rl_tiny_cpu.yaml").backend == "cpu"
+    with pytest.raises(ValueError, match="key=value"):
+        load_config(RLConfig, None, ["steps"])
+    with pytest.raises(Exception, match="no_such_field"):
+        load_config(RLConfig, None, ["no_such_field=1"])
