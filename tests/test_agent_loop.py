@@ -224,3 +224,19 @@ def test_scripted_policy_replays_then_finishes():
     assert pol.complete([], []).tool_calls[0].name == "bash"
     assert pol.complete([Message(role="user", content="x")], []).content == "1 msgs"
     assert pol.complete([], []).content == "done" and not pol.complete([], []).tool_calls
+
+
+def test_batch_worker_pool_and_infrastructure_errors(tmp_path: Path, quick_config: AgentConfig):
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps([{"content": "", "tool_calls": [{"name": "glob", "arguments": {"pattern": "*"}}]}]))
+    tasks = [Task.from_source(RELU_TASK + f"\n# {i}\n", name=f"t{i}") for i in range(3)]
+    out = tmp_path / "out"
+    (out / "episodes").mkdir(parents=True)
+    (out / "episodes" / episode_id(tasks[2], 0)).write_text("a file where the episode folder should be")
+    s = run_batch(tasks, PolicyConfig(kind="scripted", script=str(script)), quick_config, out, workers=2)
+    assert (s.finished, s.failed) == (2, 1)
+    records = {r.episode_id: r for r in load_trajectories(out / TRAJECTORIES)}
+    bad = records[episode_id(tasks[2], 0)]
+    assert bad.stop_reason == "error" and not bad.finished and bad.error
+    good = records[episode_id(tasks[0], 0)]
+    assert good.stop_reason == "done" and good.tool_calls[0].ok and good.final is not None

@@ -14,6 +14,7 @@ import os
 import statistics
 from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -23,7 +24,7 @@ from pydantic import BaseModel, Field
 from ..tasks import Task
 from .loop import AgentConfig, run_episode
 from .policies.base import Policy, PolicyConfig, make_policy
-from .trajectory import Trajectory, TrajectoryWriter, iter_trajectories, latest_by_episode
+from .trajectory import TaskInfo, Trajectory, TrajectoryWriter, iter_trajectories, latest_by_episode, now_iso
 
 TRAJECTORIES = "trajectories.jsonl"
 
@@ -110,7 +111,11 @@ def _run_here(todo: list[tuple[Task, int, str]], policy: PolicyConfig | Policy, 
     built = policy if isinstance(policy, Policy) else make_policy(policy)
     try:
         for task, sample, eid in todo:
-            record(run_episode(task, built, config, out / "episodes" / eid, episode_id=eid, sample=sample))
+            try:
+                traj = run_episode(task, built, config, out / "episodes" / eid, episode_id=eid, sample=sample)
+            except Exception as exc:  # infrastructure (e.g. the workspace could not be made): recorded, retried later
+                traj = error_trajectory(task, sample, eid, config, exc)
+            record(traj)
     finally:
         if not isinstance(policy, Policy):
             built.close()
@@ -129,7 +134,11 @@ def _run_pool(todo: list[tuple[Task, int, str]], policy: PolicyConfig, config: A
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for fut in done:
-                record(Trajectory.model_validate_json(fut.result()))
+                try:
+                    record(Trajectory.model_validate_json(fut.result()))
+                except BrokenProcessPool as exc:
+                    raise RuntimeError("a worker process died (out of memory, or a crash in the model); finished "
+                                       "episodes are saved: re-run the same command to resume") from exc
 
 
 _WORKER: dict[str, Any] = {}
@@ -143,9 +152,20 @@ def _init_worker(slots: Any, policy_json: str) -> None:
 
 
 def _worker_episode(task_json: str, sample: int, eid: str, config_json: str, workdir: str) -> str:
-    traj = run_episode(Task.model_validate_json(task_json), _WORKER["policy"],
-                       AgentConfig.model_validate_json(config_json), workdir, episode_id=eid, sample=sample)
+    task, config = Task.model_validate_json(task_json), AgentConfig.model_validate_json(config_json)
+    try:
+        traj = run_episode(task, _WORKER["policy"], config, workdir, episode_id=eid, sample=sample)
+    except Exception as exc:
+        traj = error_trajectory(task, sample, eid, config, exc)
     return traj.model_dump_json()
+
+
+def error_trajectory(task: Task, sample: int, eid: str, config: AgentConfig, exc: Exception) -> Trajectory:
+    """The record of an episode that could not run at all (not finished: retried on resume)."""
+    return Trajectory(episode_id=eid, sample=sample, backend=config.backend or "",
+                      task=TaskInfo(name=task.name, content_hash=task.content_hash, level=task.level, origin=task.origin),
+                      config=config.model_dump(mode="json"), started_at=now_iso(), finished_at=now_iso(),
+                      stop_reason="error", error=f"{type(exc).__name__}: {exc}")
 
 
 def _counts(values: Any) -> dict[str, int]:

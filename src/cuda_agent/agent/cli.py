@@ -98,7 +98,7 @@ def optimize(
         try:
             summary = run_batch(loaded, pcfg, acfg, out, samples=samples, workers=n_workers, devices=devices,
                                 on_start=started, on_result=finished)
-        except PolicyError as exc:
+        except (PolicyError, RuntimeError) as exc:
             err.print(f"[red]error:[/] {exc}")
             raise typer.Exit(2)
     console.print(summary_table(summary))

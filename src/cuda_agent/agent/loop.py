@@ -93,7 +93,11 @@ def run_episode(task: Task, policy: Policy, config: AgentConfig | None = None, w
         traj.stop_reason, traj.error = "error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=6)}"
     finally:
         executor.close()
-    episode.final_evaluation()
+    try:
+        episode.final_evaluation()
+    except Exception as exc:  # the environment itself failed: no final verdict, the episode is not finished
+        traj.stop_reason = "error"
+        traj.error = f"{traj.error + chr(10) if traj.error else ''}final evaluation failed: {type(exc).__name__}: {exc}"
     traj.best = episode.best.best
     traj.seconds = time.monotonic() - t_start
     traj.finished_at = now_iso()
