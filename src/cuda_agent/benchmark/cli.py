@@ -48,6 +48,8 @@ def run_cmd(
     atol: Optional[float] = typer.Option(None), rtol: Optional[float] = typer.Option(None),
     timing_budget: Optional[float] = typer.Option(None, help="seconds of timed rounds per evaluation"),
     min_rounds: Optional[int] = typer.Option(None, help="fewest timed rounds when the budget allows"),
+    warmup_ms: Optional[float] = typer.Option(None, help="warm-up per model before timing"),
+    host_trials: Optional[int] = typer.Option(None, help="host-clock cross-check calls per model"),
     sample: int = typer.Option(0, help="KernelBench-named solutions: which sample_<S>"),
     fresh: bool = typer.Option(False, help="discard what the run directory holds and start over"),
     report: bool = typer.Option(True, "--report/--no-report", help="write report.md/.html/.json at the end"),
@@ -79,8 +81,12 @@ def run_cmd(
     timing_fields = {}
     if timing_budget is not None:
         timing_fields["budget_s"] = timing_budget
-    if min_rounds is not None:
-        timing_fields["min_trials"] = min_rounds
+    if min_rounds is not None:  # also lowers the floor that slow models get
+        timing_fields.update(min_trials=min_rounds, floor_trials=min(min_rounds, TimingConfig().floor_trials))
+    if warmup_ms is not None:
+        timing_fields["warmup_ms"] = warmup_ms
+    if host_trials is not None:
+        timing_fields["host_trials"] = host_trials
     fields = {"backend": be, "measure": timing, "trials": trials, "timing": TimingConfig(**timing_fields)}
     if not compile_baseline:
         fields["compile_mode"] = None

@@ -1,0 +1,157 @@
+"""The benchmark's store (append-only, torn lines, resume checks), suite selection and
+solution lookup: fast, no builds."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cuda_agent.benchmark import (DirectorySolutions, ResultStore, RunInfo, RunMismatch, TaskRecord, load_run,
+                                  load_suite, solution_source)
+from cuda_agent.benchmark.jobs import workspace_dirname
+from cuda_agent.benchmark.solutions import SINGLE_FILE_BINDING, load_inline_import_lines, single_file_config
+from cuda_agent.benchmark.suite import spread_per_level
+from cuda_agent.evaluation import EvalConfig, EvalResult
+from cuda_agent.tasks import Task, TaskError
+from cuda_agent.workspace import create_workspace
+
+TASK = '''
+import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+def get_inputs():
+    return [torch.randn(8)]
+def get_init_inputs():
+    return []
+'''
+
+
+def info(**kw) -> RunInfo:
+    fields = dict(suite="s", solutions="x", backend="cpu", config=EvalConfig(backend="cpu"), tasks=["a", "b"])
+    fields.update(kw)
+    return RunInfo(**fields)
+
+
+def test_store_appends_and_survives_a_torn_line(tmp_path) -> None:
+    store = ResultStore(tmp_path)
+    store.begin(info())
+    store.append(TaskRecord(task="a", result=EvalResult(task="a", task_hash="h", backend="cpu", reward=1,
+                                                        compiled=True, correct=True)))
+    with store.path.open("a") as fh:  # a kill in the middle of writing the next record
+        fh.write('{"task": "b", "status": "evalu')
+    assert [r.task for r in store.records()] == ["a"]
+    assert store.repair() > 0
+    store.append(TaskRecord(task="b", status="no_solution", reason="none"))
+    lines = store.path.read_text().splitlines()
+    assert len(lines) == 2 and all(json.loads(line)["task"] in ("a", "b") for line in lines)
+    assert store.latest()["a"].correct and store.latest()["b"].reward == -1
+
+
+def test_resume_must_be_the_same_run(tmp_path) -> None:
+    store = ResultStore(tmp_path)
+    store.begin(info())
+    store.begin(info(config=EvalConfig(backend="cpu", cache_dir="/elsewhere")))  # cache location may move
+    with pytest.raises(RunMismatch, match="config"):
+        store.begin(info(config=EvalConfig(backend="cpu", trials=3)))
+    with pytest.raises(RunMismatch, match="tasks"):
+        store.begin(info(tasks=["a"]))
+    store.append(TaskRecord(task="a", status="no_solution"))
+    store.begin(info(tasks=["a"]), fresh=True)
+    assert store.records() == [] and store.info().tasks == ["a"]
+
+
+def test_load_run_reads_a_directory_or_a_results_file(tmp_path) -> None:
+    store = ResultStore(tmp_path)
+    store.begin(info())
+    store.append(TaskRecord(task="a", status="no_solution"))
+    store.append(TaskRecord(task="a", status="harness_error"))  # a retried task: the newest record wins
+    run, recs = load_run(tmp_path)
+    assert run is not None and [r.status for r in recs] == ["harness_error"]
+    assert load_run(store.path)[1][0].task == "a"
+    with pytest.raises(FileNotFoundError):
+        load_run(tmp_path / "missing")
+
+
+def test_suite_selection(tmp_path) -> None:
+    for level in (1, 2):
+        d = tmp_path / "KernelBench" / f"level{level}"
+        d.mkdir(parents=True)
+        for i in range(1, 8):
+            (d / f"{i}_T{i}.py").write_text(TASK)
+    suite = load_suite(tmp_path, per_level=3)
+    assert [t.name for t in suite.tasks] == ["level1/1_T1", "level1/4_T4", "level1/7_T7",
+                                             "level2/1_T1", "level2/4_T4", "level2/7_T7"]
+    assert [t.name for t in load_suite(tmp_path, levels=[2], only=["*_T2", "3_T3"]).tasks] == ["level2/2_T2",
+                                                                                             "level2/3_T3"]
+    listing = tmp_path / "tasks.txt"
+    listing.write_text("# two tasks\nKernelBench/level1/2_T2.py\nKernelBench/level2/5_T5.py  # comment\n")
+    assert [t.name for t in load_suite(listing).tasks] == ["level1/2_T2", "level2/5_T5"]
+    listing.write_text("nope.py\n")
+    with pytest.raises(TaskError, match="tasks.txt:1"):
+        load_suite(listing)
+    with pytest.raises(TaskError, match="no tasks left"):
+        load_suite(tmp_path, levels=[3])
+    assert [t.name for t in load_suite("examples", levels=[3]).tasks] == ["examples/mlp_block"]
+    one = spread_per_level(load_suite(tmp_path).tasks, 1)
+    assert [t.name for t in one] == ["level1/1_T1", "level2/1_T1"]
+
+
+def test_directory_solutions_lookup(tmp_path) -> None:
+    task = Task.from_source(TASK, name="level1/19_ReLU", level=1, problem_id=19)
+    other = Task.from_source(TASK, name="level1/20_LeakyReLU", level=1, problem_id=20)
+    third = Task.from_source(TASK, name="level2/3_X", level=2, problem_id=3)
+    ws = tmp_path / "level1" / "19_ReLU"
+    (ws / "kernels").mkdir(parents=True)
+    (ws / "model_new.py").write_text("# ws\n")
+    (ws / "kernels" / "relu.cpp").write_text("// k\n")
+    (ws / "kernels" / "relu_binding.cpp").write_text("// b\n")
+    (tmp_path / "20_LeakyReLU.py").write_text("# single file\n")
+    (tmp_path / "level_2_problem_3_sample_0_kernel.py").write_text("# kernelbench naming\n")
+    src = solution_source(tmp_path)
+    assert isinstance(src, DirectorySolutions)
+    c = src.candidate(task, "cpu")
+    assert c.mode == "workspace" and sorted(c.files) == ["kernels/relu.cpp", "kernels/relu_binding.cpp",
+                                                         "model_new.py"]
+    s = src.candidate(other, "cpu")
+    assert s.mode == "single_file" and s.files["model_new.py"] == "# single file\n" and SINGLE_FILE_BINDING in s.files
+    assert src.candidate(third, "cpu").files["model_new.py"] == "# kernelbench naming\n"
+    assert src.candidate(Task.from_source(TASK, name="level3/1_Y", level=3, problem_id=1), "cpu") is None
+    assert solution_source("examples").candidate(load_suite("examples").tasks[0], "cpu").mode == "workspace"
+    assert solution_source("reference").candidate(task, "cpu").mode == "reference"
+
+
+def test_workspace_dirnames_are_safe_and_distinct() -> None:
+    a, b = workspace_dirname("level1/19_ReLU"), workspace_dirname("level1__19_ReLU")
+    assert "/" not in a and a != b
+
+
+SINGLE_FILE = '''
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+{extra}
+ext = load_inline(name="x", cpp_sources="", functions=["f"])
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return ext.f(x)
+'''
+
+
+def test_single_file_relaxes_only_the_load_inline_import(tmp_path, cache_dir) -> None:
+    task = Task.from_source(TASK, name="relu")
+    ws = create_workspace(task, tmp_path / "ws", "cpu", cache_dir=cache_dir)
+    base = EvalConfig(backend="cpu")
+    (ws.root / "model_new.py").write_text(SINGLE_FILE.format(extra=""))
+    relaxed = single_file_config(base, ws.root, "cpu", "cpu_extension")
+    assert relaxed.guards.disabled_rules == ["forbidden-import"]
+    assert relaxed.guards.torch_compute and relaxed.guards.static_checks  # the runtime guard stays on
+    assert base.guards.disabled_rules == []  # the default is untouched
+    (ws.root / "model_new.py").write_text(SINGLE_FILE.format(extra="import subprocess"))
+    assert single_file_config(base, ws.root, "cpu", "cpu_extension").guards.disabled_rules == []
+    assert load_inline_import_lines("from torch.utils import cpp_extension\nimport torch.utils.cpp_extension\n"
+                                    "from torch.utils.cpp_extension import *\nimport os, torch.utils.cpp_extension\n"
+                                    ) == {1, 2}
