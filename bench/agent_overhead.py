@@ -54,7 +54,7 @@ def cycle_steps(turns: int, bash_every: int) -> list:
         elif k == 4:
             steps.append(reply("grep", ("grep", {"pattern": "torch", "include": "*.py"})))
         else:
-            steps.append(reply("think " * 200, ("read_file", {"path": "SKILL.md", "num_lines": 40}))
+            steps.append(reply("think " * 200, ("read_file", {"path": "SKILL.md", "num_lines": 40})))
     return steps
 
 
