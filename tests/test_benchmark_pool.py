@@ -188,6 +188,18 @@ def test_single_file_load_inline_solutions(tmp_path, cache_dir) -> None:
     assert by["relu_unsolved"].status == "no_solution" and by["relu_unsolved"].reward == -1
 
 
+def test_reference_as_solution_is_the_harness_check(tmp_path, cache_dir) -> None:
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    (tasks / "relu.py").write_text(RELU_TASK)
+    records = run_benchmark(load_suite(tasks), tmp_path / "run", LocalPool(device_slots("cpu"), build_workers=1),
+                            backend="cpu", config=fast_config(cache_dir), solutions=solution_source("reference"))
+    (r,) = records
+    assert r.mode == "reference" and r.correct and r.reward == 1, r.summary
+    assert 0.5 < r.speedup_vs_eager < 2.0
+    assert ResultStore(tmp_path / "run").info().config.guards.static_checks  # relaxed per job, not in the run
+
+
 # ---- the policy seam ------------------------------------------------------------------------------
 def scripted_episode(*, task, workspace, backend, config, **options):
     """A stand-in policy: writes the bundled example's solution, or fails on request."""
@@ -209,3 +221,22 @@ def test_policy_runs_episodes_then_evaluates(tmp_path, cache_dir, monkeypatch) -
     assert bad.status == "episode_failed" and "model API went away" in bad.reason and bad.reward == -1
     report = build_report(records, ResultStore(tmp_path / "policy").info())
     assert report.metrics.overall.episodes == 1 and report.metrics.overall.tokens_total == 1234
+
+
+def test_agent_policy_through_the_agent_layer(tmp_path, cache_dir) -> None:
+    """`--policy agent:scripted:<replies>`: the real agent loop (a scripted policy writes the
+    example's CPU solution with its tools); the benchmark evaluates the final workspace."""
+    import json
+
+    solution = get_example("conv2d_relu").solution_dir("cpu")
+    writes = [{"name": "write_file", "arguments": {"path": str(p.relative_to(solution)), "content": p.read_text()}}
+              for p in [solution / "model_new.py", *sorted((solution / "kernels").iterdir())]]
+    script = tmp_path / "replies.json"
+    script.write_text(json.dumps([{"content": "writing the kernel", "tool_calls": writes}, {"content": "done"}]))
+    suite = load_suite("examples", only=["conv2d_relu"])
+    (r,) = run_benchmark(suite, tmp_path / "agent", LocalPool(device_slots("cpu"), build_workers=1), backend="cpu",
+                         config=fast_config(cache_dir), policy=f"agent:scripted:{script}",
+                         policy_options={"max_turns": 4, "evaluate_on_verify": False})
+    assert r.mode == "policy" and r.correct, r.summary
+    assert r.episode.turns == 2 and r.episode.stop_reason == "done"
+    assert r.episode.trajectory and Path(r.episode.trajectory).is_file()

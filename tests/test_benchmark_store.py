@@ -95,6 +95,8 @@ def test_suite_selection(tmp_path) -> None:
     with pytest.raises(TaskError, match="no tasks left"):
         load_suite(tmp_path, levels=[3])
     assert [t.name for t in load_suite("examples", levels=[3]).tasks] == ["examples/mlp_block"]
+    mixed = load_suite(tmp_path, per_level=2, interleave=True)
+    assert [t.name for t in mixed.tasks] == ["level1/1_T1", "level2/1_T1", "level1/7_T7", "level2/7_T7"]
     one = spread_per_level(load_suite(tmp_path).tasks, 1)
     assert [t.name for t in one] == ["level1/1_T1", "level2/1_T1"]
 

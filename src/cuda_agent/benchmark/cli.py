@@ -36,6 +36,7 @@ def run_cmd(
     levels: Optional[list[int]] = typer.Option(None, "--level", help="keep these levels (repeatable)"),
     only: Optional[list[str]] = typer.Option(None, help="keep tasks matching these names or globs (repeatable)"),
     per_level: Optional[int] = typer.Option(None, help="at most N tasks per level, evenly spread"),
+    interleave_levels: bool = typer.Option(False, help="run levels round-robin (a cut-short run covers all)"),
     gpus: Optional[str] = typer.Option(None, help="GPU indices for evaluation slots, e.g. 0,1 (default: all)"),
     eval_workers: int = typer.Option(1, help="evaluation slots on the cpu backend"),
     build_workers: int = typer.Option(0, help="CPU build workers (0: cores - evaluation slots, at least 1)"),
@@ -46,6 +47,7 @@ def run_cmd(
     compile_baseline: bool = typer.Option(True, "--compile-baseline/--no-compile-baseline"),
     trials: int = typer.Option(5, help="correctness trials"),
     atol: Optional[float] = typer.Option(None), rtol: Optional[float] = typer.Option(None),
+    memory_limit_gb: Optional[float] = typer.Option(None, help="evaluation worker's resident memory cap"),
     timing_budget: Optional[float] = typer.Option(None, help="seconds of timed rounds per evaluation"),
     min_rounds: Optional[int] = typer.Option(None, help="fewest timed rounds when the budget allows"),
     warmup_ms: Optional[float] = typer.Option(None, help="warm-up per model before timing"),
@@ -72,7 +74,8 @@ def run_cmd(
         raise _fail("give exactly one of --solutions and --policy")
     be = backend or default_backend_name()
     try:
-        chosen = load_suite(suite, levels=levels or None, only=only, per_level=per_level)
+        chosen = load_suite(suite, levels=levels or None, only=only, per_level=per_level,
+                            interleave=interleave_levels)
         source = solution_source(solutions, sample) if solutions else None
     except (TaskError, SolutionError, ValueError) as exc:
         raise _fail(str(exc))
@@ -90,6 +93,8 @@ def run_cmd(
     fields = {"backend": be, "measure": timing, "trials": trials, "timing": TimingConfig(**timing_fields)}
     if not compile_baseline:
         fields["compile_mode"] = None
+    if memory_limit_gb is not None:
+        fields["memory_limit_gb"] = memory_limit_gb
     if atol is not None:
         fields["atol"] = atol
     if rtol is not None:

@@ -22,7 +22,7 @@ from ..evaluation import EvalConfig, EvalResult, build_workspace, evaluate
 from ..workspace import Workspace, create_workspace
 from .policy import run_policy_episode
 from .records import Job, TaskRecord
-from .solutions import reference_config, single_file_config
+from .solutions import SINGLE_FILE_BINDING, SINGLE_FILE_BINDING_TEXT, reference_config, single_file_config
 
 # Stages `evaluate` finishes in before it starts a worker process.
 PRE_WORKER_STAGES = frozenset({"tamper", "guard", "build"})
@@ -48,7 +48,8 @@ def materialize(job: Job, directory: Path) -> tuple[Workspace, EvalConfig]:
     cfg = job.config
     if cand is None or cand.mode == "policy":
         return ws, cfg
-    if cand.mode == "reference":
+    if cand.mode == "reference":  # the starter model_new.py is the reference itself
+        (ws.root / SINGLE_FILE_BINDING).write_text(SINGLE_FILE_BINDING_TEXT)
         return ws, reference_config(cfg)
     for rel, text in cand.files.items():
         (ws.root / _checked_relpath(rel)).write_text(text)

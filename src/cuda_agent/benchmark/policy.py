@@ -2,16 +2,18 @@
 
 An episode function is named by a spec the workers can import anywhere (a subprocess, a
 Ray worker on another node):
-  "agent" or "agent:<policy spec>"  cuda_agent.agent.run_episode (the agent layer), which
-                                    runs the ReAct loop as `cuda-agent optimize` does;
+  "agent" or "agent:<policy spec>"  the agent layer's `run_in_workspace` (the ReAct loop of
+                                    `cuda-agent optimize`); <policy spec> is its KIND[:MODEL],
+                                    e.g. "agent:openai:Qwen/Qwen3-8B", "agent:local";
   "<module>:<function>"             any function with the signature below (tests use a
                                     scripted one; research code can plug its own loop in).
 
     fn(task: Task, workspace: Path, backend: str, config: EvalConfig, **options) -> EpisodeInfo | dict
 
-It edits the workspace's model_new.py and kernels/ and returns its token and turn counts.
-The benchmark then evaluates the final workspace itself, with the run's EvalConfig, so a
-policy's own verdict never enters the metrics.
+It edits the workspace's model_new.py and kernels/ and returns its token and turn counts (or a
+trajectory object carrying them, which is then saved beside the workspace). The benchmark
+then evaluates the final workspace itself, with the run's EvalConfig, so a policy's own
+verdict never enters the metrics.
 """
 
 from __future__ import annotations
@@ -59,17 +61,22 @@ def run_policy_episode(spec: str, task: Task, workspace: Path, backend: str, con
         return out
     if isinstance(out, dict):
         return EpisodeInfo.model_validate(out)
-    return _info_from_trajectory(out)
+    info = _info_from_trajectory(out)
+    if hasattr(out, "model_dump_json"):
+        path = workspace.parent / f"{workspace.name}.trajectory.json"
+        path.write_text(out.model_dump_json())
+        info.trajectory = str(path)
+    return info
 
 
 def _agent_episode(*, task: Task, workspace: Path, backend: str, config: EvalConfig, **options: Any) -> Any:
-    """Adapter to the agent layer's `run_episode`, imported only when a policy run asks."""
+    """Adapter to the agent layer's `run_in_workspace`, imported only when a policy run asks."""
     try:
-        from ..agent import run_episode  # type: ignore[attr-defined]
+        from ..agent import run_in_workspace
     except ImportError as exc:
-        raise PolicySpecError("the agent layer (cuda_agent.agent.run_episode) is not available: "
+        raise PolicySpecError("the agent layer (cuda_agent.agent.run_in_workspace) is not available: "
                               f"{exc}; install cuda-agent[agent]") from None
-    return run_episode(task=task, workspace=workspace, backend=backend, eval_config=config, **options)
+    return run_in_workspace(task=task, workspace=workspace, backend=backend, config=config, **options)
 
 
 def _info_from_trajectory(traj: Any) -> EpisodeInfo:
@@ -78,5 +85,7 @@ def _info_from_trajectory(traj: Any) -> EpisodeInfo:
     tokens = getattr(usage, "total_tokens", None) if usage is not None else getattr(traj, "total_tokens", None)
     turns = getattr(traj, "turns", None)
     n_turns = len(turns) if isinstance(turns, (list, tuple)) else turns if isinstance(turns, int) else None
+    error = getattr(traj, "error", None)
     return EpisodeInfo(tokens=tokens if isinstance(tokens, int) else None, turns=n_turns,
-                       stop_reason=str(getattr(traj, "stop_reason", "") or ""))
+                       stop_reason=str(getattr(traj, "stop_reason", "") or ""),
+                       extra={"error": str(error)[:2000]} if error else {})

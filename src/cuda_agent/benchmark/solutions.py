@@ -31,10 +31,10 @@ from .records import Candidate
 
 MAX_SOLUTION_BYTES = 8 << 20
 SINGLE_FILE_BINDING = "kernels/bench_single_file_binding.cpp"
-_SINGLE_FILE_BINDING_TEXT = """\
-// Written by `cuda-agent bench` (not part of the solution). A single-file solution builds
-// its kernels itself with torch's load_inline; the workspace's own extension still needs one
-// registered op to link, so it gets this identity op, which ModelNew never has to call.
+SINGLE_FILE_BINDING_TEXT = """\
+// Written by `cuda-agent bench` (not part of the solution). A single-file solution (or the
+// reference, in a harness check) builds no kernels/ of its own; the workspace's extension
+// still needs one registered op to link, so it gets this identity op, which nothing calls.
 #include "binding_registry.h"
 at::Tensor bench_single_file_identity(const at::Tensor& x) { return x; }
 REGISTER_BINDING(bench_single_file_identity, bench_single_file_identity)
@@ -99,7 +99,7 @@ class DirectorySolutions(SolutionSource):
                 return _folder_candidate(path, str(path))
             if path.is_file() and path.suffix == ".py":
                 return Candidate(mode="single_file", origin=str(path),
-                                 files={"model_new.py": _read(path), SINGLE_FILE_BINDING: _SINGLE_FILE_BINDING_TEXT})
+                                 files={"model_new.py": _read(path), SINGLE_FILE_BINDING: SINGLE_FILE_BINDING_TEXT})
         return None
 
     def paths(self, task: Task) -> list[Path]:
@@ -129,7 +129,7 @@ def _folder_candidate(folder: Path, origin: str) -> Candidate:
             if f.is_file():
                 files[f"kernels/{f.name}"] = _read(f)
     if not any(k.startswith("kernels/") for k in files):  # model_new.py alone: it builds its own
-        files[SINGLE_FILE_BINDING] = _SINGLE_FILE_BINDING_TEXT
+        files[SINGLE_FILE_BINDING] = SINGLE_FILE_BINDING_TEXT
         return Candidate(mode="single_file", origin=origin, files=files)
     if sum(len(v) for v in files.values()) > MAX_SOLUTION_BYTES:
         raise SolutionError(f"{origin}: solution is larger than {MAX_SOLUTION_BYTES >> 20} MiB")

@@ -31,12 +31,13 @@ class Suite:
 
 
 def load_suite(spec: str | Path, *, levels: Iterable[int] | None = None, only: Sequence[str] | None = None,
-               per_level: int | None = None) -> Suite:
+               per_level: int | None = None, interleave: bool = False) -> Suite:
     """Resolve `spec`: "examples", a `.txt` task list (one task path per line, relative to
     the list, `#` comments), or anything `load_tasks` reads (a .py file, a directory or
     KernelBench checkout, a parquet/JSONL table, a HF dataset id). Then keep the tasks of
     `levels`, those matching `only` (names or shell globs), and at most `per_level` per
-    level, spread evenly over each level's natural order."""
+    level, spread evenly over each level's natural order. `interleave` orders the tasks
+    round-robin over levels (L1, L2, L3, L1, ...), so a run cut short still covers every level."""
     spec = str(spec)
     tasks, rejected = _resolve(spec)
     if levels is not None:
@@ -47,6 +48,8 @@ def load_suite(spec: str | Path, *, levels: Iterable[int] | None = None, only: S
                                          for pat in only)]
     if per_level is not None:
         tasks = spread_per_level(tasks, per_level)
+    if interleave:
+        tasks = interleave_levels(tasks)
     names = [t.name for t in tasks]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
@@ -73,6 +76,15 @@ def spread_per_level(tasks: list[Task], n: int) -> list[Task]:
         else:
             keep.update(group[round(i * (len(group) - 1) / (n - 1))].name for i in range(n))
     return [t for t in tasks if t.name in keep]
+
+
+def interleave_levels(tasks: list[Task]) -> list[Task]:
+    """Round-robin over levels, each level keeping its own order."""
+    groups: dict[int | None, list[Task]] = {}
+    for t in tasks:
+        groups.setdefault(t.level, []).append(t)
+    ordered = [groups[k] for k in sorted(groups, key=lambda lv: (lv is None, lv or 0))]
+    return [g[i] for i in range(max(map(len, ordered), default=0)) for g in ordered if i < len(g)]
 
 
 def _resolve(spec: str) -> tuple[list[Task], list[str]]:
