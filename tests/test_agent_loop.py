@@ -208,7 +208,7 @@ def test_resolve_policy_defaults_to_the_smoke_test_model(monkeypatch):
 
 def test_nudges_remind_an_agent_that_stops_early(tmp_path: Path, quick_config: AgentConfig):
     from cuda_agent.agent import run_episode
-    from cuda_agent.agent.loop import NUDGE_MESSAGE
+    from cuda_agent.agent.prompts import NUDGE_MESSAGE
 
     task = Task.from_source(RELU_TASK, name="relu")
     traj = run_episode(task, ScriptedPolicy(steps=[reply("hi"), reply("hello")]),
@@ -240,3 +240,26 @@ def test_batch_worker_pool_and_infrastructure_errors(tmp_path: Path, quick_confi
     assert bad.stop_reason == "error" and not bad.finished and bad.error
     good = records[episode_id(tasks[0], 0)]
     assert good.stop_reason == "done" and good.tool_calls[0].ok and good.final is not None
+
+
+def test_run_in_workspace_follows_the_benchmark_convention(tmp_path: Path, make_workspace, fast_config: EvalConfig):
+    from cuda_agent.agent import policy_config, run_in_workspace
+
+    ws = make_workspace()
+    script = tmp_path / "s.json"
+    script.write_text(json.dumps([{"content": "", "tool_calls": [{"name": "write_file", "arguments": {
+        "path": "kernels/note.txt", "content": "hello"}}]}, {"content": "done"}]))
+    verify_only = fast_config.model_copy(update={"measure": False})
+    traj = run_in_workspace(task=ws.task, workspace=ws.root, backend="cpu", config=verify_only,
+                            policy=f"scripted:{script}", max_turns=5)
+    assert traj.stop_reason == "done" and len(traj.turns) == 2
+    assert (ws.root / "kernels" / "note.txt").read_text() == "hello"  # it worked in the given workspace
+    assert traj.final is not None and traj.final.reward >= 1  # the fixture's relu kernel is correct
+    assert traj.best is not None and Path(traj.best.path).parent == ws.root.parent / f"{ws.root.name}.agent"
+    assert traj.config["max_turns"] == 5
+    assert policy_config("openai:Qwen/Qwen3-8B", base_url="http://x/v1").model_dump(
+        include={"kind", "model", "base_url", "api_key_env"}) == {
+        "kind": "openai", "model": "Qwen/Qwen3-8B", "base_url": "http://x/v1", "api_key_env": "OPENAI_API_KEY"}
+    assert policy_config("local").smoke_test and not policy_config("local:/m.gguf").smoke_test
+    with pytest.raises(ValueError, match="backend"):
+        run_in_workspace(task=ws.task, workspace=ws.root, backend="cuda", policy=f"scripted:{script}")

@@ -252,7 +252,8 @@ def test_end_to_end_scripted_agent_writes_a_correct_kernel(server: FakeOpenAI, a
         {"content": "I am done; the kernel is great (reward 3)."},
     ]
     cfg = agent_config.model_copy(update={"max_turns": 20, "bash_timeout_s": 400})  # a cold cache builds the PCH
-    traj = run_episode(ex.task, policy(server), cfg, tmp_path / "ep")
+    small = Task.from_source(ex.task.source.replace("batch_size = 4096", "batch_size = 128"), name="swish-small")
+    traj = run_episode(small, policy(server), cfg, tmp_path / "ep")  # the solution is size-generic
     assert traj.stop_reason == "done", traj.error
     verifies = [e for e in traj.evaluations if e.trigger == "verify"]
     assert [e.result.reward for e in verifies] == [-1, 1] and verifies[1].improved

@@ -14,13 +14,15 @@ from .context import ContextExhausted, ContextWindow
 from .loop import AgentConfig, run_episode
 from .policies import (ContextOverflow, Policy, PolicyConfig, PolicyError, PolicyReply, ScriptedPolicy, make_policy,
                        register_policy)
+from .prompts import initial_messages, system_prompt
+from .protocol import policy_config, run_in_workspace
 from .snapshots import BestState, eval_trigger, restore_snapshot
 from .tools import TOOL_NAMES, TOOLS, ToolConfig, ToolExecutor, ToolResult, ToolSpec, tool_schemas
 from .trajectory import (SCHEMA_VERSION, Evaluation, Message, Snapshot, ToolCall, Trajectory, TrajectoryError,
                          TrajectoryWriter, iter_trajectories, load_trajectories)
 
 __all__ = [
-    "run_episode", "AgentConfig", "run_batch", "BatchSummary", "episode_id",
+    "run_episode", "run_in_workspace", "policy_config", "initial_messages", "system_prompt", "AgentConfig", "run_batch", "BatchSummary", "episode_id",
     "Policy", "PolicyConfig", "PolicyReply", "PolicyError", "ContextOverflow", "make_policy", "register_policy",
     "ScriptedPolicy", "TOOLS", "TOOL_NAMES", "ToolSpec", "ToolConfig", "ToolExecutor", "ToolResult", "tool_schemas",
     "Trajectory", "Message", "ToolCall", "Evaluation", "Snapshot", "SCHEMA_VERSION", "TrajectoryWriter",

@@ -26,18 +26,12 @@ from ..tasks import Task
 from ..workspace import Workspace, create_workspace
 from .context import ContextExhausted, ContextWindow
 from .policies.base import ContextOverflow, Policy, PolicyError, PolicyReply
+from .prompts import NUDGE_MESSAGE, initial_messages
 from .shell import ShellConfig
 from .snapshots import BestState, Trigger, candidate_hash, eval_trigger, improves
 from .tools import TOOL_NAMES, TOOLS, ToolConfig, ToolExecutor, ToolResult
 from .trajectory import (Evaluation, Message, StopReason, TaskInfo, ToolCall, ToolCallRecord, Trajectory, Turn,
                          now_iso)
-
-NUDGE_MESSAGE = ("You stopped without calling a tool, but the kernel has not been verified yet. Call a tool: "
-                 "write kernels/ and model_new.py, then run ./verify.sh. Reply without a tool call only when done.")
-START_MESSAGE = ("Begin. Your current directory is the workspace described above. Use the tools to read the "
-                 "files, write kernels/ and model_new.py, and run ./compile.sh, ./verify.sh and ./profile.sh. "
-                 "When you are finished, reply without calling any tool.")
-
 
 class AgentConfig(BaseModel):
     """One episode's settings (recorded in the trajectory). Defaults follow the paper (SPEC §2)."""
@@ -67,14 +61,16 @@ class AgentConfig(BaseModel):
 
 def run_episode(task: Task, policy: Policy, config: AgentConfig | None = None, workdir: str | Path = "episode", *,
                 episode_id: str | None = None, sample: int = 0,
-                on_turn: Callable[[Trajectory], None] | None = None) -> Trajectory:
+                on_turn: Callable[[Trajectory], None] | None = None,
+                workspace: Workspace | None = None) -> Trajectory:
     """Run one episode of `policy` on `task` in `workdir` (workspace in `workdir/workspace`, best
-    state in `workdir/best`). Never raises for what the policy or the candidate did: failures are
-    recorded in the trajectory (`stop_reason`, `error`). Stable API (used by the benchmark)."""
+    state in `workdir/best`); pass `workspace` to work in an existing one instead (its backend
+    wins). Never raises for what the policy or the candidate did: failures are recorded in the
+    trajectory (`stop_reason`, `error`). Stable API (used by the benchmark)."""
     cfg = config or AgentConfig()
     from ..backends import default_backend_name
 
-    backend = cfg.backend or default_backend_name()
+    backend = workspace.backend if workspace is not None else cfg.backend or default_backend_name()
     root = Path(workdir).resolve()
     root.mkdir(parents=True, exist_ok=True)
     t_start = time.monotonic()
@@ -83,7 +79,7 @@ def run_episode(task: Task, policy: Policy, config: AgentConfig | None = None, w
         task=TaskInfo(name=task.name, content_hash=task.content_hash, level=task.level, origin=task.origin),
         backend=backend, policy=policy.describe(), config=cfg.model_dump(mode="json"), tools=list(TOOL_NAMES),
         started_at=now_iso(), workdir=str(root))
-    ws = create_workspace(task, root / "workspace", backend, overwrite=True)
+    ws = workspace if workspace is not None else create_workspace(task, root / "workspace", backend, overwrite=True)
     executor = ToolExecutor.for_workspace(ws, cfg.tool_config())
     traj.environment = {"tools": executor.shell.confinement}
     episode = _Episode(ws, policy, cfg, executor, traj, BestState(ws.root, root / "best"))
@@ -118,9 +114,7 @@ class _Episode:
         self.nudges_left = cfg.nudges
 
     def run(self, on_turn: Callable[[Trajectory], None] | None) -> tuple[StopReason, str | None]:
-        skill = (self.ws.root / "SKILL.md").read_text()
-        system = f"{skill}\n\n# Your task: model.py\n\n```python\n{self.ws.task.source.rstrip()}\n```\n"
-        for m in (Message(role="system", content=system), Message(role="user", content=START_MESSAGE)):
+        for m in initial_messages(self.ws):
             self.traj.messages.append(self.window.add(m))
         for turn in range(self.cfg.max_turns):
             t0 = time.monotonic()
@@ -237,4 +231,4 @@ def _slug(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[-60:]
 
 
-__all__ = ["AgentConfig", "run_episode", "START_MESSAGE"]
+__all__ = ["AgentConfig", "run_episode"]
