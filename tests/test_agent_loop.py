@@ -263,3 +263,18 @@ def test_run_in_workspace_follows_the_benchmark_convention(tmp_path: Path, make_
     assert policy_config("local").smoke_test and not policy_config("local:/m.gguf").smoke_test
     with pytest.raises(ValueError, match="backend"):
         run_in_workspace(task=ws.task, workspace=ws.root, backend="cuda", policy=f"scripted:{script}")
+
+
+def test_context_window_with_an_exact_counter_counts_each_text_once():
+    seen: list[str] = []
+
+    def counter(text: str) -> int:
+        seen.append(text)
+        return len(text.split())
+
+    win = ContextWindow(1000, tools=TOOLS, counter=counter)
+    for i in range(50):
+        win.add(Message(role="tool", content=f"word {i} " * 20, tool_call_id="c", name="bash"))
+    first = win.tokens()
+    assert first == win.tokens() and first > 50 * 40
+    assert len(seen) == 51  # the schemas once, each message once, however often tokens() runs

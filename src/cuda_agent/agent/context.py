@@ -40,13 +40,18 @@ class ContextWindow:
         self.counter = counter
         self.scale = 1.0  # measured tokens / estimated tokens, from reported usage
         self.messages: list[Message] = []
+        self._counts: dict[str, int] = {}  # text -> tokens: a tokenizer is not re-run on old messages
         self.tool_tokens = self._raw_count(json.dumps([t.openai_schema() for t in tools])) if tools else 0
         self.dropped_turns = 0
 
     # ---- counting -------------------------------------------------------------------------
     def _raw_count(self, text: str) -> int:
-        exact = self.counter(text) if self.counter else None
-        return exact if exact is not None else int(len(text) / CHARS_PER_TOKEN) + 1
+        if self.counter is None:
+            return int(len(text) / CHARS_PER_TOKEN) + 1
+        if text not in self._counts:
+            exact = self.counter(text)
+            self._counts[text] = exact if exact is not None else int(len(text) / CHARS_PER_TOKEN) + 1
+        return self._counts[text]
 
     def _message_tokens(self, m: Message) -> int:
         text = m.content + "".join(c.name + c.arguments_json() for c in m.tool_calls)
