@@ -90,7 +90,7 @@ class LocalPolicy(Policy):
             raise ContextOverflow(f"prompt of {n_in} tokens + {max_new} new exceeds the model's {limit}")
         sample = bool(self.config.temperature)
         gen: dict[str, Any] = {"max_new_tokens": max_new, "do_sample": sample,
-                               "stop_strings": ["</tool_call>"], "tokenizer": self.tokenizer,
+                               "stopping_criteria": self._stop_after_call(n_in),
                                "pad_token_id": self.tokenizer.pad_token_id or self.tokenizer.eos_token_id}
         if sample:
             gen["temperature"] = self.config.temperature
@@ -103,6 +103,21 @@ class LocalPolicy(Policy):
         finish = "length" if len(new) >= max_new else "stop"
         return PolicyReply(content=content, tool_calls=calls, finish_reason=finish, seconds=time.monotonic() - t0,
                            usage=Usage(prompt_tokens=n_in, completion_tokens=int(len(new))))
+
+    def _stop_after_call(self, n_in: int) -> Any:
+        """Stop once a `</tool_call>` has been written (small models ramble on); decoding the
+        recent tail works with any tokenizer, unlike transformers' `stop_strings`."""
+        from transformers import StoppingCriteria, StoppingCriteriaList
+
+        tokenizer, torch = self.tokenizer, self._torch
+
+        class StopAfterCall(StoppingCriteria):
+            def __call__(self, input_ids: Any, scores: Any, **kw: Any) -> Any:
+                done = ["</tool_call>" in tokenizer.decode(row[max(n_in, len(row) - 16):], skip_special_tokens=True)
+                        for row in input_ids]
+                return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
+
+        return StoppingCriteriaList([StopAfterCall()])
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "model": str(self.path), "device": self.device}
