@@ -191,7 +191,8 @@ def test_single_file_load_inline_solutions(tmp_path, cache_dir) -> None:
 def test_reference_as_solution_is_the_harness_check(tmp_path, cache_dir) -> None:
     tasks = tmp_path / "tasks"
     tasks.mkdir()
-    (tasks / "relu.py").write_text(RELU_TASK)
+    # KernelBench style: 245 of its 250 tasks call super(Model, self).__init__()
+    (tasks / "relu.py").write_text(RELU_TASK.replace("super().__init__()", "super(Model, self).__init__()"))
     records = run_benchmark(load_suite(tasks), tmp_path / "run", LocalPool(device_slots("cpu"), build_workers=1),
                             backend="cpu", config=fast_config(cache_dir), solutions=solution_source("reference"))
     (r,) = records

@@ -48,7 +48,8 @@ def materialize(job: Job, directory: Path) -> tuple[Workspace, EvalConfig]:
     cfg = job.config
     if cand is None or cand.mode == "policy":
         return ws, cfg
-    if cand.mode == "reference":  # the starter model_new.py is the reference itself
+    if cand.mode == "reference":
+        (ws.root / "model_new.py").write_text(reference_model_new(job.task.source))
         (ws.root / SINGLE_FILE_BINDING).write_text(SINGLE_FILE_BINDING_TEXT)
         return ws, reference_config(cfg)
     for rel, text in cand.files.items():
@@ -57,6 +58,13 @@ def materialize(job: Job, directory: Path) -> tuple[Workspace, EvalConfig]:
         be = get_backend(job.backend)
         cfg = single_file_config(cfg, ws.root, be.name, be.extension_name)
     return ws, cfg
+
+
+def reference_model_new(task_source: str) -> str:
+    """The reference as the candidate: the task's code unchanged, and ModelNew a subclass of
+    Model that changes nothing (so `super(Model, self)` in the task still works)."""
+    return (f"{task_source.rstrip()}\n\n\n# cuda-agent bench: the reference itself as the solution (harness check)\n"
+            "class ModelNew(Model):\n    pass\n")
 
 
 def build_stage(job: Job, directory: Path) -> TaskRecord | None:
