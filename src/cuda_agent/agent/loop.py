@@ -56,7 +56,8 @@ class AgentConfig(BaseModel):
     def tool_config(self) -> ToolConfig:
         return ToolConfig(bash_timeout_s=self.bash_timeout_s, bash_max_timeout_s=max(900.0, self.bash_timeout_s),
                           max_output_chars=self.max_tool_output_chars,
-                          shell=ShellConfig(isolate_network=self.isolate_network, restrict_writes=self.restrict_writes))
+                          shell=ShellConfig(isolate_network=self.isolate_network, restrict_writes=self.restrict_writes,
+                                            cache_dir=self.eval.cache_dir))
 
 
 def run_episode(task: Task, policy: Policy, config: AgentConfig | None = None, workdir: str | Path = "episode", *,
@@ -79,7 +80,9 @@ def run_episode(task: Task, policy: Policy, config: AgentConfig | None = None, w
         task=TaskInfo(name=task.name, content_hash=task.content_hash, level=task.level, origin=task.origin),
         backend=backend, policy=policy.describe(), config=cfg.model_dump(mode="json"), tools=list(TOOL_NAMES),
         started_at=now_iso(), workdir=str(root))
-    ws = workspace if workspace is not None else create_workspace(task, root / "workspace", backend, overwrite=True)
+    cache = Path(cfg.eval.cache_dir) if cfg.eval.cache_dir else None
+    ws = workspace if workspace is not None else create_workspace(task, root / "workspace", backend, overwrite=True,
+                                                                  cache_dir=cache)
     executor = ToolExecutor.for_workspace(ws, cfg.tool_config())
     traj.environment = {"tools": executor.shell.confinement}
     episode = _Episode(ws, policy, cfg, executor, traj, BestState(ws.root, root / "best"))

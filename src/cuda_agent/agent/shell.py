@@ -34,6 +34,7 @@ class ShellConfig:
     restrict_writes: bool = True
     extra_writable: list[str] = field(default_factory=list)
     shell: str = "/bin/bash"
+    cache_dir: str | None = None  # the build cache commands use (default: CUDA_AGENT_CACHE or ~/.cache/cuda-agent)
 
 
 @dataclass
@@ -53,7 +54,7 @@ class ShellRunner:
 
         self.root = root
         self.config = config
-        self.cache_dir = default_cache_dir().resolve()
+        self.cache_dir = (Path(config.cache_dir) if config.cache_dir else default_cache_dir()).resolve()
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         self.scratch = Path(tempfile.mkdtemp(prefix="cuda-agent-shell-")).resolve()
         (self.scratch / "tmp").mkdir()
