@@ -109,6 +109,7 @@ def test_bash_cwd_env_timeout_and_cap(ex: ToolExecutor, ws: Workspace, monkeypat
     scrubbed.close()
     assert r.ok and r.output.splitlines()[:2] == [str(ws.root), "KEY=none"]
     assert r.output.splitlines()[2] == str(scrubbed.shell.cache_dir)
+    assert scrubbed.shell.cache_dir.name == "agent-shell"  # not the trusted cache itself
     r = ex.execute("bash", {"command": "exit 3"})
     assert r.ok and r.exit_code == 3 and "[exit code 3]" in r.output
     r = ex.execute("bash", {"command": "sleep 30", "timeout_s": 1})
@@ -131,8 +132,11 @@ def test_bash_writes_confined_where_supported(ex: ToolExecutor, tmp_path: Path):
     if not ex.shell.confinement["writes"].startswith("landlock"):
         pytest.skip("Landlock is not available on this kernel")
     target = tmp_path / "escape.txt"
-    r = ex.execute("bash", {"command": f"echo x > {target}; touch inside.txt && echo inside-ok"})
-    assert not target.exists()
+    trusted = ex.shell.cache_dir.parent  # baselines and build objects the loop's evaluations read
+    r = ex.execute("bash", {"command": f"echo x > {target}; mkdir -p {trusted}/baselines; "
+                                       f"echo fake > {trusted}/baselines/planted.json; "
+                                       "touch inside.txt && echo inside-ok"})
+    assert not target.exists() and not (trusted / "baselines" / "planted.json").exists()
     assert "inside-ok" in r.output
 
 

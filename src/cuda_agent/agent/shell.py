@@ -4,8 +4,8 @@ Each command runs with cwd = the workspace and a scrubbed environment (no API ke
 HOME and TMPDIR are a private scratch folder outside the workspace). Where available it runs in
 new network and PID namespaces (no network, as in the paper; anything it leaves running dies
 when the command ends) and under Landlock, so it can write only to the workspace, the scratch
-folder, the build cache and /dev. It reuses the evaluation sandbox's primitives
-(`cuda_agent.evaluation.sandbox`) instead of re-implementing them. On timeout the whole process
+folder, its own build cache and /dev, never the trusted cache the loop's evaluations read. It
+reuses the evaluation sandbox's primitives (`cuda_agent.evaluation.sandbox`). On timeout the whole process
 tree is killed. Output goes to a file (never a pipe that can fill) and is read back capped.
 """
 
@@ -24,6 +24,7 @@ from typing import Any
 
 _CONFINE = Path(__file__).with_name("_confine.py")
 _SANDBOX = Path(__file__).resolve().parents[1] / "evaluation" / "sandbox.py"
+AGENT_CACHE = "agent-shell"
 
 
 @dataclass(kw_only=True)
@@ -34,7 +35,7 @@ class ShellConfig:
     restrict_writes: bool = True
     extra_writable: list[str] = field(default_factory=list)
     shell: str = "/bin/bash"
-    cache_dir: str | None = None  # the build cache commands use (default: CUDA_AGENT_CACHE or ~/.cache/cuda-agent)
+    cache_dir: str | None = None  # the trusted cache (default: CUDA_AGENT_CACHE or ~/.cache/cuda-agent)
 
 
 @dataclass
@@ -54,7 +55,11 @@ class ShellRunner:
 
         self.root = root
         self.config = config
-        self.cache_dir = (Path(config.cache_dir) if config.cache_dir else default_cache_dir()).resolve()
+        trusted = (Path(config.cache_dir) if config.cache_dir else default_cache_dir()).resolve()
+        # Commands get their own cache below the trusted one: a build cache or a baseline the
+        # agent could write would be read by the trusted evaluation (a planted torch.compile
+        # baseline, or an object file that is not what the sources say).
+        self.cache_dir = trusted / AGENT_CACHE
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         self.scratch = Path(tempfile.mkdtemp(prefix="cuda-agent-shell-")).resolve()
         (self.scratch / "tmp").mkdir()
