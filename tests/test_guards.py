@@ -184,7 +184,9 @@ def test_worker_has_no_network(make_workspace, fast_config):
     source = PHONE_HOME.replace("PORT", str(port))
     cfg = fast_config.model_copy(update={"measure": False, "guards": GuardConfig(static_checks=False)})
     isolated = evaluate(make_workspace(model_new=source, name="net"), cfg)
-    assert isolated.reward == -1 and "unreachable" in isolated.reason.lower(), isolated.reason
+    # refused by the empty network namespace ("unreachable") or, first, by Landlock's TCP rule
+    reason = isolated.reason.lower()
+    assert isolated.reward == -1 and ("unreachable" in reason or "permission denied" in reason), isolated.reason
     open_cfg = cfg.model_copy(update={"guards": GuardConfig(static_checks=False, no_network=False, filesystem=False)})
     assert evaluate(make_workspace(model_new=source, name="net2"), open_cfg).reward == 1  # the hole, shown
     server.close()
