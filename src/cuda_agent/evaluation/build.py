@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -206,7 +207,7 @@ def _link(objects: list[Path], backend: Backend, cache: Path, libraries: list[st
     library = lib_dir / f"{backend.extension_name}.so"
     if not library.exists():
         lib_dir.mkdir(parents=True, exist_ok=True)
-        tmp = lib_dir / f".tmp{os.getpid()}.so"
+        tmp = lib_dir / f".tmp{os.getpid()}-{threading.get_ident()}.so"  # unique per thread: builds run in threads
         _run(backend.link_cmd(objects, tmp, libraries), deadline, ws)
         os.replace(tmp, library)
     return library
