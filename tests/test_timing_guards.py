@@ -10,7 +10,7 @@ import time
 import pytest
 
 from cuda_agent.evaluation import EvalConfig, GuardConfig, TimingConfig, evaluate
-from cuda_agent.evaluation.evaluate import _host_clock_cross_check
+from cuda_agent.evaluation.evaluator import _host_clock_cross_check
 from cuda_agent.evaluation.guards import GuardViolation
 from cuda_agent.evaluation.integrity import thread_count
 from cuda_agent.evaluation.records import EvalResult

@@ -6,20 +6,56 @@
     traj.final.reward, traj.best.path
 
 Tools (`tools.py`) and trajectories (`trajectory.py`) are shared with the RL adapters.
-Optional SDKs (openai, anthropic, transformers) load only when their policy is used.
+Optional SDKs (openai, anthropic, transformers) load only when their policy is used, and
+every name here loads on first use (the CLI starts without importing torch).
 """
 
-from .batch import BatchSummary, episode_id, run_batch
-from .context import ContextExhausted, ContextWindow
-from .loop import AgentConfig, run_episode
-from .policies import (ContextOverflow, Policy, PolicyConfig, PolicyError, PolicyReply, ScriptedPolicy, make_policy,
-                       register_policy)
-from .prompts import initial_messages, system_prompt
-from .protocol import policy_config, run_in_workspace
-from .snapshots import BestState, eval_trigger, restore_snapshot
-from .tools import TOOL_NAMES, TOOLS, ToolConfig, ToolExecutor, ToolResult, ToolSpec, tool_schemas
-from .trajectory import (SCHEMA_VERSION, Evaluation, Message, Snapshot, ToolCall, Trajectory, TrajectoryError,
-                         TrajectoryWriter, iter_trajectories, load_trajectories)
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "BatchSummary": "batch",
+    "episode_id": "batch",
+    "run_batch": "batch",
+    "ContextExhausted": "context",
+    "ContextWindow": "context",
+    "AgentConfig": "loop",
+    "run_episode": "loop",
+    "ContextOverflow": "policies",
+    "Policy": "policies",
+    "PolicyConfig": "policies",
+    "PolicyError": "policies",
+    "PolicyReply": "policies",
+    "ScriptedPolicy": "policies",
+    "make_policy": "policies",
+    "register_policy": "policies",
+    "initial_messages": "prompts",
+    "system_prompt": "prompts",
+    "policy_config": "protocol",
+    "run_in_workspace": "protocol",
+    "BestState": "snapshots",
+    "eval_trigger": "snapshots",
+    "restore_snapshot": "snapshots",
+    "TOOL_NAMES": "tools",
+    "TOOLS": "tools",
+    "ToolConfig": "tools",
+    "ToolExecutor": "tools",
+    "ToolResult": "tools",
+    "ToolSpec": "tools",
+    "tool_schemas": "tools",
+    "SCHEMA_VERSION": "trajectory",
+    "Evaluation": "trajectory",
+    "Message": "trajectory",
+    "Snapshot": "trajectory",
+    "ToolCall": "trajectory",
+    "Trajectory": "trajectory",
+    "TrajectoryError": "trajectory",
+    "TrajectoryWriter": "trajectory",
+    "iter_trajectories": "trajectory",
+    "load_trajectories": "trajectory",
+}
 
 __all__ = [
     "run_episode", "run_in_workspace", "policy_config", "initial_messages", "system_prompt", "AgentConfig", "run_batch", "BatchSummary", "episode_id",
@@ -29,3 +65,12 @@ __all__ = [
     "TrajectoryError", "load_trajectories", "iter_trajectories", "ContextWindow", "ContextExhausted", "BestState",
     "eval_trigger", "restore_snapshot",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
