@@ -40,7 +40,7 @@ def encode(message: dict[str, Any]) -> list[bytes | memoryview]:
     def walk(obj: Any) -> Any:
         if isinstance(obj, torch.Tensor):
             t = obj.detach().to("cpu").contiguous()
-            blobs.append(memoryview(t.view(torch.uint8).reshape(-1).numpy()) if t.numel() else memoryview(b""))
+            blobs.append(memoryview(t.reshape(-1).view(torch.uint8).numpy()) if t.numel() else memoryview(b""))  # reshape first: 0-dim outputs (losses)
             return {"__tensor__": len(blobs) - 1, "dtype": str(t.dtype).removeprefix("torch."),
                     "shape": list(t.shape)}
         if isinstance(obj, dict):
