@@ -188,16 +188,36 @@ def test_single_file_load_inline_solutions(tmp_path, cache_dir) -> None:
     assert by["relu_unsolved"].status == "no_solution" and by["relu_unsolved"].reward == -1
 
 
+HINGE_TASK = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super(Model, self).__init__()
+    def forward(self, predictions, targets):
+        return torch.mean(torch.clamp(1 - predictions * targets, min=0))
+
+def get_inputs():
+    return [torch.rand(256, 64), torch.randint(0, 2, (256, 1)).float() * 2 - 1]
+
+def get_init_inputs():
+    return []
+'''
+
+
 def test_reference_as_solution_is_the_harness_check(tmp_path, cache_dir) -> None:
     tasks = tmp_path / "tasks"
     tasks.mkdir()
     # KernelBench style: 245 of its 250 tasks call super(Model, self).__init__()
     (tasks / "relu.py").write_text(RELU_TASK.replace("super().__init__()", "super(Model, self).__init__()"))
-    records = run_benchmark(load_suite(tasks), tmp_path / "run", LocalPool(device_slots("cpu"), build_workers=1),
+    (tasks / "hinge.py").write_text(HINGE_TASK)  # a 0-dim output, as KernelBench's loss tasks have
+    records = run_benchmark(load_suite(tasks), tmp_path / "run", LocalPool(device_slots("cpu"), build_workers=2),
                             backend="cpu", config=fast_config(cache_dir), solutions=solution_source("reference"))
-    (r,) = records
-    assert r.mode == "reference" and r.correct and r.reward == 1, r.summary
-    assert 0.5 < r.speedup_vs_eager < 2.0
+    assert len(records) == 2
+    for r in records:
+        assert r.mode == "reference" and r.correct and r.reward == 1, r.summary
+        assert 0.5 < r.speedup_vs_eager < 2.0
     assert ResultStore(tmp_path / "run").info().config.guards.static_checks  # relaxed per job, not in the run
 
 
