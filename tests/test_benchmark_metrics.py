@@ -9,12 +9,20 @@ import re
 
 import pytest
 
-from cuda_agent.benchmark import (TaskRecord, build_report, compare_runs, compute_metrics, export_kernelbench_timing,
-                                  load_kernelbench_timing, to_markdown, write_reports)
+from cuda_agent.benchmark import (
+    TaskRecord,
+    build_report,
+    compare_runs,
+    compute_metrics,
+    export_kernelbench_timing,
+    load_kernelbench_timing,
+    to_markdown,
+    write_reports,
+)
 from cuda_agent.benchmark.kernelbench_timing import TimingFormatError, compare_with_imported
 from cuda_agent.benchmark.metrics import clearly_faster_by_time, fast_p
-from cuda_agent.evaluation import EvalConfig, EvalResult, TimeMs, TimingStats
 from cuda_agent.benchmark.records import EpisodeInfo, RunInfo
+from cuda_agent.evaluation import EvalConfig, EvalResult, TimeMs, TimingStats
 
 TIE = 1 / 0.95  # exactly "5% faster": (t_base - t) / t_base == 0.05, which is not MORE than 5%
 
@@ -124,7 +132,7 @@ def test_tokens_and_turns_per_task() -> None:
 def kb_timing(tmp_path, eager: dict, compile_: dict | None = None):
     folder = tmp_path / "H100_test"
     folder.mkdir()
-    entry = lambda ms: {"mean": ms, "std": 0.01, "min": ms, "max": ms, "num_trials": 100,  # noqa: E731
+    entry = lambda ms: {"mean": ms, "std": 0.01, "min": ms, "max": ms, "num_trials": 100,
                         "hardware": "NVIDIA H100 80GB HBM3", "device": "cuda:0"}
     (folder / "baseline_time_torch.json").write_text(json.dumps(
         {lv: {f: entry(ms) for f, ms in files.items()} for lv, files in eager.items()}))

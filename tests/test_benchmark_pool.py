@@ -13,8 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from cuda_agent.benchmark import (LocalPool, ResultStore, TaskRecord, build_report, device_slots, load_suite,
-                                  run_benchmark, solution_source, write_reports)
+from cuda_agent.benchmark import (
+    LocalPool,
+    ResultStore,
+    TaskRecord,
+    build_report,
+    device_slots,
+    load_suite,
+    run_benchmark,
+    solution_source,
+    write_reports,
+)
 from cuda_agent.evaluation import EvalConfig, TimingConfig
 from cuda_agent.examples import get_example
 

@@ -7,8 +7,16 @@ import json
 
 import pytest
 
-from cuda_agent.benchmark import (DirectorySolutions, ResultStore, RunInfo, RunMismatch, TaskRecord, load_run,
-                                  load_suite, solution_source)
+from cuda_agent.benchmark import (
+    DirectorySolutions,
+    ResultStore,
+    RunInfo,
+    RunMismatch,
+    TaskRecord,
+    load_run,
+    load_suite,
+    solution_source,
+)
 from cuda_agent.benchmark.jobs import workspace_dirname
 from cuda_agent.benchmark.solutions import SINGLE_FILE_BINDING, load_inline_import_lines, single_file_config
 from cuda_agent.benchmark.suite import spread_per_level

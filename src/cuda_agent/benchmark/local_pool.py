@@ -13,10 +13,10 @@ import queue
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from .jobs import build_stage, workspace_dirname
 from .records import Job, TaskRecord

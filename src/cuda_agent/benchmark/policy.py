@@ -19,8 +19,9 @@ verdict never enters the metrics.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..evaluation import EvalConfig
 from ..tasks import Task

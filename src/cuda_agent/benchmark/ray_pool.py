@@ -11,8 +11,9 @@ driver alone appends records, as each task finishes; Ray retries tasks whose wor
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .jobs import build_stage, device_stage, workspace_dirname
 from .records import Job, TaskRecord

@@ -96,12 +96,17 @@ class TaskRecord(BaseModel):
     @property
     def summary(self) -> str:
         """One line a person reads in a table."""
-        if self.result is None:
-            return f"{self.status}: {self.reason.splitlines()[0] if self.reason else ''}"
-        return self.result.reason.splitlines()[0] if self.result.reason else self.result.stage
+        text = self.reason if self.result is None else self.result.reason
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        if not lines:
+            return self.status if self.result is None else self.result.stage
+        head = lines[0] if self.result is not None else f"{self.status}: {lines[0]}"
+        if 'File "' in lines[0] and len(lines) > 1:  # a traceback: its last line says what happened
+            head = f"{head.split(':', 1)[0]}: {lines[-1]}"
+        return head
 
     @classmethod
-    def for_task(cls, task: Task, **fields: Any) -> "TaskRecord":
+    def for_task(cls, task: Task, **fields: Any) -> TaskRecord:
         return cls(task=task.name, level=task.level, problem_id=task.problem_id, task_hash=task.content_hash,
                    **fields)
 

@@ -213,7 +213,7 @@ def episodes_table(report: Report) -> tuple[list[str], list[list[str]]] | None:
         return None
     header = ["scope", "episodes", "tokens mean", "tokens median", "tokens total", "turns mean", "turns median"]
 
-    def num(x: float | int | None) -> str:
+    def num(x: float | None) -> str:
         return "-" if x is None else f"{x:,.0f}" if isinstance(x, int) or x >= 100 else f"{x:.1f}"
 
     rows = [[m.scope, str(m.episodes), num(m.tokens_mean), num(m.tokens_median), num(m.tokens_total),

@@ -9,8 +9,9 @@ as it finishes; the store appends it durably before anything else happens.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from ..evaluation import EvalConfig
 from .records import Job, RunInfo, TaskRecord

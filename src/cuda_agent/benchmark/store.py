@@ -129,4 +129,4 @@ def load_run(run: str | Path) -> tuple[RunInfo | None, list[TaskRecord]]:
     return info, list(store.latest().values())
 
 
-__all__ = ["ResultStore", "RunMismatch", "load_run", "RUN_FILE", "RESULTS_FILE"]
+__all__ = ["RESULTS_FILE", "RUN_FILE", "ResultStore", "RunMismatch", "load_run"]
