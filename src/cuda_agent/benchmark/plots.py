@@ -36,6 +36,13 @@ def _data_uri(fig: Any) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
+def _times_axis(axis: Any) -> None:
+    """Log-2 axis labelled 0.5x, 1x, 2x ... rather than 2^-1, 2^0, 2^1."""
+    from matplotlib.ticker import FuncFormatter
+
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
+
+
 def _level_label(level: int | None) -> str:
     return f"L{level}" if level is not None else "-"
 
@@ -60,6 +67,7 @@ def speedup_distribution(rows: Sequence[TaskRow], margin: float = MARGIN) -> str
     for patch, color in zip(box["boxes"], colors):
         patch.set(facecolor=color, alpha=0.25)
     ax.set_yscale("log", base=2)
+    _times_axis(ax.yaxis)
     ax.axhline(1.0, color="black", lw=0.8)
     ax.axhline(1 / (1 - margin), color="black", lw=0.6, ls="--")
     ax.set_xticks([i * 3 + 0.5 for i in range(len(levels))], [_level_label(lv) for lv in levels])
@@ -106,6 +114,11 @@ def per_task_bars(rows: Sequence[TaskRow]) -> str:
     ax.set_yticks(range(len(names)), names, fontsize=7)
     ax.invert_yaxis()
     ax.set_xscale("log", base=2)
+    _times_axis(ax.xaxis)
     ax.axvline(1.0, color="black", lw=0.8)
+    from matplotlib.patches import Patch
+
+    ax.legend(handles=[Patch(color=c, label=f"reward {r:+d}") for r, c in _REWARD_COLORS.items()],
+              fontsize=7, loc="best")
     ax.set_xlabel("speedup (log scale): bar vs eager (colour = reward), diamond vs torch.compile, x = failed")
     return _data_uri(fig)
