@@ -165,3 +165,39 @@ def test_single_file_relaxes_only_the_load_inline_import(tmp_path, cache_dir) ->
     assert load_inline_import_lines("from torch.utils import cpp_extension\nimport torch.utils.cpp_extension\n"
                                     "from torch.utils.cpp_extension import *\nimport os, torch.utils.cpp_extension\n"
                                     ) == {1, 2}
+
+
+def test_cli_report_compare_export_and_errors(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from cuda_agent.cli import app
+    from cuda_agent.evaluation import TimingStats
+
+    def res(name: str, correct: bool, speed: float) -> EvalResult:
+        stats = TimingStats.of([1.0])
+        return EvalResult(task=name, task_hash="h", backend="cpu", compiled=True, correct=correct,
+                          reward=1 if correct else -1, speedup_vs_eager=speed if correct else None,
+                          speedup_vs_compile=speed if correct else None, eager_stats=stats, compile_stats=stats)
+
+    for run, ok_b in (("a", False), ("b", True)):
+        store = ResultStore(tmp_path / run)
+        store.begin(info(tasks=["level1/1_x", "level1/2_y"], levels={"level1/1_x": 1, "level1/2_y": 1}))
+        store.append(TaskRecord(task="level1/1_x", level=1, result=res("level1/1_x", True, 1.0 if run == "a" else 2.0)))
+        store.append(TaskRecord(task="level1/2_y", level=1, result=res("level1/2_y", ok_b, 1.0)))
+    runner = CliRunner()
+    r = runner.invoke(app, ["bench", "compare", str(tmp_path / "a"), str(tmp_path / "b"), "--json"])
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.output)
+    assert {d["task"]: d["change"] for d in data["tasks"]} == {"level1/1_x": "faster", "level1/2_y": "fixed"}
+    r = runner.invoke(app, ["bench", "compare", str(tmp_path / "a"), str(tmp_path / "b")])
+    assert r.exit_code == 0 and "fixed" in r.output and "pass rate" in r.output
+    r = runner.invoke(app, ["bench", "report", str(tmp_path / "b"), "--format", "md", "--format", "json"])
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "b" / "report.md").is_file() and not (tmp_path / "b" / "report.html").exists()
+    r = runner.invoke(app, ["bench", "export-timing", str(tmp_path / "b"), str(tmp_path / "timing")])
+    assert r.exit_code == 0 and (tmp_path / "timing" / "baseline_time_torch.json").is_file()
+    assert json.loads((tmp_path / "timing" / "baseline_time_torch.json").read_text())["level1"]["1_x.py"]["mean"] == 1.0
+    r = runner.invoke(app, ["bench", "run", "examples", "--solutions", "examples", "--policy", "x:y", "--out", "o"])
+    assert r.exit_code == 2 and "exactly one" in r.output
+    r = runner.invoke(app, ["bench", "report", str(tmp_path / "nothing")])
+    assert r.exit_code == 2 and "no such" in r.output
