@@ -120,3 +120,13 @@ def test_decision_rule_ignores_noise_and_sees_real_speedups():
 def test_timing_stats():
     s = TimingStats.of([3.0, 1.0, 2.0, 4.0])
     assert s.median == 2.5 and s.min == 1.0 and s.max == 4.0 and s.trials == 4
+
+
+def test_starter_renames_every_reference_to_the_class():
+    from cuda_agent.workspace.files import _starter_model_new
+
+    src = ("import torch.nn as nn\nclass Model(nn.Module):\n    def __init__(self):\n"
+           "        super(Model, self).__init__()\n    def forward(self, x):\n        return x\n")
+    ns: dict = {}
+    exec(_starter_model_new(src, "cpu_extension"), ns)
+    assert "Model" not in ns and ns["ModelNew"]()(3) == 3

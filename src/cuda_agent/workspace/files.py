@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shlex
 import stat
 import sys
@@ -142,7 +143,9 @@ def _starter_model_new(task_source: str, extension: str) -> str:
         f"# `{extension}` (built from kernels/ by ./compile.sh). Keep the constructor signature\n"
         f"# and the parameter names of Model: weights are copied with load_state_dict(strict=True).\n"
     )
-    body = task_source.replace("class Model(", "class ModelNew(")
+    # every reference to the class, not only its definition: KernelBench writes
+    # `super(Model, self).__init__()` in 245 of its 250 tasks
+    body = re.sub(r"\bModel\b(?!New)", "ModelNew", task_source)
     return header + body
 
 
