@@ -12,6 +12,7 @@ fi
 if ! python -c "import torch" 2>/dev/null; then
   python -m pip install -q "${TORCH_SPEC:-torch==2.13.0}"
 fi
-if ! python -c "import cuda_agent, pytest, pytest_timeout" 2>/dev/null; then
+# re-install when any test dependency is missing (the test extra grows with the layers)
+if ! python -c "import cuda_agent, pytest, pytest_timeout, openai, anthropic, trl, ray, matplotlib, tensorboard" 2>/dev/null; then
   python -m pip install -q -e ".[test]"
 fi
