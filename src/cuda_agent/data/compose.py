@@ -62,6 +62,8 @@ def realize(plan: Plan, dim0: int, device: Any = "cpu", max_bytes: int | None = 
     real.max_bytes = x.numel() * x.element_size()
     with torch.no_grad():
         for j, step in enumerate(plan.steps):
+            if max_bytes is not None:
+                _check_size_on_meta(plan, j, tuple(x.shape), max_bytes)
             try:
                 inst = instantiate(step.op, resolve(step.op), step.kind, step.args, tuple(x.shape), plan.rng(j),
                                    device, step.out_index)
@@ -81,6 +83,23 @@ def realize(plan: Plan, dim0: int, device: Any = "cpu", max_bytes: int | None = 
                                    f"over the {max_bytes / 2**20:.0f} MiB cap")
             x = out
     return real
+
+
+def _check_size_on_meta(plan: Plan, j: int, shape: tuple[int, ...], max_bytes: int) -> None:
+    """Shape the step on the meta device first (no memory), so an operator whose output grows
+    with the square of its input (diagflat, kron, outer) is refused before it allocates."""
+    import torch
+
+    step = plan.steps[j]
+    try:
+        inst = instantiate(step.op, resolve(step.op), step.kind, step.args, shape, plan.rng(j), "meta",
+                           step.out_index)
+        out, _ = first_tensor(inst(torch.empty(shape, device="meta")))
+    except Exception:  # noqa: BLE001 - no meta kernel: the real run below decides
+        return
+    if out is not None and out.numel() * out.element_size() > max_bytes:
+        raise ComposeError(f"step {j + 1} ({step.op}) would make a tensor of "
+                           f"{out.numel() * out.element_size() / 2**20:.0f} MiB, over the {max_bytes / 2**20:.0f} MiB cap")
 
 
 def size_plan(plan: Plan, device: Any, time_ms: Callable[[Realized], float], window: tuple[float, float],

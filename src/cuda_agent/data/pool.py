@@ -34,6 +34,14 @@ WATCH_INTERVAL_S = 0.5
 _SRC_ROOT = str(Path(__file__).resolve().parents[2])
 
 
+def _default_memory_limit() -> int:
+    """Half the machine's memory: one runaway task must not take the host down."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+    except (ValueError, OSError):
+        return 16 << 30
+
+
 class WorkerError(Exception):
     """The worker ran the request but reported an error (`stage`, readable `message`)."""
 
@@ -46,10 +54,10 @@ class WorkerError(Exception):
 class DataWorker:
     """One data worker process; `request` sends a JSON request and waits for its reply."""
 
-    def __init__(self, backend: str = "cpu", *, isolate: bool = True, memory_limit_gb: float = 16.0,
+    def __init__(self, backend: str = "cpu", *, isolate: bool = True, memory_limit_gb: float | None = None,
                  threads: int | None = None, max_requests: int = 500, extra_env: dict[str, str] | None = None):
         self.backend = backend
-        self.memory_limit = int(memory_limit_gb * 2**30)
+        self.memory_limit = int(memory_limit_gb * 2**30) if memory_limit_gb else _default_memory_limit()
         self.max_requests = max_requests
         self.requests = 0
         self.namespaces = isolate and namespaces_available()

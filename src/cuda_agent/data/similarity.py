@@ -15,8 +15,8 @@ Each similarity is a Dice coefficient, 2|A ∩ B| / (|A| + |B|) on multisets, an
 the smaller of the two: a near-copy must both look the same and call the same operators, so
 `relu(x)` and `sigmoid(x)` (same shape, other operator) do not collide while a renamed,
 resized copy scores 1.0. Multisets become sets by numbering repeats ("x#0", "x#1"), which
-turns every intersection into a sparse dot product: the screen of thousands of candidates
-against hundreds of tasks is a few sparse matrix products (bench/data_similarity.py).
+turns every intersection into a count of shared feature ids: an inverted index answers a query
+against thousands of references in milliseconds (bench/data_similarity.py).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-import torch
+import numpy as np
 
 K = 3
 DEFAULT_THRESHOLD = 0.9
@@ -106,11 +106,45 @@ def _strip(tree: ast.Module) -> ast.Module:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             node.body = [s for s in node.body if not _is_docstring(s) and not _is_super_init(s)] or [ast.Pass()]
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            node.body = _inline(node.body)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             node.returns = None
             node.decorator_list = []
             for arg in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs):
                 arg.annotation = None
     return tree
+
+
+def _inline(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Fold `x = f(x); x = g(x); return x` into `return g(f(x))`: a value assigned to a name and
+    read exactly once, by the next statement, is substituted there. Statement-per-op and
+    one-expression styles then compare equal; anything less simple is left alone."""
+    body = list(body)
+    i = 0
+    while i < len(body) - 1:
+        stmt, nxt = body[i], body[i + 1]
+        if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+                and isinstance(nxt, (ast.Assign, ast.Return, ast.Expr))):
+            name = stmt.targets[0].id
+            loads = [n for n in ast.walk(nxt) if isinstance(n, ast.Name) and n.id == name
+                     and isinstance(n.ctx, ast.Load)]
+            rebinds = isinstance(nxt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in nxt.targets)
+            later = any(isinstance(n, ast.Name) and n.id == name for s in body[i + 2:] for n in ast.walk(s))
+            if len(loads) == 1 and (rebinds or not later):
+                _Substitute(loads[0], stmt.value).visit(nxt)
+                del body[i]
+                i = max(0, i - 1)
+                continue
+        i += 1
+    return body
+
+
+class _Substitute(ast.NodeTransformer):
+    def __init__(self, target: ast.Name, value: ast.expr) -> None:
+        self.target, self.value = target, value
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        return self.value if node is self.target else node
 
 
 def _is_docstring(stmt: ast.stmt) -> bool:
@@ -229,20 +263,21 @@ class Match:
 
 
 class SimilarityIndex:
-    """Fingerprints of reference tasks, kept as sparse matrices for fast max-similarity queries.
+    """Fingerprints of reference tasks in an inverted index (feature -> references holding it).
 
-    `add` is cheap (pending rows are folded into a new sparse block every `block` adds), so
-    the index also serves the online near-duplicate check while a data set is generated.
-    Thread-safe: synthesis workers query and add from several threads.
+    A query gathers the posting lists of its features and counts hits per reference
+    (`numpy.bincount`), so its cost is the total length of those lists: no dense vectors over
+    the vocabulary, no pairwise loop. `add` is O(features). Thread-safe: synthesis workers
+    query and add from several threads.
     """
 
-    def __init__(self, block: int = 256) -> None:
-        self._vocab: dict[str, dict[str, int]] = {"structure": {}, "operators": {}}
-        self._blocks: list[dict[str, torch.Tensor]] = []
-        self._sizes: list[torch.Tensor] = []  # per block: (n, 2) feature counts
-        self._pending: list[Fingerprint] = []
+    _KINDS = ("structure", "operators")
+
+    def __init__(self) -> None:
+        self._vocab: dict[str, dict[str, int]] = {k: {} for k in self._KINDS}
+        self._postings: dict[str, list[_Posting]] = {k: [] for k in self._KINDS}
+        self._sizes = np.zeros((0, 2), dtype=np.float64)
         self._count = 0
-        self._block = block
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -252,91 +287,66 @@ class SimilarityIndex:
         """Add one reference; returns its index."""
         fp = item if isinstance(item, Fingerprint) else fingerprint(item)
         with self._lock:
-            self._pending.append(fp)
+            ref = self._count
+            for kind in self._KINDS:
+                vocab, postings = self._vocab[kind], self._postings[kind]
+                for feature in getattr(fp, kind):
+                    fid = vocab.get(feature)
+                    if fid is None:
+                        fid = vocab[feature] = len(postings)
+                        postings.append(_Posting())
+                    postings[fid].append(ref)
+            if ref >= len(self._sizes):
+                grown = np.zeros((max(64, 2 * len(self._sizes)), 2))
+                grown[:ref] = self._sizes[:ref]
+                self._sizes = grown
+            self._sizes[ref] = (len(fp.structure), len(fp.operators))
             self._count += 1
-            if len(self._pending) >= self._block:
-                self._seal()
-            return self._count - 1
+            return ref
 
     def extend(self, items: Iterable[str | Fingerprint]) -> None:
         for item in items:
             self.add(item)
 
     def best(self, item: str | Fingerprint) -> Match:
-        """The most similar reference to one query."""
-        return self.best_many([item])[0]
-
-    def best_many(self, items: Sequence[str | Fingerprint], chunk: int = 512) -> list[Match]:
-        """For each query, the most similar reference (score 0, index -1 if the index is empty)."""
-        fps = [i if isinstance(i, Fingerprint) else fingerprint(i) for i in items]
+        """The most similar reference to one query (score 0, index -1 if the index is empty)."""
+        fp = item if isinstance(item, Fingerprint) else fingerprint(item)
         with self._lock:
-            self._seal()
-            if not self._blocks:
-                return [Match(0.0, -1) for _ in fps]
-            out: list[Match] = []
-            for start in range(0, len(fps), chunk):
-                out += self._best_chunk(fps[start:start + chunk])
-            return out
+            n = self._count
+            if n == 0:
+                return Match(0.0, -1)
+            score = None
+            for j, kind in enumerate(self._KINDS):
+                feats = getattr(fp, kind)
+                vocab, postings = self._vocab[kind], self._postings[kind]
+                lists = [postings[vocab[f]].view() for f in feats if f in vocab]
+                hits = np.bincount(np.concatenate(lists), minlength=n)[:n] if lists else np.zeros(n)
+                total = len(feats) + self._sizes[:n, j]
+                dice = np.where(total > 0, 2 * hits / np.maximum(total, 1), 1.0)
+                score = dice if score is None else np.minimum(score, dice)
+            assert score is not None
+            i = int(np.argmax(score))
+            return Match(float(score[i]), i)
 
-    def _best_chunk(self, fps: Sequence[Fingerprint]) -> list[Match]:
-        best = torch.zeros(len(fps))
-        where = torch.full((len(fps),), -1, dtype=torch.long)
-        queries, query_sizes = self._dense(fps)
-        offset = 0
-        for block, sizes in zip(self._blocks, self._sizes):
-            scores = None
-            for j, kind in enumerate(("structure", "operators")):
-                mat = block[kind]
-                # the vocabulary only grows, so a block never holds a feature id past its width
-                inter = torch.sparse.mm(mat, queries[kind][:, :mat.shape[1]].T).T  # (queries, block rows)
-                total = query_sizes[:, j:j + 1] + sizes[:, j].unsqueeze(0)
-                dice = torch.where(total > 0, 2 * inter / total.clamp(min=1), torch.ones_like(inter))
-                scores = dice if scores is None else torch.minimum(scores, dice)
-            assert scores is not None
-            value, idx = scores.max(dim=1)
-            better = value > best
-            best = torch.where(better, value, best)
-            where = torch.where(better, idx + offset, where)
-            offset += sizes.shape[0]
-        return [Match(float(s), int(i)) for s, i in zip(best.tolist(), where.tolist())]
+    def best_many(self, items: Sequence[str | Fingerprint]) -> list[Match]:
+        """`best` for each query."""
+        return [self.best(i) for i in items]
 
-    # ---- internals ---------------------------------------------------------------------
-    def _ids(self, kind: str, features: frozenset[str], grow: bool) -> list[int]:
-        vocab = self._vocab[kind]
-        if grow:
-            return [vocab.setdefault(f, len(vocab)) for f in features]
-        return [vocab[f] for f in features if f in vocab]
 
-    def _seal(self) -> None:
-        """Fold pending fingerprints into a new sparse block (caller holds the lock)."""
-        if not self._pending:
-            return
-        block: dict[str, torch.Tensor] = {}
-        sizes = torch.tensor([[len(fp.structure), len(fp.operators)] for fp in self._pending], dtype=torch.float32)
-        for kind in ("structure", "operators"):
-            rows, cols = [], []
-            for r, fp in enumerate(self._pending):
-                ids = self._ids(kind, getattr(fp, kind), grow=True)
-                rows += [r] * len(ids)
-                cols += ids
-            index = torch.tensor([rows, cols], dtype=torch.long)
-            values = torch.ones(len(rows), dtype=torch.float32)
-            shape = (len(self._pending), len(self._vocab[kind]))
-            block[kind] = torch.sparse_coo_tensor(index, values, shape, check_invariants=False).coalesce()
-        self._blocks.append(block)
-        self._sizes.append(sizes)
-        self._pending = []
+class _Posting:
+    """A growable int32 array of reference ids (amortised O(1) append, zero-copy view)."""
 
-    def _dense(self, fps: Sequence[Fingerprint]) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
-        """Queries as dense 0/1 matrices over the current vocabulary, plus their full sizes."""
-        out = {}
-        for kind in ("structure", "operators"):
-            mat = torch.zeros(len(fps), len(self._vocab[kind]))
-            for r, fp in enumerate(fps):
-                ids = self._ids(kind, getattr(fp, kind), grow=False)
-                if ids:
-                    mat[r, ids] = 1.0
-            out[kind] = mat
-        sizes = torch.tensor([[len(fp.structure), len(fp.operators)] for fp in fps], dtype=torch.float32)
-        return out, sizes
+    __slots__ = ("buf", "n")
 
+    def __init__(self) -> None:
+        self.buf = np.empty(4, dtype=np.int32)
+        self.n = 0
+
+    def append(self, ref: int) -> None:
+        if self.n == len(self.buf):
+            self.buf = np.concatenate([self.buf, np.empty(len(self.buf), dtype=np.int32)])
+        self.buf[self.n] = ref
+        self.n += 1
+
+    def view(self) -> np.ndarray:
+        return self.buf[:self.n]

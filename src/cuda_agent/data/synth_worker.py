@@ -40,7 +40,8 @@ def synth_candidate(request: dict[str, Any], backend_name: str, wait_line: Calla
     device = torch.device(backend.torch_device)
     t0 = time.perf_counter()
     try:
-        sketch = render(realize(req.plan, 1 if req.plan.rank > 1 else 64, device))
+        cap = req.compose.tensor_cap_bytes(backend_name)
+        sketch = render(realize(req.plan, 1 if req.plan.rank > 1 else 64, device, max_bytes=cap))
     except ComposeError as exc:
         yield _result(TaskCheck(ok=False, reason=Reason.COMPOSE_ERROR, detail=str(exc), device=backend.device_name()))
         return
