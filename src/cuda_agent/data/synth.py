@@ -137,14 +137,12 @@ def synthesize(out_dir: str | Path, config: SynthConfig, *, catalogue: Catalogue
                 if dup.score >= config.similarity_threshold:
                     check = check.model_copy(update={"ok": False, "reason": Reason.NEAR_DUPLICATE,
                                                      "detail": f"similarity {dup.score:.3f} to {accepted_names[dup.index]}"})
-            if check.ok and code is not None and plan is not None and stats.accepted < config.count:
+            if check.ok and code is not None and plan is not None:  # in-flight ones past `count` are kept too
                 name = f"synth-{config.seed}-{index:06d}"
                 task_row = _task_row(name, index, plan, code, check, config, backend, extra)
                 accepted_index.add(code)
                 accepted_names.append(name)
                 stats.accepted += 1
-            elif check.ok:
-                check = check.model_copy(update={"ok": False, "reason": "surplus", "detail": "count already reached"})
             stats.candidates += 1
             if not check.ok:
                 stats.reasons[check.reason or "unknown"] += 1
