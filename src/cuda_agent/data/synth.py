@@ -29,6 +29,7 @@ from .plan import Plan, PlanError, Planner
 from .similarity import SimilarityError, SimilarityIndex, fingerprint
 from .store import DatasetStore
 
+MAX_WORKER_FAILURES = 25  # then the environment is broken (e.g. no device), not the candidates
 ProgressFn = Callable[["SynthStats"], None]
 Screen = tuple[tuple[str, str] | None, dict[str, Any]]
 
@@ -200,6 +201,7 @@ class _CandidateRunner:
         self.config, self.backend, self.filters, self.planner = config, backend, filters, planner
         self.screen, self.record, self.policy = screen, record, policy
         self.errors: list[str] = []
+        self.worker_failures = 0  # consecutive candidates lost to the worker, not to a filter
 
     def loop(self, next_index: Callable[[], int | None]) -> None:
         from .pool import DataWorker
@@ -247,6 +249,12 @@ class _CandidateRunner:
             worker = None
         except WorkerError as exc:
             check = TaskCheck(ok=False, reason=Reason.RUNTIME_ERROR, detail=exc.message)
+        lost = check.reason in (Reason.TIMEOUT, Reason.CRASHED) or (check.reason == Reason.RUNTIME_ERROR
+                                                                     and not check.filters)
+        self.worker_failures = self.worker_failures + 1 if lost else 0
+        if self.worker_failures >= MAX_WORKER_FAILURES:
+            raise RuntimeError(f"{MAX_WORKER_FAILURES} candidates in a row failed inside the worker itself "
+                               f"(not in a filter); the last said: {check.detail[-600:]}")
         self.record(index, plan, check, code, extra)
         return worker
 

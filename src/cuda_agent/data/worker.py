@@ -24,11 +24,11 @@ from ..evaluation import channel
 
 def main() -> None:
     out_fd, backend_name = int(sys.argv[1]), sys.argv[2]
-    _isolate()
     import torch
 
     if backend_name == "cuda" and torch.cuda.is_available():
-        torch.empty(1, device="cuda")
+        torch.empty(1, device="cuda")  # before Landlock: the driver's start-up needs to write
+    _isolate()
     while True:
         line = sys.stdin.readline()
         if not line:
