@@ -135,3 +135,21 @@ def test_report_and_cli(run: tuple[Path, SynthConfig]) -> None:
     assert res.exit_code == 0 and res.output.startswith("1.000"), res.output
     res = runner.invoke(app, ["data", "synth", str(out), "--window", "5", "1"])
     assert res.exit_code == 2 and "window_ms" in res.output
+
+
+def test_llm_generator_runs_model_code_through_the_filters(catalogue: Catalogue, tmp_path: Path) -> None:
+    """generator='llm' with a scripted policy: the first reply is not code, the second is a good task."""
+    pytest.importorskip("cuda_agent.agent.policies")
+    from cuda_agent.agent.policies import ScriptedPolicy, reply
+
+    good = ("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    def __init__(self, n):\n"
+            "        super().__init__()\n        self.linear = nn.Linear(n, n)\n\n    def forward(self, x):\n"
+            "        return torch.tanh(self.linear(x))\n\ndef get_inputs():\n    return [torch.randn(16, 64)]\n\n"
+            "def get_init_inputs():\n    return [64]\n")
+    policy = ScriptedPolicy(steps=[reply("I cannot do that."), reply(f"Here:\n```python\n{good}```")])
+    config = SynthConfig(count=1, seed=2, backend="cpu", generator="llm", max_candidates=2,
+                         filters=FilterConfig(window_ms=(0.0, 500.0), compile=False))
+    stats = synthesize(tmp_path / "llm", config, catalogue=catalogue, policy=policy)
+    assert stats.accepted == 1 and stats.reasons == {Reason.LOAD_ERROR: 1}
+    task = load_tasks(tmp_path / "llm" / "tasks.jsonl")[0]
+    assert "torch.tanh" in task.source and task.metadata["generator"] == "llm"

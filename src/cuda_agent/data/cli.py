@@ -86,6 +86,10 @@ def synth(
     transformers: Optional[bool] = typer.Option(None, "--transformers/--no-transformers"),
     generator: str = typer.Option("catalogue", help="catalogue (sampled plans) or llm (the agent's policy writes "
                                   "the code; see docs/data.md)"),
+    llm_kind: Optional[str] = typer.Option(None, help="--generator llm: openai | anthropic | local (default: as "
+                                           "`cuda-agent optimize` picks it)"),
+    llm_model: Optional[str] = typer.Option(None, help="--generator llm: model id"),
+    llm_base_url: Optional[str] = typer.Option(None, help="--generator llm: OpenAI-compatible endpoint"),
     report: bool = typer.Option(True, "--report/--no-report", help="write report.md with plots at the end"),
 ) -> None:
     """Generate an Ops-6K-style data set: parquet + JSONL, every reject explained."""
@@ -109,7 +113,7 @@ def synth(
     if generator == "llm":
         from .llm import default_policy
 
-        policy = default_policy()
+        policy = default_policy(llm_kind, llm_model, llm_base_url)
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                TextColumn("{task.fields[info]}")]
     try:
