@@ -92,6 +92,10 @@ class Backend(ABC):
         also queue a short device-side delay that hides host launch overhead from the device
         timer (off for the host-clock cross-check, which must see everything)."""
 
+    #: True where the trial timer already is the host clock (CPU): the host-clock cross-check
+    #: would compare a clock with itself and see only noise, so it is skipped there.
+    timer_is_host_clock: bool = False
+
     def peak_rates(self) -> tuple[float, float] | None:
         """(bytes/s, flop/s) no kernel on this device can beat, generous on purpose; None where
         unknown. A measured time below max(bytes / rate, flops / rate) is not physical."""

@@ -31,6 +31,7 @@ class CpuBackend(Backend):
     name = "cpu"
     torch_device = "cpu"
     extension_name = "cpu_extension"
+    timer_is_host_clock = True
     kernel_suffix = ".cpp"
     allowed_kernel_flags: ClassVar[frozenset[str]] = frozenset({"-ffast-math", "-funroll-loops"})
 

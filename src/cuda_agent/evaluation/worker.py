@@ -15,6 +15,7 @@ import gc
 import json
 import os
 import sys
+import time
 import traceback
 import types
 from pathlib import Path
@@ -193,7 +194,7 @@ class _Session:
                     samples = time_interleaved(backend, models, sets, cfg.timing, check_round=recheck,
                                                fresh_inputs=frozenset(models),  # all alike: a fresh copy is cache-hot
                                                checked_models=checked, vary=vary)
-                    if "candidate" in models and cfg.guards.host_clock:
+                    if "candidate" in models and cfg.guards.host_clock and not backend.timer_is_host_clock:
                         pair = {n: models[n] for n in ("eager", "candidate")}
                         host = time_host_clock(backend, pair, {n: sets[n] for n in pair}, cfg.timing.host_trials)
                         samples.update({f"host:{n}": v for n, v in host.items()})
@@ -318,6 +319,10 @@ def _no_lingering_threads(fn: Callable[..., Any], thread_count: Callable[[], int
         before = thread_count()
         out = fn(*args)
         after = thread_count()
+        deadline = time.perf_counter() + 0.002  # a joined thread may take a moment to leave /proc
+        while before >= 0 and after > before and time.perf_counter() < deadline:
+            time.sleep(0.0002)
+            after = thread_count()
         if before >= 0 and after > before:
             raise GuardViolation(f"work on another thread: {after - before} thread(s) the candidate started "
                                  "were still running after forward returned")
