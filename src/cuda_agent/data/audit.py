@@ -23,6 +23,7 @@ from typing import Any
 from .config import FilterConfig
 from .filters import Reason, TaskCheck
 from .similarity import SimilarityError, SimilarityIndex, fingerprint
+from .store import read_records
 
 
 @dataclass
@@ -57,7 +58,7 @@ def audit(dataset: str | Path, out: str | Path, *, backend: str | None = None, f
     tasks = list(loaded)[:limit] if limit else list(loaded)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    done = {r["name"]: r for r in _read(out)}
+    done = {r["name"]: r for r in read_records(out)}  # a torn line: that row is audited again
     rows: dict[str, dict[str, Any]] = {}
     for err in loaded.rejected:  # rows the loaders could not even read
         rows[err.origin] = {"name": err.origin, "origin": err.origin, "ok": False,
@@ -165,18 +166,6 @@ def _row(task: Any, check: TaskCheck, screen: list[dict[str, str]]) -> dict[str,
     return {"name": task.name, "origin": task.origin, "ops": task.ops, "data_source": task.data_source,
             "ok": not failures, "failures": failures, "runtime_ms": check.runtime_ms,
             "device": check.device, "seconds": round(check.seconds, 3)}
-
-
-def _read(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
-        return []
-    rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            rows.append(json.loads(line))
-        except ValueError:
-            continue  # a torn line from a crash: that row is audited again
-    return rows
 
 
 def _write(path: Path, row: dict[str, Any]) -> None:

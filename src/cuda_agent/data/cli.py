@@ -194,9 +194,9 @@ def audit(
         for reason, n in summary.failed_by_reason.most_common():
             table.add_row(reason, str(n))
         console.print(table)
-        from .audit import _read
+        from .store import read_records
 
-        failing = [r for r in _read(out) if not r["ok"]][:show]
+        failing = [r for r in read_records(out) if not r["ok"]][:show]
         for r in failing:
             reasons = ", ".join(sorted({f["reason"] for f in r["failures"]}))
             console.print(f"  {r['name']}: [red]{reasons}[/] [dim]{r['failures'][0]['detail'][:100]}[/]")

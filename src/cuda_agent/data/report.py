@@ -11,12 +11,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from .store import read_records
+
 
 def synth_report(run_dir: str | Path) -> Path:
     """Write `report.md` (+ `plots/*.png`) for a synthesis output directory; returns its path."""
     root = Path(run_dir)
-    candidates = _jsonl(root / "candidates.jsonl")
-    tasks = _jsonl(root / "tasks.jsonl")
+    candidates = read_records(root / "candidates.jsonl")
+    tasks = read_records(root / "tasks.jsonl")
     summary = json.loads((root / "summary.json").read_text()) if (root / "summary.json").is_file() else {}
     ops = Counter(op for t in tasks for op in _ops(t["ops"]))
     sizes = Counter(len(_ops(t["ops"])) for t in tasks)
@@ -51,7 +53,7 @@ def synth_report(run_dir: str | Path) -> Path:
 
 def audit_report(audit_jsonl: str | Path, out: str | Path | None = None, title: str = "Audit report") -> Path:
     """Markdown totals and the failing rows of an audit JSONL file."""
-    rows = {r["name"]: r for r in _jsonl(Path(audit_jsonl))}.values()
+    rows = {r["name"]: r for r in read_records(Path(audit_jsonl))}.values()
     rows = list(rows)
     failed = [r for r in rows if not r["ok"]]
     by_reason = Counter(f["reason"] for r in failed for f in r["failures"])
@@ -122,15 +124,3 @@ def _ops(value: Any) -> list[str]:
     from ..tasks.loaders import parse_ops
 
     return parse_ops(value)
-
-
-def _jsonl(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
-        return []
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue
-    return out

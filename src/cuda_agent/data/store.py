@@ -105,6 +105,20 @@ def _append(path: Path, record: dict[str, Any]) -> None:
         os.fsync(fh.fileno())
 
 
+def read_records(path: str | Path) -> list[dict[str, Any]]:
+    """Every parsable line of a JSONL file (a torn line from a crash is skipped); [] if absent."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
+
+
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     """Records of a JSONL file; a torn last line is dropped (and cut from the file)."""
     if not path.is_file():
