@@ -40,6 +40,7 @@ class Verdict:
     INPUT_INSENSITIVE = "output does not depend on the input"
     CONSTANT = "constant output"
     IDENTITY = "identity (returns its input)"
+    UNUSED_PARAMETER = "a parameter does not affect the output"
     # verdicts that hold for the operator as a whole, whatever rank found them
     DISQUALIFYING = (STOCHASTIC, NONDETERMINISTIC, MUTATES_INPUT)
 

@@ -53,7 +53,8 @@ class ComposeConfig(BaseModel):
         "parametric": 6.0, "reduction": 1.0, "mixing": 1.5, "elementwise": 1.0, "reshape": 0.3, "expanding": 0.2})
     later_category_weights: dict[str, float] = Field(default_factory=lambda: {
         "parametric": 1.5, "reduction": 1.5, "mixing": 1.5, "elementwise": 3.0, "reshape": 0.3, "expanding": 0.2})
-    transformers_weight: float = Field(default=0.3, description="relative weight of a transformers operator")
+    transformers_share: float = Field(default=0.012, ge=0, le=1, description="share of tasks that use one "
+                                      "transformers layer (Ops-6K: 1.2%); the others use torch only")
     include_transformers: bool | None = Field(default=None, description="None = when installed")
     max_tensor_mb: float | None = Field(default=None, description="cap on any tensor of a task; None = 512 MiB on "
                                         "GPU, 64 MiB on CPU")

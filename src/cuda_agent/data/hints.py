@@ -160,6 +160,7 @@ ARG_HINTS: dict[str, tuple[Hint, ...]] = {
     "key": (REUSE,),
     "tgt": (REUSE,),
     "memory": (REUSE,),
+    "hx": (REUSE,),
 }
 
 # Second-operand shapes tried in order, as functions of the first input's shape. `same` makes

@@ -88,11 +88,15 @@ class Planner:
     def _walk(self, rng: random.Random, k: int) -> list[PlanStep] | None:
         ranks = [r for r in self.config.rank_weights if self._by_rank.get(r)]
         rank = rng.choices(ranks, weights=[self.config.rank_weights[r] for r in ranks])[0]
+        # Library mix per task, as Ops-6K reports it: a few tasks use exactly one transformers layer.
+        tf_step = rng.randrange(k) if rng.random() < self.config.transformers_share else -1
         steps: list[PlanStep] = []
         for j in range(k):
             last = j == k - 1
             pool = []
             for op in self._by_rank.get(rank, []):
+                if (op.library == "transformers") != (j == tf_step):
+                    continue
                 v = op.variant(rank)
                 assert v is not None
                 if not last and (not v.float_output or v.out_rank < 1):
@@ -112,14 +116,12 @@ class Planner:
         return steps
 
     def _pick(self, rng: random.Random, pool: list[OpSpec], weights: dict[str, float]) -> OpSpec:
-        """A category by its weight, then an operator within it (transformers ones down-weighted):
-        categories are few and sized very differently, so weighting them directly keeps
-        parametric layers common although there are far fewer of them than elementwise ops."""
+        """A category by its weight, then an operator within it: categories are few and sized
+        very differently, so weighting them directly keeps parametric layers common although
+        there are far fewer of them than elementwise ops."""
         categories = sorted({o.category for o in pool})
         cat = rng.choices(categories, weights=[weights.get(c, 0.5) for c in categories])[0]
-        members = [o for o in pool if o.category == cat]
-        tf = self.config.transformers_weight
-        return rng.choices(members, weights=[tf if o.library == "transformers" else 1.0 for o in members])[0]
+        return rng.choice([o for o in pool if o.category == cat])
 
     def _variant(self, step: PlanStep) -> RankVariant:
         for op in self.ops:

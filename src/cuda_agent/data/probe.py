@@ -76,9 +76,11 @@ def _probe_rank(name: str, obj: Any, kind: Kind, ctor: list[Param], call: list[P
                 result = _measure(inst, choices, rank, shape, positive, out)
             except Exception as exc:  # noqa: BLE001 - e.g. fails in train mode only
                 result = None, f"fails: while measuring: {_short(exc)}"
-            # A full reduction to a scalar is a poor kernel task when an axis argument exists:
-            # keep looking for a filling that keeps an axis, but remember this one.
-            if out.dim() == 0 and rank > 1 and result[1] == Verdict.OK:
+            # Keep looking when this filling is usable but poor, remembering it: a full reduction
+            # to a scalar when an axis argument exists, or a module leaving a parameter unused
+            # (RNN cells without `hx` never read `weight_hh`).
+            poor = (out.dim() == 0 and rank > 1 and result[1] == Verdict.OK) or result[1] == Verdict.UNUSED_PARAMETER
+            if poor:
                 found = found or result
                 break
             if found is not None and result[1] != Verdict.OK:
@@ -139,11 +141,27 @@ def _measure(inst: Instance, choices: list[ArgChoice], rank: int, shape: tuple[i
         return variant, Verdict.CONSTANT
     if out1.shape == x.shape and out1.dtype == x.dtype and torch.allclose(out1, x, rtol=1e-4, atol=1e-5):
         return variant, Verdict.IDENTITY
+    if inst.module is not None and _unused_parameter(inst, x, out1):
+        return variant, Verdict.UNUSED_PARAMETER
     if out1.is_floating_point():
         variant.nonneg_output = bool(out1.min() >= 0) and bool(out2.min() >= 0)
     variant.elementwise = variant.preserves_shape and _elementwise(inst, x, out1)
     variant.numel_ratio = out1.numel() / x.numel()
     return variant, Verdict.OK
+
+
+def _unused_parameter(inst: Instance, x: Any, out: Any) -> bool:
+    """Some parameter of the module does not change the output when perturbed."""
+    import torch
+
+    for p in inst.module.parameters():
+        saved = p.detach().clone()
+        p.add_(torch.randn_like(p) + 0.5)
+        same = _same(_tensor(inst(x.clone())), out)
+        p.copy_(saved)
+        if same:
+            return True
+    return False
 
 
 def _stochastic_or_nondeterministic(inst: Instance, x: Any) -> str:
