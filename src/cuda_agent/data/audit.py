@@ -58,6 +58,10 @@ def audit(dataset: str | Path, out: str | Path, *, backend: str | None = None, f
     tasks = list(loaded)[:limit] if limit else list(loaded)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    if workers > 1:
+        from .synth import with_timing_lock
+
+        cfg = with_timing_lock(cfg, out.with_suffix(".timing.lock"))
     done = {r["name"]: r for r in read_records(out)}  # a torn line: that row is audited again
     rows: dict[str, dict[str, Any]] = {}
     for err in loaded.rejected:  # rows the loaders could not even read

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .catalogue import Catalogue, build_catalogue
-from .config import SynthConfig
+from .config import FilterConfig, SynthConfig
 from .filters import Reason, TaskCheck
 from .plan import Plan, PlanError, Planner
 from .similarity import SimilarityError, SimilarityIndex, fingerprint
@@ -102,10 +102,8 @@ def synthesize(out_dir: str | Path, config: SynthConfig, *, catalogue: Catalogue
         accepted_index.add(row["code"])
         accepted_names.append(row["name"])
     filters = config.filters
-    if config.workers > 1 and backend == "cuda":
-        lock = Path(out_dir) / ".timing.lock"
-        lock.touch()
-        filters = filters.model_copy(update={"gpu_lock": str(lock.resolve())})
+    if config.workers > 1:  # workers share the device (or the cores): time one at a time
+        filters = with_timing_lock(filters, Path(out_dir) / ".timing.lock")
     stats = SynthStats(wanted=config.count, accepted=len(store.tasks), resumed=len(store.candidates))
     for c in store.candidates:
         stats.candidates += 1
@@ -275,6 +273,11 @@ class _CandidateRunner:
         result = worker.receive(self.config.candidate_timeout_s)
         meta.update(sized_ms=result.get("sized_ms"), compose_s=result.get("compose_s"))
         return TaskCheck.model_validate(result["check"]), result.get("code"), meta
+
+
+def with_timing_lock(filters: FilterConfig, path: Path) -> FilterConfig:
+    path.touch()
+    return filters.model_copy(update={"gpu_lock": str(path.resolve())})
 
 
 def _task_row(name: str, index: int, plan: Plan, code: str, check: TaskCheck, config: SynthConfig, backend: str,
