@@ -111,3 +111,12 @@ def test_hanging_task_times_out_and_only_its_worker_dies() -> None:
         with pytest.raises(WorkerDied, match="timed out"):
             w.receive(timeout_s=8)
         assert not w.alive() or w.proc.wait(timeout=10) is not None
+
+
+def test_crashing_task_is_reported_as_a_crash() -> None:
+    crash = GOOD.replace("import torch\n", "import ctypes\nimport torch\n", 1).replace(
+        "return torch.relu(self.linear(x))", "return ctypes.string_at(0)  # a real segmentation fault")
+    with DataWorker("cpu", threads=1) as w:
+        with pytest.raises(WorkerDied, match="crashed"):
+            w.request({"op": "check", "source": crash, "filters": FilterConfig(compile=False).model_dump(mode="json")},
+                      60)

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -24,13 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from ..evaluation.channel import ChannelError, ChannelTimeout, Reader
-from ..evaluation.runner import WorkerDied
-from ..evaluation.sandbox import (NAMESPACE_PREFIX, make_scratch, namespaces_available, process_tree,
-                                  resident_bytes, scrubbed_environment)
+from ..evaluation.runner import WorkerDied, WorkerProcess
+from ..evaluation.sandbox import NAMESPACE_PREFIX, make_scratch, namespaces_available, scrubbed_environment
 
 __all__ = ["DataWorker", "WorkerDied", "WorkerError"]
 
-WATCH_INTERVAL_S = 0.5
 _SRC_ROOT = str(Path(__file__).resolve().parents[2])
 
 
@@ -51,26 +47,34 @@ class WorkerError(Exception):
         self.message = message
 
 
-class DataWorker:
-    """One data worker process; `request` sends a JSON request and waits for its reply."""
+class DataWorker(WorkerProcess):
+    """One data worker process; `request` sends a JSON request and waits for its reply.
+
+    The evaluation's `WorkerProcess` supplies talking, watching (memory), killing (the group
+    and any escaped daemon), death reasons and clean-up; only the start differs: another
+    module, a thread count, and the isolation switch.
+    """
 
     def __init__(self, backend: str = "cpu", *, isolate: bool = True, memory_limit_gb: float | None = None,
                  threads: int | None = None, max_requests: int = 500, extra_env: dict[str, str] | None = None):
         self.backend = backend
-        self.memory_limit = int(memory_limit_gb * 2**30) if memory_limit_gb else _default_memory_limit()
         self.max_requests = max_requests
         self.requests = 0
-        self.namespaces = isolate and namespaces_available()
-        self.scratch = make_scratch(Path(tempfile.mkdtemp(prefix="cuda-agent-data-")))
-        self._log = tempfile.NamedTemporaryFile(prefix="cuda-agent-data-", suffix=".log", delete=False)
-        self._killed_for: str | None = None
-        self._last_watch = 0.0
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_SRC_ROOT, env.get("PYTHONPATH", "")) if p)
         extra = dict(extra_env or {})
         if threads:
             extra.update({"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)})
         extra["CUDA_AGENT_DATA_ISOLATE"] = "1" if isolate else "0"
+        # the fields WorkerProcess's methods use, set as its own __init__ sets them
+        self.env_key = json.dumps([backend, isolate, sorted(extra.items())])
+        self.memory_limit = int(memory_limit_gb * 2**30) if memory_limit_gb else _default_memory_limit()
+        self.namespaces = isolate and namespaces_available()
+        self.scratch = make_scratch(Path(tempfile.mkdtemp(prefix="cuda-agent-data-")))
+        self._log = tempfile.NamedTemporaryFile(prefix="cuda-agent-data-", suffix=".log", delete=False)
+        self._process_baseline = None
+        self._last_watch = 0.0
+        self._killed_for = None
         read_fd, write_fd = os.pipe()
         self.proc = subprocess.Popen(
             [*(NAMESPACE_PREFIX if self.namespaces else ()),
@@ -82,17 +86,10 @@ class DataWorker:
         self.fd = read_fd
         self.reader = Reader(read_fd, on_wait=self._watch)
 
-    # ---- talking ----------------------------------------------------------------------------
     def send(self, message: dict[str, Any] | str) -> None:
-        line = message if isinstance(message, str) else json.dumps(message)
-        try:
-            assert self.proc.stdin is not None
-            self.proc.stdin.write(line + "\n")
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            pass  # the worker is gone; the next receive says why
+        self.command(message if isinstance(message, str) else json.dumps(message))
 
-    def receive(self, timeout_s: float) -> dict[str, Any]:
+    def receive(self, timeout_s: float) -> dict[str, Any]:  # type: ignore[override]
         """The next reply; WorkerDied on timeout, crash or limit; WorkerError if it reported one."""
         try:
             reply = self.reader.receive(time.monotonic() + timeout_s)
@@ -113,63 +110,6 @@ class DataWorker:
     @property
     def worn_out(self) -> bool:
         return self.requests >= self.max_requests or not self.alive()
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    # ---- watching ---------------------------------------------------------------------------
-    def _watch(self) -> None:
-        now = time.monotonic()
-        if now - self._last_watch < WATCH_INTERVAL_S:
-            return
-        self._last_watch = now
-        rss = resident_bytes(process_tree(self.proc.pid))
-        if rss > self.memory_limit:
-            self._killed_for = (f"out of memory: the worker used {rss / 2**30:.1f} GiB, over the "
-                                f"{self.memory_limit / 2**30:.1f} GiB limit")
-            self.kill()
-
-    def _death_reason(self, problem: str) -> str:
-        if self._killed_for:
-            return self._killed_for
-        try:
-            code = self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            return f"the worker stopped talking ({problem})"
-        if code < 0:
-            return f"crashed ({signal.Signals(-code).name})"
-        return f"the worker exited with status {code} ({problem}); log: {self.log_tail()[-400:]}"
-
-    def log_tail(self, chars: int = 2000) -> str:
-        try:
-            return Path(self._log.name).read_bytes()[-chars:].decode(errors="replace")
-        except OSError:
-            return ""
-
-    def kill(self) -> None:
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-    def close(self) -> None:
-        self.kill()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
-        for closer in (lambda: os.close(self.fd), self._log.close, lambda: os.unlink(self._log.name)):
-            try:
-                closer()
-            except OSError:
-                pass
-        if self.proc.stdin:
-            try:
-                self.proc.stdin.close()
-            except OSError:
-                pass
-        shutil.rmtree(self.scratch, ignore_errors=True)
 
     def __enter__(self) -> "DataWorker":
         return self
