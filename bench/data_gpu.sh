@@ -2,6 +2,7 @@
 # One device-tool call: probe the catalogue, synthesise a few hundred tasks on the GPU, audit them.
 #   run: bash bench/data_gpu.sh   (carry: .whl .carry-data; KernelBench levels 1-3 in .carry-data/KernelBench)
 # Env knobs (for a local smoke run): BACKEND, COUNT, WORKERS, BUDGET_S, AUDIT_S, COMPILE_BACKEND.
+# RESUME_TAR=<data_run.tar.gz from an earlier call>: continue that run (synth and audit both resume).
 set -uo pipefail
 if ls .whl/*.whl >/dev/null 2>&1 && ! python3 -c "import pydantic" 2>/dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
@@ -14,6 +15,7 @@ OUT=${OUT:-/tmp/data-gpu-out}; mkdir -p "$OUT"
 BACKEND=${BACKEND:-cuda}; COUNT=${COUNT:-400}; WORKERS=${WORKERS:-8}; BUDGET_S=${BUDGET_S:-200}
 AUDIT_S=${AUDIT_S:-150}; COMPILE_BACKEND=${COMPILE_BACKEND:-inductor}
 RUN=/tmp/data-run-$BACKEND; rm -rf "$RUN"
+[ -n "${RESUME_TAR:-}" ] && tar -xzf "$RESUME_TAR" -C /tmp
 PY=${PYTHON:-python3}
 {
   nvidia-smi -L 2>/dev/null; $PY -c "import torch, sys; print('torch', torch.__version__, 'python', sys.version.split()[0])"
