@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from cuda_agent.data import device_lock
 from cuda_agent.data.config import FilterConfig
 from cuda_agent.data.filters import Reason, TaskCheck
 from cuda_agent.data.pool import DataWorker, WorkerDied
@@ -120,3 +121,15 @@ def test_crashing_task_is_reported_as_a_crash() -> None:
         with pytest.raises(WorkerDied, match="crashed"):
             w.request({"op": "check", "source": crash, "filters": FilterConfig(compile=False).model_dump(mode="json")},
                       60)
+
+
+def test_filters_under_the_device_lock(worker: DataWorker, tmp_path) -> None:
+    """With a lock file (several workers on one device) every step runs under it, the compiled
+    graphs through the locking backend wrapper, and the verdicts do not change."""
+    lock = device_lock.create(tmp_path / "device.lock")
+    good = check(worker, GOOD, gpu_lock=str(lock))
+    assert good.ok, good.detail
+    assert [f.name for f in good.filters][-1] == "compile"
+    bad = check(worker, BAD[Reason.COMPILE_MISMATCH], gpu_lock=str(lock))
+    assert bad.reason == Reason.COMPILE_MISMATCH
+    assert (tmp_path / "device.lock.gate").exists()

@@ -8,6 +8,7 @@ operators were actually run with.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 from collections.abc import Callable
@@ -103,19 +104,23 @@ def _check_size_on_meta(plan: Plan, j: int, shape: tuple[int, ...], max_bytes: i
 
 
 def size_plan(plan: Plan, device: Any, time_ms: Callable[[Realized], float], window: tuple[float, float],
-              cap_bytes: int, max_steps: int) -> tuple[Realized, float]:
+              cap_bytes: int, max_steps: int,
+              device_work: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
+              ) -> tuple[Realized, float]:
     """Grow the first axis (powers of two) until the eager runtime reaches the plan's target.
 
     Runtime is flat while launch-bound and linear once the device is busy, so each step grows
     by the measured shortfall, at least ×2 and at most ×16; a size whose tensors would pass the
-    memory cap is never run. Returns the tried size closest (in log time) to the target within
+    memory cap is never run. `device_work` wraps the building of each size (its parameters are
+    made on the device), so a worker sharing the device can hold it off a timer. Returns the tried size closest (in log time) to the target within
     the window, or the last one tried (the runtime filter then rejects it, with its reason).
     """
     lo, hi = window
     dim0 = 1 if plan.rank > 1 else RANK1_START
     tried: list[tuple[float, Realized]] = []
     for _ in range(max_steps):
-        real = realize(plan, dim0, device, max_bytes=cap_bytes)
+        with device_work():
+            real = realize(plan, dim0, device, max_bytes=cap_bytes)
         ms = time_ms(real)
         tried.append((ms, real))
         if ms >= plan.target_ms:
@@ -129,7 +134,8 @@ def size_plan(plan: Plan, device: Any, time_ms: Callable[[Realized], float], win
             break
         dim0 *= factor
     if tried[-1][0] > hi and tried[-1][1].dim0 > 1 and len(tried) < max_steps + 2:
-        real = realize(plan, max(1, tried[-1][1].dim0 // 2), device, max_bytes=cap_bytes)
+        with device_work():
+            real = realize(plan, max(1, tried[-1][1].dim0 // 2), device, max_bytes=cap_bytes)
         tried.append((time_ms(real), real))
     inside = [(ms, r) for ms, r in tried if lo <= ms <= hi]
     if inside:

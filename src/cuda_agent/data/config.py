@@ -30,7 +30,7 @@ class FilterConfig(BaseModel):
     timing_budget_ms: float = Field(default=400.0, gt=0, description="stop timing early once this much is spent")
     max_parameter_checks: int = Field(default=16, ge=0, description="parameters perturbed by the unused-state check")
     early_exit: bool = Field(default=True, description="stop at the first failure (synthesis); audit runs all")
-    gpu_lock: str | None = Field(default=None, description="lock file serialising timing across workers "
+    gpu_lock: str | None = Field(default=None, description="device lock file: timing runs alone, other device work shared "
                                  "(set by synth / audit when they run several)")
 
     def window(self, backend: str) -> tuple[float, float]:

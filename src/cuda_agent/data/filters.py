@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import fcntl
 import statistics
 import time
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, Field
 
+from . import device_lock
 from .config import FilterConfig
 
 
@@ -111,6 +111,9 @@ class _Task:
         return [x.to(self.device) if isinstance(x, torch.Tensor) else x for x in made]
 
 
+_LOCKS_ITSELF = ("runtime", "compile")  # steps that take the device lock themselves
+
+
 def check_task(source: str, cfg: FilterConfig, backend_name: str) -> TaskCheck:
     """Run every filter on `source`; stop at the first failure when `cfg.early_exit`."""
     import torch
@@ -121,7 +124,7 @@ def check_task(source: str, cfg: FilterConfig, backend_name: str) -> TaskCheck:
     device = torch.device(backend.torch_device)
     t_all = time.perf_counter()
     check = TaskCheck(ok=True, device=backend.device_name())
-    state: dict[str, Any] = {}
+    state: dict[str, Any] = {"backend": backend}
     steps: list[tuple[str, Callable[[], str]]] = [
         ("runs", lambda: _runs(source, device, cfg, state, check)),
         ("finite", lambda: _finite(state)),
@@ -141,8 +144,11 @@ def check_task(source: str, cfg: FilterConfig, backend_name: str) -> TaskCheck:
                 check.filters.append(FilterResult(name=name, ok=False, reason="skipped", detail="the task does not run"))
                 continue
             t0 = time.perf_counter()
+            lock = (contextlib.nullcontext() if name in _LOCKS_ITSELF
+                    else device_lock.shared(cfg.gpu_lock, backend.synchronize))
             try:
-                detail = run()
+                with lock:
+                    detail = run()
                 result = FilterResult(name=name, ok=True, detail=detail or "")
             except _Fail as fail:
                 result = FilterResult(name=name, ok=False, reason=fail.reason, detail=fail.detail[:2000])
@@ -278,7 +284,7 @@ def _not_stochastic(state: dict[str, Any], cfg: FilterConfig) -> str:
 
 def _runtime(state: dict[str, Any], cfg: FilterConfig, backend: Any, check: TaskCheck) -> str:
     model, inputs = state["model"], state["inputs"]
-    with gpu_lock(cfg.gpu_lock):
+    with device_lock.exclusive(cfg.gpu_lock):
         ms = time_model(lambda: model(*inputs), backend, cfg.timing_runs, cfg.timing_budget_ms)
     check.runtime_ms = ms
     lo, hi = cfg.window(backend.name)
@@ -296,8 +302,11 @@ def _compile(state: dict[str, Any], cfg: FilterConfig) -> str:
 
     model, inputs, out = state["model"], state["inputs"], state["out"]
     try:
-        compiled = torch.compile(model, backend=cfg.compile_backend, mode=cfg.compile_mode)
-        got = compiled(*_clone(inputs))
+        compiled = (torch.compile(model, backend=_locked_backend(cfg, state["backend"])) if cfg.gpu_lock
+                    else torch.compile(model, backend=cfg.compile_backend, mode=cfg.compile_mode))
+        with device_lock.shared(cfg.gpu_lock, state["backend"].synchronize):
+            args = _clone(inputs)
+        got = compiled(*args)
     except Exception as exc:  # noqa: BLE001
         raise _Fail(Reason.COMPILE_ERROR, _describe(exc)) from None
     cmp = compare_outputs(_to_cpu(out), _to_cpu(got), Tolerance(atol=cfg.atol, rtol=cfg.rtol))
@@ -307,6 +316,28 @@ def _compile(state: dict[str, Any], cfg: FilterConfig) -> str:
 
 
 # ---- helpers ---------------------------------------------------------------------------------
+def _locked_backend(cfg: FilterConfig, backend: Any) -> Any:
+    """The configured torch.compile backend, with each compiled graph run under the shared device
+    lock: compilation (seconds of CPU work) runs unlocked, so a timer does not wait for it."""
+    import torch
+
+    inner = (torch._TorchCompileInductorWrapper(cfg.compile_mode, None, None) if cfg.compile_backend == "inductor"
+             else torch._dynamo.lookup_backend(cfg.compile_backend))
+
+    def compile_graph(gm: Any, example_inputs: Any) -> Any:
+        fn = inner(gm, example_inputs)
+        boxed = getattr(fn, "_boxed_call", False)
+
+        def run(*args: Any) -> Any:
+            with device_lock.shared(cfg.gpu_lock, backend.synchronize):
+                return fn(*args)
+
+        run._boxed_call = boxed  # type: ignore[attr-defined] # inductor's list-in calling convention
+        return run
+
+    return compile_graph
+
+
 def time_model(fn: Callable[[], Any], backend: Any, runs: int, budget_ms: float) -> float:
     """Median device time (ms) of `fn` after one warm-up call; stops early past the budget."""
     fn()
@@ -324,20 +355,6 @@ def time_model(fn: Callable[[], Any], backend: Any, runs: int, budget_ms: float)
         if len(samples) >= 3 and spent > budget_ms:
             break
     return statistics.median(samples)
-
-
-@contextlib.contextmanager
-def gpu_lock(path: str | None) -> Iterator[None]:
-    """Serialise timing across workers sharing one device (other work stays parallel)."""
-    if not path:
-        yield
-        return
-    with open(path, "rb") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _rng_state() -> tuple[Any, Any]:

@@ -276,8 +276,9 @@ class _CandidateRunner:
 
 
 def with_timing_lock(filters: FilterConfig, path: Path) -> FilterConfig:
-    path.touch()
-    return filters.model_copy(update={"gpu_lock": str(path.resolve())})
+    from . import device_lock
+
+    return filters.model_copy(update={"gpu_lock": device_lock.create(path)})
 
 
 def _task_row(name: str, index: int, plan: Plan, code: str, check: TaskCheck, config: SynthConfig, backend: str,

@@ -12,8 +12,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from . import device_lock
 from .config import ComposeConfig, FilterConfig
-from .filters import Reason, TaskCheck, check_task, gpu_lock, time_model
+from .filters import Reason, TaskCheck, check_task, time_model
 from .plan import Plan
 
 
@@ -53,12 +54,13 @@ def synth_candidate(request: dict[str, Any], backend_name: str, wait_line: Calla
 
     def measure(real: Any) -> float:
         x = _input_for(real, device)
-        with torch.no_grad(), gpu_lock(filters.gpu_lock):
+        with torch.no_grad(), device_lock.exclusive(filters.gpu_lock):
             return time_model(lambda: real.run(x), backend, max(3, filters.timing_runs // 2), filters.timing_budget_ms)
 
     try:
         real, sized_ms = size_plan(req.plan, device, measure, window, req.compose.tensor_cap_bytes(backend_name),
-                                   req.compose.max_scale_steps)
+                                   req.compose.max_scale_steps,
+                                   lambda: device_lock.shared(filters.gpu_lock, backend.synchronize))
         code = render(real)
     except ComposeError as exc:
         yield _result(TaskCheck(ok=False, reason=Reason.COMPOSE_ERROR, detail=str(exc), device=backend.device_name()))
