@@ -125,7 +125,7 @@ def test_crashing_task_is_reported_as_a_crash() -> None:
 
 def test_filters_under_the_device_lock(worker: DataWorker, tmp_path) -> None:
     """With a lock file (several workers on one device) every step runs under it, the compiled
-    graphs through the locking backend wrapper, and the verdicts do not change."""
+    output compared after a warm-up call, and the verdicts do not change."""
     lock = device_lock.create(tmp_path / "device.lock")
     good = check(worker, GOOD, gpu_lock=str(lock))
     assert good.ok, good.detail

@@ -302,11 +302,14 @@ def _compile(state: dict[str, Any], cfg: FilterConfig) -> str:
 
     model, inputs, out = state["model"], state["inputs"], state["out"]
     try:
-        compiled = (torch.compile(model, backend=_locked_backend(cfg, state["backend"])) if cfg.gpu_lock
-                    else torch.compile(model, backend=cfg.compile_backend, mode=cfg.compile_mode))
+        compiled = torch.compile(model, backend=cfg.compile_backend, mode=cfg.compile_mode)
+        if cfg.gpu_lock:
+            # Compilation happens inside the first call (seconds of CPU work, lazily built kernels):
+            # made outside the device lock so a waiting timer does not wait for it; the compared
+            # output comes from a second call under the lock.
+            compiled(*_clone(inputs))
         with device_lock.shared(cfg.gpu_lock, state["backend"].synchronize):
-            args = _clone(inputs)
-        got = compiled(*args)
+            got = compiled(*_clone(inputs))
     except Exception as exc:  # noqa: BLE001
         raise _Fail(Reason.COMPILE_ERROR, _describe(exc)) from None
     cmp = compare_outputs(_to_cpu(out), _to_cpu(got), Tolerance(atol=cfg.atol, rtol=cfg.rtol))
@@ -316,28 +319,6 @@ def _compile(state: dict[str, Any], cfg: FilterConfig) -> str:
 
 
 # ---- helpers ---------------------------------------------------------------------------------
-def _locked_backend(cfg: FilterConfig, backend: Any) -> Any:
-    """The configured torch.compile backend, with each compiled graph run under the shared device
-    lock: compilation (seconds of CPU work) runs unlocked, so a timer does not wait for it."""
-    import torch
-
-    inner = (torch._TorchCompileInductorWrapper(cfg.compile_mode, None, None) if cfg.compile_backend == "inductor"
-             else torch._dynamo.lookup_backend(cfg.compile_backend))
-
-    def compile_graph(gm: Any, example_inputs: Any) -> Any:
-        fn = inner(gm, example_inputs)
-        boxed = getattr(fn, "_boxed_call", False)
-
-        def run(*args: Any) -> Any:
-            with device_lock.shared(cfg.gpu_lock, backend.synchronize):
-                return fn(*args)
-
-        run._boxed_call = boxed  # type: ignore[attr-defined] # inductor's list-in calling convention
-        return run
-
-    return compile_graph
-
-
 def time_model(fn: Callable[[], Any], backend: Any, runs: int, budget_ms: float) -> float:
     """Median device time (ms) of `fn` after one warm-up call; stops early past the budget."""
     fn()
