@@ -127,9 +127,18 @@ def test_filters_under_the_device_lock(worker: DataWorker, tmp_path) -> None:
     """With a lock file (several workers on one device) every step runs under it, the compiled
     output compared after a warm-up call, and the verdicts do not change."""
     lock = device_lock.create(tmp_path / "device.lock")
-    good = check(worker, GOOD, gpu_lock=str(lock))
+    good = check(worker, GOOD, gpu_lock=str(lock), quiet_timing=True)
     assert good.ok, good.detail
     assert [f.name for f in good.filters][-1] == "compile"
-    bad = check(worker, BAD[Reason.COMPILE_MISMATCH], gpu_lock=str(lock))
+    bad = check(worker, BAD[Reason.COMPILE_MISMATCH], gpu_lock=str(lock), quiet_timing=True)
     assert bad.reason == Reason.COMPILE_MISMATCH
     assert (tmp_path / "device.lock.gate").exists()
+
+
+def test_far_too_slow_first_call_is_cut_before_the_other_checks(worker: DataWorker) -> None:
+    """A forward far past the window ends the check at once instead of ~25 more slow calls."""
+    slow = BAD[Reason.TOO_SLOW].replace("time.sleep(0.15)", "time.sleep(0.7)")
+    result = check(worker, slow, window_ms=(0.0, 100.0))
+    assert result.reason == Reason.TOO_SLOW
+    assert "first call" in result.detail
+    assert [f.name for f in result.filters] == ["runs"]

@@ -20,11 +20,16 @@ def register(app: typer.Typer) -> None:
     app.add_typer(data_app, name="data")
 
 
+_QUIET_HELP = ("hold every worker's device work off a running timer: consistent runtimes when several workers "
+               "share a GPU, at a large cost in tasks per hour (docs/data.md)")
+
+
 def _filters(window: Optional[tuple[float, float]], compile_check: bool, compile_backend: str, atol: float,
-             rtol: float):
+             rtol: float, quiet_timing: bool):
     from .config import FilterConfig
 
-    return FilterConfig(window_ms=window, compile=compile_check, compile_backend=compile_backend, atol=atol, rtol=rtol)
+    return FilterConfig(window_ms=window, compile=compile_check, compile_backend=compile_backend, atol=atol, rtol=rtol,
+                        quiet_timing=quiet_timing)
 
 
 @data_app.command()
@@ -80,6 +85,7 @@ def synth(
     compile_check: bool = typer.Option(True, "--compile/--no-compile", help="eager vs torch.compile check"),
     compile_backend: str = typer.Option("inductor", help="torch.compile backend for the check"),
     atol: float = typer.Option(1e-2), rtol: float = typer.Option(1e-2),
+    quiet_timing: bool = typer.Option(False, "--quiet-timing", help=_QUIET_HELP),
     max_candidates: Optional[int] = typer.Option(None, help="stop after this many candidates"),
     time_budget: Optional[float] = typer.Option(None, help="stop dispatching after this many seconds"),
     timeout: float = typer.Option(300.0, help="seconds per candidate"),
@@ -105,7 +111,7 @@ def synth(
                              time_budget_s=time_budget, candidate_timeout_s=timeout, similarity_threshold=threshold,
                              eval_sets=eval_set, generator=generator,
                              compose=ComposeConfig(include_transformers=transformers),
-                             filters=_filters(window, compile_check, compile_backend, atol, rtol))
+                             filters=_filters(window, compile_check, compile_backend, atol, rtol, quiet_timing))
     except ValueError as exc:
         err.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2)
@@ -156,6 +162,7 @@ def audit(
     compile_check: bool = typer.Option(True, "--compile/--no-compile"),
     compile_backend: str = typer.Option("inductor"),
     atol: float = typer.Option(1e-2), rtol: float = typer.Option(1e-2),
+    quiet_timing: bool = typer.Option(False, "--quiet-timing", help=_QUIET_HELP),
     timeout: float = typer.Option(300.0, help="seconds per row"),
     limit: Optional[int] = typer.Option(None, help="audit only the first N rows"),
     show: int = typer.Option(20, help="failing rows to list"),
@@ -174,7 +181,7 @@ def audit(
         with Progress(console=err, transient=True) as bar:
             task = bar.add_task("auditing", total=None)
             summary = run_audit(dataset, out, backend=backend,
-                                filters=_filters(window, compile_check, compile_backend, atol, rtol),
+                                filters=_filters(window, compile_check, compile_backend, atol, rtol, quiet_timing),
                                 eval_sets=eval_set, similarity_threshold=threshold, workers=workers,
                                 timeout_s=timeout, limit=limit,
                                 progress=lambda i, n, row: bar.update(task, completed=i, total=n))

@@ -30,8 +30,12 @@ class FilterConfig(BaseModel):
     timing_budget_ms: float = Field(default=400.0, gt=0, description="stop timing early once this much is spent")
     max_parameter_checks: int = Field(default=16, ge=0, description="parameters perturbed by the unused-state check")
     early_exit: bool = Field(default=True, description="stop at the first failure (synthesis); audit runs all")
-    gpu_lock: str | None = Field(default=None, description="device lock file: timing runs alone, other device work shared "
-                                 "(set by synth / audit when they run several)")
+    gpu_lock: str | None = Field(default=None, description="device lock file, set by synth / audit when several "
+                                 "workers share a device: the runtime filter's timings never overlap")
+    quiet_timing: bool = Field(default=False, description="also hold every other device step off a running timer "
+                               "(docs/data.md: consistent runtimes, ~5x fewer tasks per hour on an H100)")
+    first_call_cut: float = Field(default=5.0, gt=0, description="reject as too slow when the first forward "
+                                  "takes longer than this many times the window's upper bound")
 
     def window(self, backend: str) -> tuple[float, float]:
         return self.window_ms or DEFAULT_WINDOWS_MS.get(backend, DEFAULT_WINDOWS_MS["cpu"])
