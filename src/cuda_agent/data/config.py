@@ -34,7 +34,7 @@ class FilterConfig(BaseModel):
                                  "workers share a device: the runtime filter's timings never overlap")
     quiet_timing: bool = Field(default=False, description="also hold every other device step off a running timer "
                                "(docs/data.md: consistent runtimes, ~5x fewer tasks per hour on an H100)")
-    first_call_cut: float = Field(default=5.0, gt=0, description="reject as too slow when the first forward "
+    first_call_cut: float = Field(default=10.0, gt=0, description="reject as too slow when the first forward "
                                   "takes longer than this many times the window's upper bound")
 
     def window(self, backend: str) -> tuple[float, float]:
