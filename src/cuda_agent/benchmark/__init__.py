@@ -12,8 +12,7 @@ does not pay for torch.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from .._lazy import lazy_exports
 
 _EXPORTS = {
     "compare": ["Comparison", "TaskDiff", "compare_runs"],
@@ -43,14 +42,4 @@ __all__ = ["BenchMetrics", "Candidate", "Comparison", "DirectorySolutions", "Epi
     "to_markdown", "write_reports"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE)

@@ -15,11 +15,12 @@ pay for torch.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from .._lazy import lazy_exports
 
 _EXPORTS = {
-    "AuditSummary": "audit", "audit": "audit",
+    # `audit` and `similarity` (functions) are not exported: they share their submodule's name, and
+    # `cuda_agent.data.audit` would be the function or the module depending on import order.
+    "AuditSummary": "audit",
     "Catalogue": "catalogue", "OpSpec": "catalogue", "build_catalogue": "catalogue", "crawl": "catalogue",
     "ComposeConfig": "config", "DEFAULT_WINDOWS_MS": "config", "FilterConfig": "config", "OPS6K_MIX": "config",
     "SynthConfig": "config",
@@ -27,16 +28,9 @@ _EXPORTS = {
     "Plan": "plan", "Planner": "plan",
     "audit_report": "report", "synth_report": "report",
     "Fingerprint": "similarity", "SimilarityIndex": "similarity", "fingerprint": "similarity",
-    "similarity": "similarity",
     "SynthStats": "synth", "synthesize": "synth",
 }
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -37,6 +37,10 @@ class FilterConfig(BaseModel):
     first_call_cut: float = Field(default=10.0, gt=0, description="reject as too slow when the first forward "
                                   "takes longer than this many times the window's upper bound")
 
+    def shared_lock(self) -> str | None:
+        """The lock file other device work holds (shared) under quiet timing; None otherwise."""
+        return self.gpu_lock if self.quiet_timing else None
+
     def window(self, backend: str) -> tuple[float, float]:
         return self.window_ms or DEFAULT_WINDOWS_MS.get(backend, DEFAULT_WINDOWS_MS["cpu"])
 

@@ -145,7 +145,7 @@ def check_task(source: str, cfg: FilterConfig, backend_name: str) -> TaskCheck:
                 continue
             t0 = time.perf_counter()
             lock = (contextlib.nullcontext() if name in _LOCKS_ITSELF
-                    else device_lock.shared(_quiet(cfg), backend.synchronize))
+                    else device_lock.shared(cfg.shared_lock(), backend.synchronize))
             try:
                 with lock:
                     detail = run()
@@ -310,14 +310,11 @@ def _compile(state: dict[str, Any], cfg: FilterConfig) -> str:
 
     model, inputs, out = state["model"], state["inputs"], state["out"]
     try:
-        if _quiet(cfg):
+        if cfg.shared_lock():
             compiled = torch.compile(model, backend=_locked_backend(cfg, state["backend"]))
-            with device_lock.shared(cfg.gpu_lock, state["backend"].synchronize):
-                args = _clone(inputs)
         else:
             compiled = torch.compile(model, backend=cfg.compile_backend, mode=cfg.compile_mode)
-            args = _clone(inputs)
-        got = compiled(*args)
+        got = compiled(*_clone(inputs))
     except Exception as exc:  # noqa: BLE001
         raise _Fail(Reason.COMPILE_ERROR, _describe(exc)) from None
     cmp = compare_outputs(_to_cpu(out), _to_cpu(got), Tolerance(atol=cfg.atol, rtol=cfg.rtol))
@@ -327,11 +324,6 @@ def _compile(state: dict[str, Any], cfg: FilterConfig) -> str:
 
 
 # ---- helpers ---------------------------------------------------------------------------------
-def _quiet(cfg: FilterConfig) -> str | None:
-    """The lock file when device work must be held off timers (quiet timing), else None."""
-    return cfg.gpu_lock if cfg.quiet_timing else None
-
-
 def _locked_backend(cfg: FilterConfig, backend: Any) -> Any:
     """The configured torch.compile backend, with each compiled graph run under the shared device
     lock (compilation itself, seconds of CPU work, runs outside it). Measured on an H100: warming
@@ -350,7 +342,7 @@ def _locked_backend(cfg: FilterConfig, backend: Any) -> Any:
         boxed = getattr(fn, "_boxed_call", False)
 
         def run(*args: Any) -> Any:
-            with device_lock.shared(cfg.gpu_lock, backend.synchronize):
+            with device_lock.shared(cfg.shared_lock(), backend.synchronize):
                 return fn(*args)
 
         run._boxed_call = boxed  # type: ignore[attr-defined] # inductor's list-in calling convention

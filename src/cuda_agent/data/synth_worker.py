@@ -56,7 +56,7 @@ def synth_candidate(request: dict[str, Any], backend_name: str, wait_line: Calla
         # An estimate that only steers the size. Under quiet timing it is taken alongside the
         # other workers (shared), so only the runtime filter's timing makes them all wait.
         x = _input_for(real, device)
-        lock = (device_lock.shared(filters.gpu_lock, backend.synchronize) if filters.quiet_timing
+        lock = (device_lock.shared(filters.shared_lock(), backend.synchronize) if filters.quiet_timing
                 else device_lock.exclusive(filters.gpu_lock))
         with torch.no_grad(), lock:
             return time_model(lambda: real.run(x), backend, max(3, filters.timing_runs // 2), filters.timing_budget_ms)
@@ -64,8 +64,7 @@ def synth_candidate(request: dict[str, Any], backend_name: str, wait_line: Calla
     try:
         real, sized_ms = size_plan(req.plan, device, measure, window, req.compose.tensor_cap_bytes(backend_name),
                                    req.compose.max_scale_steps,
-                                   lambda: device_lock.shared(filters.gpu_lock if filters.quiet_timing else None,
-                                                              backend.synchronize))
+                                   lambda: device_lock.shared(filters.shared_lock(), backend.synchronize))
         code = render(real)
     except ComposeError as exc:
         yield _result(TaskCheck(ok=False, reason=Reason.COMPOSE_ERROR, detail=str(exc), device=backend.device_name()))

@@ -4,9 +4,7 @@ Config and record types import without torch; `evaluate` and the build load on f
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from .._lazy import lazy_exports
 from .config import EvalConfig, GuardConfig, TimingConfig
 from .records import BuildResult, EvalResult, TimeMs, TimingStats, TrialCheck
 
@@ -18,10 +16,4 @@ __all__ = ["evaluate", "EvalConfig", "GuardConfig", "TimingConfig", "EvalResult"
            "milestone_reward"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
