@@ -56,14 +56,7 @@ _EXPORTS = {
     "load_trajectories": "trajectory",
 }
 
-__all__ = [
-    "run_episode", "run_in_workspace", "policy_config", "initial_messages", "system_prompt", "AgentConfig", "run_batch", "BatchSummary", "episode_id",
-    "Policy", "PolicyConfig", "PolicyReply", "PolicyError", "ContextOverflow", "make_policy", "register_policy",
-    "ScriptedPolicy", "TOOLS", "TOOL_NAMES", "ToolSpec", "ToolConfig", "ToolExecutor", "ToolResult", "tool_schemas",
-    "Trajectory", "Message", "ToolCall", "Evaluation", "Snapshot", "SCHEMA_VERSION", "TrajectoryWriter",
-    "TrajectoryError", "load_trajectories", "iter_trajectories", "ContextWindow", "ContextExhausted", "BestState",
-    "eval_trigger", "restore_snapshot",
-]
+__all__ = list(_EXPORTS)
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

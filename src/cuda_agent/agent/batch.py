@@ -104,6 +104,10 @@ def run_batch(tasks: Sequence[Task], policy: PolicyConfig | Policy, config: Agen
     return BatchSummary.of([results[eid] for _, _, eid in jobs if eid in results], skipped=len(jobs) - len(todo))
 
 
+class EpisodeWorkerDied(RuntimeError):
+    """An episode worker process died (out of memory, a crash in the model); finished episodes are saved."""
+
+
 def _run_here(todo: list[tuple[Task, int, str]], policy: PolicyConfig | Policy, config: AgentConfig, out: Path,
               record: Callable[[Trajectory], None]) -> None:
     if not todo:
@@ -137,7 +141,7 @@ def _run_pool(todo: list[tuple[Task, int, str]], policy: PolicyConfig, config: A
                 try:
                     record(Trajectory.model_validate_json(fut.result()))
                 except BrokenProcessPool as exc:
-                    raise RuntimeError("a worker process died (out of memory, or a crash in the model); finished "
+                    raise EpisodeWorkerDied("a worker process died (out of memory, or a crash in the model); finished "
                                        "episodes are saved: re-run the same command to resume") from exc
 
 
@@ -178,4 +182,4 @@ def _geomean(xs: Sequence[float | None]) -> float | None:
     return math.exp(statistics.fmean(math.log(x) for x in vals)) if vals else None
 
 
-__all__ = ["run_batch", "BatchSummary", "episode_id", "TRAJECTORIES"]
+__all__ = ["run_batch", "BatchSummary", "EpisodeWorkerDied", "episode_id", "TRAJECTORIES"]

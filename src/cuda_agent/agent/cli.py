@@ -56,7 +56,7 @@ def optimize(
     from ..backends import default_backend_name
     from ..evaluation import EvalConfig
     from ..tasks import TaskError
-    from .batch import BatchSummary, run_batch
+    from .batch import BatchSummary, EpisodeWorkerDied, run_batch
     from .loop import AgentConfig
     from .policies.base import PolicyError
 
@@ -98,7 +98,7 @@ def optimize(
         try:
             summary = run_batch(loaded, pcfg, acfg, out, samples=samples, workers=n_workers, devices=devices,
                                 on_start=started, on_result=finished)
-        except (PolicyError, RuntimeError) as exc:
+        except (PolicyError, EpisodeWorkerDied) as exc:
             err.print(f"[red]error:[/] {exc}")
             raise typer.Exit(2)
     console.print(summary_table(summary))

@@ -49,14 +49,14 @@ def policy_config(policy: str | dict[str, Any] | PolicyConfig, **fields: Any) ->
 
 def run_in_workspace(*, task: Task, workspace: str | Path, backend: str, config: EvalConfig | None = None,
                      policy: str | dict[str, Any] | PolicyConfig | Policy = "local", workdir: str | Path | None = None,
-                     eval_config: EvalConfig | None = None, **options: Any) -> Trajectory:
+                     **options: Any) -> Trajectory:
     """Run the agent in an existing workspace (edits its model_new.py and kernels/); the best state
     goes to `workdir/best` (default: beside the workspace). Returns the Trajectory."""
-    ws = open_workspace(workspace)
+    ev = config or EvalConfig(backend=backend)
+    ws = open_workspace(workspace, cache_dir=Path(ev.cache_dir) if ev.cache_dir else None)  # the trusted record
     if ws.backend != backend:
         raise ValueError(f"workspace {ws.root} is for the {ws.backend} backend, not {backend}")
     agent_fields = {k: options.pop(k) for k in list(options) if k in AgentConfig.model_fields}
-    ev = config or eval_config or EvalConfig(backend=backend)
     cfg = AgentConfig(backend=backend, eval=ev, **agent_fields)
     pol = policy if isinstance(policy, Policy) else _cached(policy_config(policy, **options))
     root = Path(workdir) if workdir is not None else ws.root.parent / f"{ws.root.name}.agent"

@@ -1,6 +1,6 @@
 """The verl agent loop (cluster scale, stages 3 and 4). Import this module only where verl is
 installed: verl instantiates `CudaAgentLoop` through its registry (`agent_name: cuda_agent` in the
-dataset, `rollout.agent.agent_loop_config_path` pointing at `configs/train/verl/agent_loop.yaml`).
+dataset, `rollout.agent.agent_loop_config_path` pointing at `cuda_agent/train/verl_agent_loop.yaml`).
 
 Per trajectory it owns one workspace, lets the policy call the agent's tools there, masks tool
 output tokens (response_mask 0) and returns `reward_score` from `cuda_agent.evaluate` — computed

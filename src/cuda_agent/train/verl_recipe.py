@@ -58,18 +58,16 @@ def stage_configs(r: RecipeConfig) -> dict[str, dict[str, Any]]:
         "actor_rollout_ref": {"model": {"path": r.model_path},
                               "rollout": {"agent": {"default_agent_loop": "single_turn_agent"},
                                           "multi_turn": {"enable": False}}},
-        "custom_reward_function": {"path": "pkg://cuda_agent.train.verl_reward", "name": "compute_score"},
         "reward": {"custom_reward_function": {"path": _module_file("verl_reward"), "name": "compute_score"}},
         "trainer": {"total_training_steps": r.stage1_steps, "experiment_name": "stage1_single_turn_ppo",
                     "default_local_dir": f"{r.ckpt_dir}/stage1"},
     })
-    del stage1["custom_reward_function"]
     agentic = _merge(ppo_common, {
         "data": {"train_files": f"{r.data_dir}/agentic.parquet", "max_prompt_length": PROMPT_AGENTIC,
                  "max_response_length": CONTEXT_AGENTIC - PROMPT_AGENTIC},
         "actor_rollout_ref": {"model": {"path": f"{r.ckpt_dir}/stage2/hf"},
                               "rollout": {"agent": {"default_agent_loop": "cuda_agent",
-                                                    "agent_loop_config_path": _config_file("agent_loop.yaml")},
+                                                    "agent_loop_config_path": str(Path(__file__).with_name("verl_agent_loop.yaml"))},
                                           "multi_turn": {"enable": True, "max_assistant_turns": r.max_turns,
                                                          "max_tool_response_length": 30_000}}},
         "cuda_agent": {"pool_workers": r.eval_workers, "pool_gpus_per_worker": 1.0, "max_turns": r.max_turns,
@@ -162,10 +160,6 @@ ray job submit --working-dir . -- python3 -m verl.trainer.main_ppo --config-path
 
 def _module_file(name: str) -> str:
     return str(Path(__file__).with_name(f"{name}.py"))
-
-
-def _config_file(name: str) -> str:
-    return str(Path(__file__).with_name("verl_agent_loop.yaml")) if name == "agent_loop.yaml" else name
 
 
 def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
