@@ -37,7 +37,7 @@ RAY_SUBSET = ["layernorm", "conv2d_relu", "mlp_block"]
 TIMING = TimingConfig(budget_s=0.05, min_trials=5, floor_trials=5, warmup_ms=1, host_trials=3)
 # the same settings as CLI flags, for the subprocess runs
 CLI_FLAGS = ["--backend", "cpu", "--trials", "2", "--no-compile-baseline", "--timing-budget", "0.05",
-             "--min-rounds", "5", "--warmup-ms", "1", "--host-trials", "3", "--build-workers", "1", "--no-report"]
+             "--min-rounds", "5", "--warmup-ms", "1", "--build-workers", "1", "--no-report"]
 
 
 def fast_config(cache_dir: Path) -> EvalConfig:
@@ -226,7 +226,9 @@ def test_reference_as_solution_is_the_harness_check(tmp_path, cache_dir) -> None
     assert len(records) == 2
     for r in records:
         assert r.mode == "reference" and r.correct and r.reward == 1, r.summary
-        assert 0.5 < r.speedup_vs_eager < 2.0
+        # never faster than itself; on a shared 2-core CPU a ~20 us op costs the candidate more
+        # than the judge's in-process baseline (docs/guards.md, "Costs"), so no lower bound here
+        assert 0.05 < r.speedup_vs_eager < 2.0  # the point estimate; reward 1 (above) is the verdict
     assert ResultStore(tmp_path / "run").info().config.guards.static_checks  # relaxed per job, not in the run
 
 

@@ -9,7 +9,7 @@ import pytest
 from cuda_agent.evaluation import evaluate
 from cuda_agent.evaluation.config import GuardConfig
 
-from .conftest import RELU_BINDING, RELU_KERNEL, RELU_MODEL_NEW
+from .conftest import RELU_BINDING, RELU_KERNEL, RELU_MODEL_NEW, RELU_TASK
 
 pytestmark = pytest.mark.slow
 
@@ -146,9 +146,10 @@ def test_unchanged_reference_is_not_called_faster(make_workspace, fast_config):
 
 def test_compile_baseline_is_measured_then_cached(make_workspace, fast_config):
     cfg = fast_config.model_copy(update={"compile_mode": "default"})
-    first = evaluate(make_workspace(name="cached"), cfg)
+    own = RELU_TASK + "\n# a task of its own: no other test's baseline is cached for it\n"
+    first = evaluate(make_workspace(name="cached", task_source=own), cfg)
     assert first.reward >= 1, first.reason + first.worker_log
     assert first.time_ms.compile is not None and not first.baseline_cached
-    second = evaluate(make_workspace(name="cached"), cfg)
+    second = evaluate(make_workspace(name="cached", task_source=own), cfg)
     assert second.baseline_cached and second.time_ms.compile is not None
     assert second.seconds < first.seconds

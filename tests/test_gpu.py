@@ -114,24 +114,66 @@ def _no_static(cfg: EvalConfig, **kw) -> EvalConfig:
 
 def test_work_on_a_hidden_stream_is_counted(tmp_path, gpu_config, cache_dir):
     ws = _swish_ws(tmp_path, "stream", cache_dir, kernel=SIDE_STREAM)
-    res = evaluate(ws, _no_static(gpu_config))
-    assert res.correct and "another stream" in res.reason and not res.faster_than_eager, res.reason
-    hole = evaluate(ws, _no_static(gpu_config, host_clock=False))
-    assert hole.speedup_vs_eager > res.speedup_vs_eager, (hole.reason, res.reason)  # what the check removed
-    print(f"\nhidden stream: counted {res.speedup_vs_eager:.3f}x vs eager, without the check "
-          f"{hole.speedup_vs_eager:.3f}x")
+    res = evaluate(ws, _no_static(gpu_config, symbols=False))
+    # the judge's interval ends only when the device is idle: the hidden stream's 20 passes are inside
+    assert not res.faster_than_eager and (not res.correct or res.speedup_vs_eager < 1), res.reason
+    print(f"\nhidden stream: {res.reason[:160]}")
 
 
 def test_output_left_to_the_caching_allocator_is_incorrect(tmp_path, gpu_config, cache_dir):
     ws = _swish_ws(tmp_path, "alloc", cache_dir, binding=UNWRITTEN)
-    res = evaluate(ws, gpu_config)
-    assert res.reward == -1 and res.reason.startswith("incorrect"), res.reason
-    hole = evaluate(ws, _no_static(gpu_config, poison_memory=False))
-    print(f"\nunwritten output without poisoning: reward {hole.reward} ({hole.reason[:120]})")
+    res = evaluate(ws, _no_static(gpu_config, symbols=False))
+    assert res.reward == -1 and "incorrect" in res.reason, res.reason
+
+
+SPIN = '''
+#include <cuda_runtime.h>
+#include <cstdint>
+__global__ void spin(long long cycles) { long long t0 = clock64(); while (clock64() - t0 < cycles) {} }
+__global__ void swish_k(const float* __restrict__ x, float* __restrict__ y, int64_t n) {
+  int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = x[i] / (1.f + __expf(-x[i]));
+}
+extern "C" void swish_launch(const float* x, float* y, int64_t n, cudaStream_t stream) {
+  static cudaStream_t hidden = nullptr;
+  if (!hidden) cudaStreamCreateWithFlags(&hidden, cudaStreamNonBlocking);
+  static int launches = 0;
+  if (launches++ < SPIN_LAUNCHES) spin<<<132, 32, 0, hidden>>>(SPIN_CYCLES);  // busy after "done"
+  swish_k<<<(unsigned)((n + 255) / 256), 256, 0, stream>>>(x, y, n);
+}
+'''
+
+NO_SYNC = '''
+import torch
+import torch.nn as nn
+import cuda_extension
+torch.cuda.synchronize = lambda *a, **k: None        # the harness's "wait for the device" is gone
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return cuda_extension.swish(x.contiguous())
+'''
+
+
+def test_work_left_running_after_done_is_caught(tmp_path, gpu_config, cache_dir):
+    ws = _swish_ws(tmp_path, "spin", cache_dir, kernel=SPIN.replace("SPIN_CYCLES", "20000000LL").replace("SPIN_LAUNCHES", "1000000"))  # ~10 ms each call
+    (ws.root / "model_new.py").write_text(NO_SYNC)
+    res = evaluate(ws, _no_static(gpu_config, symbols=False))
+    assert res.reward <= 1, res.reason
+    print(f"\nwork left on the device: reward {res.reward}: {res.reason[:200]}")
+
+
+def test_a_long_kernel_cannot_slow_the_baselines(tmp_path, gpu_config, cache_dir):
+    # one ~1.5 s kernel, left running while the judge times eager and compile
+    ws = _swish_ws(tmp_path, "hog", cache_dir, kernel=SPIN.replace("SPIN_CYCLES", "3000000000LL").replace("SPIN_LAUNCHES", "1"))
+    (ws.root / "model_new.py").write_text(NO_SYNC)
+    res = evaluate(ws, _no_static(gpu_config, symbols=False))
+    assert res.reward <= 1, res.reason
+    print(f"\nlong kernel vs baselines: reward {res.reward}: {res.reason[:200]}")
 
 
 def test_l2_persistence_does_not_pay(tmp_path, gpu_config, cache_dir):
-    cfg = _no_static(gpu_config)
+    cfg = _no_static(gpu_config, symbols=False)
     honest = evaluate(_swish_ws(tmp_path, "l2-honest", cache_dir, kernel=HONEST_SCALAR), cfg)
     l2 = evaluate(_swish_ws(tmp_path, "l2", cache_dir, kernel=L2_PERSIST), cfg)
     assert honest.correct and l2.correct, (honest.reason, l2.reason)

@@ -37,7 +37,8 @@ def test_candidate_cannot_write_outside_its_scratch_dir(make_workspace, fast_con
     res = evaluate(ws, _cfg(fast_config))
     assert res.reward == -1 and "Permission denied" in res.reason, res.reason
     assert not target.exists()
-    assert res.sandbox["landlock"].startswith("abi") and "/dev" in res.sandbox["writable"]
+    # single device nodes only: never /dev as a whole
+    assert res.sandbox["landlock"].startswith("abi") and "/dev" not in res.sandbox["writable"]
     # the workspace itself (e.g. model_new.py, kernels/) is read-only while it is being evaluated
     ws2 = make_workspace(model_new=HOSTILE.replace("ACTION", "open(__file__, 'a').write('#')"), name="fs2")
     assert evaluate(ws2, _cfg(fast_config)).reward == -1
@@ -52,7 +53,9 @@ def test_a_process_started_by_the_candidate_kills_the_evaluation(make_workspace,
         "ACTION", "subprocess.Popen(['sleep', '30'], start_new_session=True); __import__('time').sleep(1)"),
         name="proc")
     res = evaluate(ws, _cfg(fast_config))
-    assert res.reward == -1 and "process creation" in res.reason, res.reason
+    # the seccomp filter refuses the fork itself; without it the process watchdog kills the worker
+    assert res.reward == -1 and ("Operation not permitted" in res.reason or "process creation" in res.reason), \
+        res.reason
 
 
 def test_worker_environment_is_scrubbed(make_workspace, fast_config, monkeypatch):
@@ -80,7 +83,180 @@ def test_file_size_limit(make_workspace, fast_config):
 
 
 @pytest.mark.skipif(not namespaces_available(), reason="this OS refuses new namespaces")
-def test_worker_runs_in_its_own_pid_namespace(make_workspace, fast_config):
-    ws = make_workspace(model_new=HOSTILE.replace("ACTION", "assert os.getpid() == 1, os.getpid()"), name="pidns")
+def test_candidate_runs_in_its_own_network_namespace(make_workspace, fast_config):
+    # (it shares the host's PID namespace: CUDA IPC with the judge needs that; seccomp stops fork)
+    ours = os.readlink("/proc/self/ns/net")
+    action = f"assert os.readlink('/proc/self/ns/net') != {ours!r}, 'host network namespace'"
+    ws = make_workspace(model_new=HOSTILE.replace("ACTION", action), name="netns")
     res = evaluate(ws, _cfg(fast_config))
     assert res.reward == 1 and res.sandbox["namespaces"], res.reason
+
+
+# ---- the candidate sandbox: every rule against a real attack in a real process -------------
+ATTACKS = r'''
+import ctypes, errno, json, os, socket, subprocess, sys, threading
+from pathlib import Path
+import torch
+
+scratch, workspace, unix_path = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+torch.set_num_threads(2)
+torch.ones(256, 256) @ torch.ones(256, 256)  # torch / OpenMP threads exist before the sandbox
+from cuda_agent.evaluation.sandbox import apply_candidate_sandbox
+report = apply_candidate_sandbox(scratch, "cpu")
+libc = ctypes.CDLL(None, use_errno=True)
+ppid = os.getppid()
+
+
+def attempt(fn):
+    try:
+        fn()
+        return "allowed"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+
+
+def check(rc):
+    if rc == -1:
+        raise OSError(ctypes.get_errno(), "")
+
+
+def connect_unix():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(unix_path)
+
+
+def write_parent_memory():
+    with open(f"/proc/{ppid}/mem", "r+b") as fh:
+        fh.write(b"x")
+
+
+def read_parent_memory():
+    buf = ctypes.create_string_buffer(8)
+    local = (ctypes.c_void_p * 2)(ctypes.addressof(buf), 8)
+    remote = (ctypes.c_void_p * 2)(0x400000, 8)
+    libc.process_vm_readv.restype = ctypes.c_ssize_t
+    check(libc.process_vm_readv(ppid, local, 1, remote, 1, 0))
+
+
+attacks = {
+    "write /dev/shm": lambda: open(f"/dev/shm/cuda-agent-attack-{os.getpid()}", "w").write("x"),
+    "write /tmp": lambda: open(f"/tmp/cuda-agent-attack-{os.getpid()}", "w").write("x"),
+    "write the workspace": lambda: open(workspace / "model_new.py", "a").write("#"),
+    "create in the workspace": lambda: open(workspace / "new.txt", "w").write("x"),
+    "tcp socket": lambda: socket.create_connection(("127.0.0.1", 9), timeout=1),
+    "connect a unix socket": connect_unix,
+    "socketpair": lambda: socket.socketpair(),
+    "fork": lambda: os.fork() == 0 and os._exit(0),
+    "exec": lambda: os.execv("/bin/true", ["true"]),
+    "subprocess": lambda: subprocess.run(["/bin/true"]),
+    "ptrace the parent": lambda: check(libc.ptrace(16, ppid, None, None)),
+    "write /proc/<ppid>/mem": write_parent_memory,
+    "read parent memory": read_parent_memory,
+    "signal the parent": lambda: os.kill(ppid, 0),
+    "unshare": lambda: check(libc.unshare(0x10000000)),
+    "mount": lambda: check(libc.mount(b"none", b"/mnt", b"tmpfs", 0, None)),
+}
+results = {name: attempt(fn) for name, fn in attacks.items()}
+
+out = []
+t = threading.Thread(target=lambda: out.append(sum(range(1000))))
+t.start(); t.join()
+torch.set_num_threads(4)  # a new OpenMP pool is started under the filter
+a = torch.randn(512, 512)
+honest = {
+    "thread": out == [499500],
+    "matmul": bool(torch.allclose(a @ torch.eye(512), a)),
+    "parallel sum": bool(torch.ones(1 << 22).sum().item() == float(1 << 22)),
+    "scratch write": attempt(lambda: (scratch / "ok.txt").write_text("x")) == "allowed",
+    "/dev/null write": attempt(lambda: open("/dev/null", "w").write("x")) == "allowed",
+    "signal itself": attempt(lambda: os.kill(os.getpid(), 0)) == "allowed",
+}
+print(json.dumps({"report": report, "results": results, "honest": honest}))
+'''
+
+
+@pytest.fixture(scope="module")
+def attack_run(tmp_path_factory):
+    import json
+    import socket
+    import subprocess
+    import sys
+
+    tmp = tmp_path_factory.mktemp("attack")
+    scratch, ws = tmp / "scratch", tmp / "ws"
+    scratch.mkdir()
+    ws.mkdir()
+    (ws / "model_new.py").write_text("# candidate\n")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(tmp / "host.sock"))
+    server.listen(1)
+    try:
+        proc = subprocess.run([sys.executable, "-c", ATTACKS, str(scratch), str(ws), str(tmp / "host.sock")],
+                              capture_output=True, text=True, timeout=240)
+    finally:
+        server.close()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    data = json.loads(proc.stdout.strip().splitlines()[-1])
+    data["workspace"], data["ppid_alive"] = ws, True
+    return data
+
+
+SANDBOX_ATTACKS = ["write /dev/shm", "write /tmp", "write the workspace", "create in the workspace", "tcp socket",
+                   "connect a unix socket", "socketpair", "fork", "exec", "subprocess", "ptrace the parent",
+                   "write /proc/<ppid>/mem", "read parent memory", "signal the parent", "unshare", "mount"]
+
+
+@pytest.mark.skipif(landlock_abi() < 6, reason="kernel without Landlock ABI 6 (signal scoping)")
+@pytest.mark.parametrize("attack", SANDBOX_ATTACKS)
+def test_candidate_sandbox_stops_attack(attack_run, attack: str) -> None:
+    assert attack_run["report"]["landlock"].startswith("abi"), attack_run["report"]
+    assert attack_run["report"]["seccomp"].startswith("on"), attack_run["report"]
+    assert attack_run["results"][attack] in ("EPERM", "EACCES"), attack_run["results"]
+
+
+@pytest.mark.skipif(landlock_abi() < 6, reason="kernel without Landlock ABI 6 (signal scoping)")
+def test_honest_work_runs_under_the_full_sandbox(attack_run) -> None:
+    assert all(attack_run["honest"].values()), attack_run["honest"]
+    assert (attack_run["workspace"] / "model_new.py").read_text() == "# candidate\n"
+    assert not list(Path("/dev/shm").glob("cuda-agent-attack-*")) and not list(Path("/tmp").glob("cuda-agent-attack-*"))
+    assert "/dev/null" in attack_run["report"]["writable"] and "/dev" not in attack_run["report"]["writable"]
+
+
+def test_device_write_paths_are_single_nodes(tmp_path: Path) -> None:
+    from cuda_agent.evaluation.sandbox import device_write_paths, gpu_minors
+
+    dev, proc = tmp_path / "dev", tmp_path / "proc"
+    dev.mkdir()
+    for n in ("null", "nvidiactl", "nvidia-uvm", "nvidia0", "nvidia1", "nvidia2", "nvidia-caps", "shm"):
+        (dev / n).touch()
+    gpu = proc / "driver" / "nvidia" / "gpus" / "0000:3b:00.0"
+    gpu.mkdir(parents=True)
+    (gpu / "information").write_text("Model: H200\nDevice Minor: 2\nBus Location: 0000:3b:00.0\n")
+    assert gpu_minors([(0, 0x3B, 0)], proc) == [2]
+    assert gpu_minors([(0, 0x3C, 0)], proc) is None
+    assert device_write_paths("cpu", dev=dev, proc=proc) == [dev / "null"]
+    # no CUDA initialised in this process: every GPU node, but never /dev itself or /dev/shm
+    cuda = device_write_paths("cuda", dev=dev, proc=proc)
+    assert set(cuda) == {dev / n for n in ("null", "nvidiactl", "nvidia-uvm", "nvidia0", "nvidia1", "nvidia2")}
+
+
+def test_seccomp_numbers_match_the_kernel_headers() -> None:
+    import re
+
+    from cuda_agent.evaluation.sandbox import _DENY_SYSCALLS, _OWN_PID_SYSCALLS, _SECCOMP
+
+    tables = {0: Path("/usr/include/x86_64-linux-gnu/asm/unistd_64.h"), 1: Path("/usr/include/asm-generic/unistd.h")}
+    checked = 0
+    for col, header in tables.items():
+        if not header.is_file():
+            continue
+        nums = {m[1]: int(m[2]) for m in re.finditer(r"#define __NR(?:3264)?_(\w+)\s+(\d+)", header.read_text())}
+        calls = {**_DENY_SYSCALLS, **_OWN_PID_SYSCALLS,
+                 "clone": (56, 220), "clone3": (435, 435), "ioctl": (16, 29), "seccomp": (317, 277)}
+        for name, pair in calls.items():
+            if pair[col] is not None:
+                assert nums.get(name) == pair[col], (name, col, nums.get(name), pair[col])
+                checked += 1
+        arch = "x86_64" if col == 0 else "aarch64"
+        assert _SECCOMP[arch][1:4] == (nums["seccomp"], nums["clone"], nums["clone3"])
+    assert checked or not any(h.is_file() for h in tables.values())

@@ -167,7 +167,7 @@ def test_ops6k_table_loads(tmp_path: Path, writer) -> None:
         ["torch.nn.ReLU", "torch.add"],
     ]
     assert [t.data_source for t in tasks] == ["torch#1", "torch#2", "torch#3"]
-    assert tasks[1].origin == f"{path}#row=1"
+    assert tasks[1].origin == (f"{path}#row=1" if suffix == ".parquet" else f"{path}:2")  # JSONL: editor lines
     assert tasks[0].source == RELU
 
 
@@ -184,16 +184,17 @@ def test_table_row_with_bad_code_is_rejected_naming_the_row(tmp_path: Path, writ
     path = writer(tmp_path / f"ops6k{suffix}", rows(n_bad=2))
     with pytest.raises(TaskError, match="does not parse") as info:
         load_task_table(path)
-    assert info.value.origin == f"{path}#row=2"
+    where = f"{path}#row=2" if suffix == ".parquet" else f"{path}:3"
+    assert info.value.origin == where
     loaded = load_task_table(path, on_error="skip")
-    assert len(loaded) == 2 and [e.origin for e in loaded.rejected] == [f"{path}#row=2"]
+    assert len(loaded) == 2 and [e.origin for e in loaded.rejected] == [where]
 
 
 def test_table_row_without_code_or_bad_json_is_rejected(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
-    path.write_text(json.dumps({"ops": "[]", "data_source": "x"}) + "\n{not json\n")
+    path.write_text(json.dumps({"ops": "[]", "data_source": "x"}) + "\n\n{not json\n")
     loaded = load_task_table(path, on_error="skip")
-    assert [e.origin for e in loaded.rejected] == [f"{path}#row=0", f"{path}#row=1"]
+    assert [e.origin for e in loaded.rejected] == [f"{path}:1", f"{path}:3"]  # the lines an editor shows
     assert "code" in loaded.rejected[0].problem and "JSON" in loaded.rejected[1].problem
 
 

@@ -1,20 +1,13 @@
 """Timing hacks on the CPU backend: patched timers, content-fingerprint caching, work left
-running on another thread, hidden device work (cross-check arithmetic), and the
-speed-of-light bound. Each one is caught or does not pay, and the reason names it."""
+running on another thread, and the speed-of-light bound. Each one is caught or does not pay.
+Since the judge times on its own clock in its own process, a patched clock in the candidate's
+process changes nothing; the other hacks are in tests/test_judge.py too."""
 
 from __future__ import annotations
-
-import threading
-import time
 
 import pytest
 
 from cuda_agent.evaluation import EvalConfig, GuardConfig, TimingConfig, evaluate
-from cuda_agent.evaluation.evaluator import _host_clock_cross_check
-from cuda_agent.evaluation.guards import GuardViolation
-from cuda_agent.evaluation.integrity import thread_count
-from cuda_agent.evaluation.records import EvalResult
-from cuda_agent.evaluation.worker import _no_lingering_threads
 
 from .conftest import RELU_MODEL_NEW, RELU_TASK
 
@@ -40,10 +33,11 @@ class ModelNew(nn.Module):
 '''
 
 
-def test_patched_timer_is_caught(make_workspace, fast_config):
+def test_patched_timer_does_not_pay(make_workspace, fast_config):
     res = evaluate(make_workspace(model_new=TIMER_PATCH, name="timer"),
                    fast_config.model_copy(update={"guards": _guards()}))
-    assert res.reward == -1 and "timer patched" in res.reason and "_clock" in res.reason, res.reason
+    # the patch lands in the candidate's own process; the judge's clock is elsewhere
+    assert res.correct and res.reward == 1 and res.speedup_vs_eager < 20, res.reason
 
 
 BIG_RELU_TASK = RELU_TASK.replace("torch.randn(64, 1024)", "torch.randn(2048, 2048)")
@@ -105,34 +99,7 @@ class ModelNew(nn.Module):
 def test_work_left_running_on_a_thread_is_caught(make_workspace, fast_config):
     res = evaluate(make_workspace(model_new=ASYNC_THREAD, name="thread"),
                    fast_config.model_copy(update={"guards": _guards()}))
-    assert res.reward == -1 and "another thread" in res.reason, res.reason
-
-
-def test_lingering_thread_check_passes_joined_threads():
-    def joined():
-        t = threading.Thread(target=time.sleep, args=(0.01,))
-        t.start()
-        t.join()
-        return 1
-
-    def detached():
-        threading.Thread(target=time.sleep, args=(0.3,)).start()
-        return 1
-
-    assert _no_lingering_threads(joined, thread_count)() == 1
-    with pytest.raises(GuardViolation, match="another thread"):
-        _no_lingering_threads(detached, thread_count)()
-
-
-def test_host_clock_cross_check_counts_hidden_work():
-    honest = {"eager": [1.0] * 9, "candidate": [0.5] * 9, "host:eager": [1.03] * 9, "host:candidate": [0.54] * 9}
-    r = EvalResult(task="t", task_hash="h", backend="cuda")
-    _host_clock_cross_check(r, EvalConfig(), honest)
-    assert honest["candidate"] == [0.5] * 9 and not r.flags  # launch overhead alike: nothing counted
-    hidden = {"eager": [1.0] * 9, "candidate": [0.1] * 9, "host:eager": [1.03] * 9, "host:candidate": [1.2] * 9}
-    _host_clock_cross_check(r, EvalConfig(), hidden)
-    assert hidden["candidate"][0] == pytest.approx(0.1 + 1.07) and "another stream" in r.flags[0]
-    assert "host:candidate" not in hidden
+    assert res.reward == -1 and "while being timed" in res.reason, res.reason
 
 
 def test_speed_beyond_the_hardware_bound_is_not_credited(make_workspace, fast_config):

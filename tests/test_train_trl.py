@@ -70,7 +70,8 @@ def test_config_files_load_and_bad_overrides_are_named(tmp_path):
 
     root = Path(__file__).resolve().parents[1] / "configs" / "train"
     gpu = load_config(RLConfig, root / "rl_smollm2_gpu.yaml")
-    assert gpu.learning_rate == 3e-6 and (gpu.epsilon_low, gpu.epsilon_high) == (0.2, 0.28)
+    # the smoke config trains a 135M model for a few steps: a larger step than the paper's 3e-6 (stated in the file)
+    assert gpu.learning_rate == 2e-5 and (gpu.epsilon_low, gpu.epsilon_high) == (0.2, 0.28)
     assert load_config(RLConfig, root / "rl_tiny_cpu.yaml").backend == "cpu"
     with pytest.raises(ValueError, match="key=value"):
         load_config(RLConfig, None, ["steps"])

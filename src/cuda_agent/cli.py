@@ -9,19 +9,28 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from .exit_codes import ExitCode, fail, for_rewards, guard_all
+
 app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="Turn a PyTorch Model into a faster, verified custom kernel.")
-console = Console()
-err = Console(stderr=True)
+                  help="Turn a PyTorch Model into a faster, verified custom kernel. Exit codes: 0 correct / "
+                       "success, 1 evaluated and failed, 2 usage or input error, 3 infrastructure fault.")
+console = Console(highlight=False)
+
+TIMEOUT_HELP = "seconds the evaluation's worker may run before it is stopped (default 600)"
+ATOL_HELP = "absolute tolerance of the correctness check (default 1e-2, or the task's own)"
+RTOL_HELP = "relative tolerance of the correctness check (default 1e-2, or the task's own)"
 
 
 def _config(backend: Optional[str], timing: bool, compile_baseline: bool, trials: int,
-            atol: Optional[float], rtol: Optional[float], guards: bool = True):
+            atol: Optional[float], rtol: Optional[float], guards: bool = True, timeout: Optional[float] = None):
     from .evaluation import EvalConfig, GuardConfig
 
     fields = {"backend": backend, "measure": timing, "trials": trials}
+    if timeout is not None:
+        fields["worker_timeout_s"] = timeout
     if not guards:
         fields["guards"] = GuardConfig.off()
     if not compile_baseline:
@@ -42,34 +51,29 @@ def workspace(
     with_solution: bool = typer.Option(False, help="bundled examples: also copy the reference solution"),
 ) -> None:
     """Create a workspace for one task."""
-    from .backends import default_backend_name
-    from .examples import get_example
-    from .tasks import TaskError, load_tasks
-    from .workspace import WorkspaceError, create_workspace
+    from .examples import get_example, list_examples
+    from .tasks import load_tasks
+    from .workspace import create_workspace
 
-    be = backend or default_backend_name()
+    be = _backend(backend)
     example = None
-    try:
-        if not Path(task).exists():
+    if Path(task).exists():
+        loaded = load_tasks(task)
+    elif Path(task).suffix == ".py" or "/" in task or "\\" in task:
+        raise fail(f"no such task file: {task}")
+    else:
+        try:
             example = get_example(task)
-            loaded = [example.task]
-        else:
-            loaded = load_tasks(task)
-    except (TaskError, KeyError) as exc:
-        err.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2)
+        except KeyError:
+            raise fail(f"{task} is neither a file nor a bundled example (examples: "
+                       f"{', '.join(e.name for e in list_examples())})")
+        loaded = [example.task]
     if len(loaded) != 1:
-        err.print(f"[red]error:[/] {task} holds {len(loaded)} tasks; a workspace takes one")
-        raise typer.Exit(2)
-    try:
-        ws = create_workspace(loaded[0], directory, be, overwrite=force)
-    except WorkspaceError as exc:
-        err.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2)
+        raise fail(f"{task} holds {len(loaded)} tasks; a workspace takes one")
+    ws = create_workspace(loaded[0], directory, be, overwrite=force)
     if with_solution:
         if example is None:
-            err.print("[red]error:[/] --with-solution only applies to bundled examples")
-            raise typer.Exit(2)
+            raise fail("--with-solution only applies to bundled examples")
         example.install_solution(ws.root, be)
     console.print(f"workspace for [bold]{ws.task.name}[/] ({be}) at {ws.root}\n"
                   f"next: cd {ws.root} && ./compile.sh && ./verify.sh && ./profile.sh")
@@ -81,13 +85,9 @@ def build(directory: Path = typer.Argument(Path("."), help="workspace directory"
     """Compile kernels/ into the extension (cached, parallel)."""
     from .backends import get_backend
     from .evaluation.build import build_workspace, publish_library
-    from .workspace import WorkspaceError, open_workspace
+    from .workspace import open_workspace
 
-    try:
-        ws = open_workspace(directory)
-    except WorkspaceError as exc:
-        err.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2)
+    ws = open_workspace(directory)
     backend = get_backend(ws.backend)
     res = build_workspace(ws.root, backend)
     if json_out:
@@ -97,8 +97,9 @@ def build(directory: Path = typer.Argument(Path("."), help="workspace directory"
         console.print(f"[green]built[/] in {res.seconds:.1f}s ({res.compiled_units} compiled, "
                       f"{res.cached_units} cached)")
     else:
-        console.print(f"[red]compile error[/]\n{res.log}")
-    raise typer.Exit(0 if res.ok else 1)
+        console.print("[red]compile error[/]")
+        console.print(res.log, markup=False)
+    raise typer.Exit(int(ExitCode.OK if res.ok else ExitCode.INFRA if _toolchain_missing(res.log) else ExitCode.FAILED))
 
 
 @app.command()
@@ -107,90 +108,178 @@ def evaluate(
     timing: bool = typer.Option(True, "--timing/--no-timing", help="--no-timing: build and verify only"),
     compile_baseline: bool = typer.Option(True, "--compile-baseline/--no-compile-baseline",
                                           help="time torch.compile too"),
-    trials: int = typer.Option(5, help="correctness trials on fresh inputs"),
-    atol: Optional[float] = typer.Option(None), rtol: Optional[float] = typer.Option(None),
+    trials: int = typer.Option(5, min=1, help="correctness trials on fresh inputs"),
+    atol: Optional[float] = typer.Option(None, help=ATOL_HELP),
+    rtol: Optional[float] = typer.Option(None, help=RTOL_HELP),
+    timeout: Optional[float] = typer.Option(None, min=1.0, help=TIMEOUT_HELP),
     guards: bool = typer.Option(True, "--guards/--no-guards", help="anti-hacking checks (research only: off)"),
     json_out: bool = typer.Option(False, "--json", help="print the breakdown as one JSON object"),
+    baselines: bool = typer.Option(False, "--baselines", help="only time the reference (eager and torch.compile), "
+                                   "no kernel needed: the times to beat"),
 ) -> None:
-    """Build, verify and time a workspace; print the reward and its breakdown."""
+    """Build, verify and time a workspace; print the reward. Exit 0 if correct, 1 if not."""
     from .evaluation import evaluate as run_evaluation
-    from .workspace import WorkspaceError, open_workspace
+    from .workspace import open_workspace
 
-    try:
-        ws = open_workspace(directory)
-    except WorkspaceError as exc:
-        err.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2)
-    result = run_evaluation(ws, _config(None, timing, compile_baseline, trials, atol, rtol, guards))
+    ws = open_workspace(directory)
+    if baselines:
+        from .evaluation import measure_baselines
+
+        base = measure_baselines(ws, _config(None, True, compile_baseline, trials, atol, rtol, guards, timeout))
+        if json_out:
+            print(base.model_dump_json())
+        else:
+            comp = f"{base.compile.median:.4g} ms" if base.compile else "not measured"
+            console.print(f"baselines for {ws.task.name}: eager {base.eager.median:.4g} ms, torch.compile {comp} "
+                          f"(median per call; a kernel earns reward 2 / 3 when clearly faster than these)")
+        raise typer.Exit(int(ExitCode.OK))
+    result = run_evaluation(ws, _config(None, timing, compile_baseline, trials, atol, rtol, guards, timeout))
     if json_out:
         print(result.model_dump_json())
     else:
         _print_result(result)
+    raise typer.Exit(int(_exit_for(result)))
 
 
 @app.command()
 def examples(
     backend: Optional[str] = typer.Option(None, help="cuda or cpu (default: the local device)"),
-    only: Optional[list[str]] = typer.Option(None, help="run just these examples"),
-    compile_baseline: bool = typer.Option(True, "--compile-baseline/--no-compile-baseline"),
+    only: Optional[list[str]] = typer.Option(None, help="run just these examples (repeatable)"),
+    compile_baseline: bool = typer.Option(True, "--compile-baseline/--no-compile-baseline",
+                                          help="time torch.compile too (its first measurement is cached)"),
+    timeout: Optional[float] = typer.Option(None, min=1.0, help=TIMEOUT_HELP),
     out: Optional[Path] = typer.Option(None, help="also write results as JSON lines here"),
 ) -> None:
     """Evaluate every bundled example with its hand-written solution (the quickstart job)."""
-    from .backends import default_backend_name
     from .evaluation import evaluate as run_evaluation
     from .examples import list_examples
     from .workspace import create_workspace
 
-    be = backend or default_backend_name()
-    chosen = [e for e in list_examples() if not only or e.name in only]
-    console.print(f"evaluating {len(chosen)} bundled example(s) on the [bold]{be}[/] backend")
+    be = _backend(backend)
+    known = list_examples()
+    unknown = sorted(set(only or []) - {e.name for e in known})
+    if unknown:
+        raise fail(f"no bundled example named {', '.join(unknown)} (examples: {', '.join(e.name for e in known)})")
+    chosen = [e for e in known if not only or e.name in only]
+    console.print(f"evaluating {len(chosen)} bundled example(s) on the [bold]{be}[/] backend: each builds, "
+                  f"verifies and times{_EXAMPLE_COST.get(be, '')}")
     results = []
-    with tempfile.TemporaryDirectory(prefix="cuda-agent-examples-") as tmp:
-        for ex in chosen:
+    with tempfile.TemporaryDirectory(prefix="cuda-agent-examples-") as tmp, _progress(len(chosen)) as step:
+        for k, ex in enumerate(chosen, 1):
             ws = create_workspace(ex.task, Path(tmp) / ex.name, be)
             ex.install_solution(ws.root, be)
-            with console.status(f"{ex.name} ..."):
-                res = run_evaluation(ws, _config(be, True, compile_baseline, 5, None, None))
+            with step(k, ex.name):
+                res = run_evaluation(ws, _config(be, True, compile_baseline, 5, None, None, timeout=timeout))
             results.append(res)
-            console.print(f"  {ex.name}: reward {res.reward:+d}  {res.reason.splitlines()[0] if res.reason else ''}")
+            reason = res.reason.splitlines()[0] if res.reason else ""
+            console.print(f"  [{k}/{len(chosen)}] {ex.name}: reward {res.reward:+d} in {res.seconds:.0f} s  "
+                          f"{escape(reason)}")
             if out:
                 with out.open("a") as fh:
                     fh.write(res.model_dump_json() + "\n")
     console.print(results_table(results))
-    raise typer.Exit(0 if all(r.reward >= 1 for r in results) else 1)
+    raise typer.Exit(int(max((_exit_for(r) for r in results), default=ExitCode.FAILED)))
 
 
-def results_table(results) -> Table:
-    table = Table(title="results")
-    for col in ("task", "reward", "eager ms", "compile ms", "candidate ms", "vs eager", "vs compile", "eval s"):
-        table.add_column(col, justify="right" if col != "task" else "left")
+# what one example costs, measured by bench/examples_time.py (docs/cli.md); said before the run
+_EXAMPLE_COST = {"cpu": " (on a 2-core CPU about 40 s each the first time, 15 s once cached)"}
 
-    def f(x, spec=".3f"):
+
+def _progress(total: int):  # type: ignore[no-untyped-def]
+    """Live progress for a sequence of slow steps: a ticking bar on a terminal, a line per
+    step start when the output is a log (so a piped run still shows it is alive)."""
+    import contextlib
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    @contextlib.contextmanager
+    def session():  # type: ignore[no-untyped-def]
+        live = console.is_terminal
+        bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                       console=console, transient=True, disable=not live)
+        with bar:
+            tid = bar.add_task("examples", total=total)
+
+            @contextlib.contextmanager
+            def step(k: int, name: str):  # type: ignore[no-untyped-def]
+                if live:
+                    bar.update(tid, description=f"{name} (building, verifying, timing)")
+                else:
+                    console.print(f"  [{k}/{total}] {name}: evaluating ...")
+                yield
+                bar.advance(tid)
+
+            yield step
+
+    return session()
+
+
+def _backend(name: Optional[str]) -> str:
+    """The backend a verb runs on: the named one (checked), else the local device's."""
+    from .backends import default_backend_name, get_backend
+
+    if name is None:
+        return default_backend_name()
+    try:
+        get_backend(name)
+    except ValueError as exc:
+        raise fail(str(exc))
+    return name
+
+
+def _toolchain_missing(log: str) -> bool:
+    """A build that could not start (no compiler) is the machine's fault, not the candidate's."""
+    return log.startswith("compiler not found")
+
+
+def _exit_for(result) -> ExitCode:  # type: ignore[no-untyped-def]
+    """0 correct, 1 evaluated and failed, 3 when the build could not run at all."""
+    if result.stage == "build" and result.build is not None and _toolchain_missing(result.build.log):
+        return ExitCode.INFRA
+    return for_rewards([result.reward])
+
+
+def results_table(results, width: Optional[int] = None) -> Table:
+    """The per-task table. Nothing in it is ever cut with an ellipsis: every column gets the
+    width of its longest value, and the task name (what a person copies into the next
+    command) gets the rest of `width`, folding onto a second line only when it must."""
+    from rich import box
+
+    def f(x, spec=".4g"):
         return "-" if x is None else format(x, spec)
 
-    for r in results:
-        table.add_row(r.task, f"{r.reward:+d}", f(r.time_ms.eager), f(r.time_ms.compile), f(r.time_ms.candidate),
-                      f(r.speedup_vs_eager, ".2f"), f(r.speedup_vs_compile, ".2f"), f(r.seconds, ".1f"))
+    rows = [[r.task, f"{r.reward:+d}", f(r.time_ms.eager), f(r.time_ms.compile), f(r.time_ms.candidate),
+             f(r.speedup_vs_eager, ".2f"), f(r.speedup_vs_compile, ".2f")] for r in results]
+    headers = ("reward", "eager ms", "compile ms", "kernel ms", "vs eager", "vs compile")  # seconds: per-line
+    widths = [max([len(w) for w in h.split()] + [len(row[i + 1]) for row in rows]) for i, h in enumerate(headers)]
+    room = (width or console.width) - sum(widths) - 2 * len(headers)  # collapsed padding between columns
+    longest = max([len("task")] + [len(row[0]) for row in rows])
+    table = Table(title="results", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, collapse_padding=True)
+    table.add_column("task", width=max(12, min(longest, room)), overflow="fold")
+    for h, w in zip(headers, widths):
+        table.add_column(h, justify="right", width=w, overflow="fold")
+    for row in rows:
+        table.add_row(*row)
     return table
 
 
 def _print_result(r) -> None:
     color = "green" if r.reward >= 2 else "yellow" if r.reward == 1 else "red"
-    console.print(f"[bold {color}]reward {r.reward:+d}[/]  {r.task} on {r.device or r.backend}")
-    console.print(f"reason: {r.reason}")
+    console.print(f"[bold {color}]reward {r.reward:+d}[/]  {escape(r.task)} on {escape(r.device or r.backend)}")
+    console.print(f"reason: {escape(r.reason)}")
     if r.trials:
         ok = sum(t.ok for t in r.trials)
         console.print(f"correctness: {ok}/{len(r.trials)} trials passed")
     if r.candidate_stats:
         console.print(results_table([r]))
     if r.reward < 0 and r.worker_log.strip():
-        console.print("[dim]worker output (tail):[/]\n" + r.worker_log[-1500:])
+        console.print("[dim]worker output (tail):[/]\n" + escape(r.worker_log[-1500:]))
 
 
 # Each layer above the environment (agent, data, benchmark, train) owns its commands in
 # `cuda_agent/<layer>/cli.py`, which defines `register(app)` and imports nothing heavy at
 # module level. A layer that is not installed simply adds no commands.
-_LAYERS = ("agent", "data", "benchmark", "train")
+_LAYERS = ("agent", "data", "benchmark", "train", "viewer")
 
 
 def _register_layers() -> None:
@@ -208,6 +297,7 @@ def _register_layers() -> None:
 
 
 _register_layers()
+guard_all(app)  # one error path for every verb, the layers' included (cuda_agent.exit_codes)
 
 
 def main() -> None:

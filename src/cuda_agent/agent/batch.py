@@ -5,6 +5,9 @@ only writer); a re-run skips episodes whose latest record finished and retries t
 or infrastructure errors). Episode folders live in `OUT/episodes/<id>/` (workspace + best state).
 With one worker, episodes run in this process and share one policy (a local model loads once);
 with more, each worker process owns one device slot (`CUDA_VISIBLE_DEVICES`) and its own policy.
+Each episode journals its turns (`episodes/<id>/journal.jsonl`), so an episode cut short by a
+crash resumes mid-way. A run holds `OUT/.lock` while it runs (a second run on the same folder is
+refused), and its worker processes die with it, on SIGKILL too (`cuda_agent._procs`).
 """
 
 from __future__ import annotations
@@ -21,9 +24,10 @@ from typing import Any, Callable, Sequence
 
 from pydantic import BaseModel, Field
 
+from .._procs import RunLock, die_with_parent
 from ..tasks import Task
 from .loop import AgentConfig, run_episode
-from .policies.base import Policy, PolicyConfig, make_policy
+from .policies.base import Policy, PolicyConfig, PolicyError, make_policy
 from .trajectory import TaskInfo, Trajectory, TrajectoryWriter, iter_trajectories, latest_by_episode, now_iso
 
 TRAJECTORIES = "trajectories.jsonl"
@@ -57,6 +61,7 @@ class BatchSummary(BaseModel):
         done = [t for t in trajectories if t.finished]
         n = max(1, len(done))
         finals = [t.final for t in done if t.final is not None]
+        finals = [t.delivered for t in done if t.delivered is not None]  # the best state when the last is broken
         correct = [f for f in finals if f.reward >= 1]
         return cls(
             episodes=len(trajectories), finished=len(done), failed=len(trajectories) - len(done), skipped=skipped,
@@ -79,7 +84,13 @@ def run_batch(tasks: Sequence[Task], policy: PolicyConfig | Policy, config: Agen
     if samples < 1 or workers < 1:
         raise ValueError("samples and workers must be >= 1")
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    with RunLock(out, "optimize run"):
+        return _run_batch(tasks, policy, config, out, samples, workers, devices, on_result, on_start)
+
+
+def _run_batch(tasks: Sequence[Task], policy: PolicyConfig | Policy, config: AgentConfig, out: Path, samples: int,
+               workers: int, devices: Sequence[str] | None, on_result: Callable[[Trajectory], None] | None,
+               on_start: Callable[[int, int], None] | None) -> BatchSummary:
     path = out / TRAJECTORIES
     writer = TrajectoryWriter(path)
     previous = latest_by_episode(list(iter_trajectories(path, strict=False))) if path.exists() else {}
@@ -112,7 +123,14 @@ def _run_here(todo: list[tuple[Task, int, str]], policy: PolicyConfig | Policy, 
               record: Callable[[Trajectory], None]) -> None:
     if not todo:
         return
-    built = policy if isinstance(policy, Policy) else make_policy(policy)
+    try:
+        built = policy if isinstance(policy, Policy) else make_policy(policy)
+    except PolicyError as exc:  # e.g. the local model cannot load: each episode says so, and the run goes on
+        for task, sample, eid in todo:
+            traj = error_trajectory(task, sample, eid, config, exc)
+            traj.stop_reason = "policy_error"
+            record(traj)
+        return
     try:
         for task, sample, eid in todo:
             try:
@@ -131,8 +149,9 @@ def _run_pool(todo: list[tuple[Task, int, str]], policy: PolicyConfig, config: A
     slots = ctx.Queue()
     for i in range(workers):
         slots.put(devices[i % len(devices)] if devices else None)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
-                             initargs=(slots, policy.model_dump_json())) as pool:
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
+                               initargs=(slots, policy.model_dump_json(), os.getpid()))
+    try:
         pending: set[Future[str]] = {pool.submit(_worker_episode, t.model_dump_json(), s, eid, config.model_dump_json(),
                                                  str(out / "episodes" / eid)) for t, s, eid in todo}
         while pending:
@@ -143,12 +162,19 @@ def _run_pool(todo: list[tuple[Task, int, str]], policy: PolicyConfig, config: A
                 except BrokenProcessPool as exc:
                     raise EpisodeWorkerDied("a worker process died (out of memory, or a crash in the model); finished "
                                        "episodes are saved: re-run the same command to resume") from exc
+    except BaseException:  # Ctrl-C, SIGTERM, a dead worker: stop the others now, not after their episodes
+        for proc in list(getattr(pool, "_processes", {}).values()):
+            proc.kill()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
 
 
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(slots: Any, policy_json: str) -> None:
+def _init_worker(slots: Any, policy_json: str, parent: int) -> None:
+    die_with_parent(parent)  # a killed run leaves no worker (and, through theirs, no tool process) behind
     device = slots.get()
     if device is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = str(device)

@@ -13,8 +13,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from ..exit_codes import ExitCode, fail
+
 console = Console()
-err = Console(stderr=True)
 
 SMOKE_WARNING = ("[bold yellow]No endpoint configured: using the offline default, SmolLM2-135M-Instruct. It is a "
                  "SMOKE-TEST policy that exercises the loop; it does not write useful kernels.[/] Point "
@@ -37,9 +38,9 @@ def optimize(
     api_key_env: Optional[str] = typer.Option(None, help="variable holding the key (default OPENAI_API_KEY / "
                                                           "ANTHROPIC_API_KEY)"),
     tool_format: str = typer.Option("native", help="native tool calls, or 'text' (<tool_call> blocks)"),
-    temperature: Optional[float] = typer.Option(None),
+    temperature: Optional[float] = typer.Option(None, help="sampling temperature (default: the policy's own)"),
     max_tokens: Optional[int] = typer.Option(None, help="most tokens per reply (default 8192; 512 offline)"),
-    timeout: float = typer.Option(600.0, help="seconds per model request"),
+    timeout: float = typer.Option(300.0, help="seconds per model request (connecting: 10 s)"),
     retries: int = typer.Option(4, help="retries per request (timeouts, 429, 5xx)"),
     script: Optional[Path] = typer.Option(None, help="scripted policy: JSON list of replies"),
     max_turns: int = typer.Option(200, help="turns per episode"),
@@ -47,10 +48,24 @@ def optimize(
     samples: int = typer.Option(1, help="episodes per task"),
     workers: Optional[int] = typer.Option(None, help="concurrent episodes (default: one per GPU, 1 on CPU)"),
     limit: Optional[int] = typer.Option(None, help="only the first N tasks"),
-    compile_baseline: bool = typer.Option(True, "--compile-baseline/--no-compile-baseline"),
+    compile_baseline: bool = typer.Option(True, "--compile-baseline/--no-compile-baseline",
+                                          help="time torch.compile too in every evaluation"),
     trials: int = typer.Option(5, help="correctness trials per evaluation"),
     nudges: Optional[int] = typer.Option(None, help="remind an agent that stops before verifying (default: 2 for "
                                                      "local models, else 0)"),
+    eval_timeout: Optional[float] = typer.Option(None, min=1.0, help="seconds each evaluation's worker may run "
+                                                 "(default 600; --timeout is the model request's)"),
+    max_seconds: Optional[float] = typer.Option(None, min=1.0, help="wall-clock budget per episode (seconds)"),
+    max_total_tokens: Optional[int] = typer.Option(None, min=1, help="token budget per episode (prompt + reply, "
+                                                   "all turns)"),
+    max_cost: Optional[float] = typer.Option(None, min=0.0, help="cost budget per episode in USD (needs the model's "
+                                             "price: built-in table or --prices)"),
+    prices: Optional[Path] = typer.Option(None, help="JSON price table {MODEL: {input, output}} (USD per 1M "
+                                          "tokens) on top of the built-in one"),
+    system_prompt: Optional[Path] = typer.Option(None, help="system-prompt template file ($skill, $task, $backend, "
+                                                 "$task_name)"),
+    seal: bool = typer.Option(True, "--seal/--no-seal", help="run the agent's bash in its own mount view "
+                              "(bubblewrap); --no-seal only for machines without it"),
 ) -> None:
     """Run the agent: each episode ends with a verified reward; best kernels are kept."""
     from ..backends import default_backend_name
@@ -63,8 +78,7 @@ def optimize(
     try:
         loaded = _load(tasks)
     except (TaskError, KeyError, FileNotFoundError, ValueError) as exc:
-        err.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2)
+        raise fail(str(exc.args[0]) if isinstance(exc, KeyError) else str(exc))
     loaded = loaded[:limit] if limit else loaded
     be = backend or default_backend_name()
     pcfg = resolve_policy(policy, model, base_url, api_key_env, tool_format, temperature, max_tokens, timeout,
@@ -72,15 +86,29 @@ def optimize(
     if pcfg.smoke_test:
         console.print(SMOKE_WARNING)
     n_workers, devices = _slots(be, workers)
-    eval_cfg = EvalConfig(backend=be, trials=trials, compile_mode="default" if compile_baseline else None)
+    eval_cfg = EvalConfig(backend=be, trials=trials, compile_mode="default" if compile_baseline else None,
+                          **({"worker_timeout_s": eval_timeout} if eval_timeout is not None else {}))
     acfg = AgentConfig(backend=be, max_turns=max_turns, context_tokens=context_tokens, eval=eval_cfg,
-                       nudges=nudges if nudges is not None else (2 if pcfg.kind == "local" else 0))
+                       nudges=nudges if nudges is not None else (2 if pcfg.kind == "local" else 0),
+                       max_seconds=max_seconds, max_total_tokens=max_total_tokens, max_cost_usd=max_cost or None,
+                       price_table=str(prices) if prices else None,
+                       system_prompt=str(system_prompt) if system_prompt else None, seal_shell=seal)
+    try:  # a bad template or a budget without a price fails here, before any episode starts
+        _check_config(acfg, pcfg)
+    except ValueError as exc:
+        raise fail(str(exc))
     console.print(f"{len(loaded)} task(s) x {samples} sample(s) on [bold]{be}[/], policy "
                   f"[bold]{pcfg.kind}[/] {pcfg.model or ''}, {n_workers} worker(s); results in {out}")
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console) as progress:
+    from .._procs import RunBusy, Terminated, terminate_on_sigterm
+    from .batch import episode_id
+    from .live import BoardProgress, JournalBoard
+
+    terminate_on_sigterm()  # SIGTERM unwinds like Ctrl-C: workers and tool processes are stopped
+    board = JournalBoard(out, [episode_id(t, s) for t in loaded for s in range(samples)])
+    with BoardProgress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                       board=board, console=console, refresh_per_second=2) as progress:
         bar = progress.add_task("episodes", total=None)
 
         def started(total: int, todo: int) -> None:
@@ -91,22 +119,40 @@ def optimize(
         def finished(t: Any) -> None:
             progress.advance(bar)
             s = t.summary()
-            console.print(f"  {s['task']} s{t.sample}: final {s['final_reward']:+d} best {s['best_reward']:+d} "
+            kept = (f" (best state delivered: {s['delivered_reward']:+d})"
+                    if s["delivered_reward"] != s["final_reward"] else "")
+            console.print(f"  {s['task']} s{t.sample}: final {s['final_reward']:+d} best {s['best_reward']:+d}{kept} "
                           f"({s['stop']}, {s['turns']} turns, {s['seconds']}s)"
                           + (f" [red]{(s['error'] or '').splitlines()[0]}[/]" if s["error"] else ""))
 
         try:
             summary = run_batch(loaded, pcfg, acfg, out, samples=samples, workers=n_workers, devices=devices,
                                 on_start=started, on_result=finished)
-        except (PolicyError, EpisodeWorkerDied) as exc:
-            err.print(f"[red]error:[/] {exc}")
-            raise typer.Exit(2)
+        except PolicyError as exc:
+            raise fail(str(exc))
+        except EpisodeWorkerDied as exc:
+            raise fail(str(exc), ExitCode.INFRA)
+        except RunBusy as exc:
+            raise fail(str(exc))
+        except Terminated:
+            raise fail("terminated; finished episodes are saved and unfinished ones resume from their journals: "
+                       "re-run the same command", ExitCode.INTERRUPTED)
     console.print(summary_table(summary))
     if len(loaded) == 1 and samples == 1:
         _print_best(out)
     if pcfg.smoke_test:
         console.print("[yellow](smoke-test policy: these results say the loop works, not that kernels were found)[/]")
-    raise typer.Exit(0 if summary.failed == 0 else 1)
+    raise typer.Exit(int(ExitCode.OK if summary.failed == 0 else ExitCode.FAILED))  # an episode that errored
+
+
+def _check_config(acfg: Any, pcfg: Any) -> None:
+    """Fail early on what would fail every episode: an unreadable template or price table, a
+    cost budget for a model without a price."""
+    from .prompts import load_template
+
+    if acfg.system_prompt:
+        load_template(acfg.system_prompt)
+    acfg.price(pcfg.kind, pcfg.model)
 
 
 def resolve_policy(kind: Optional[str], model: Optional[str], base_url: Optional[str], api_key_env: Optional[str],
@@ -150,7 +196,7 @@ def summary_table(s: Any) -> Table:
     rows = [("episodes (finished / failed / skipped)", f"{s.finished} / {s.failed} / {s.skipped}"),
             ("final reward distribution", "  ".join(f"{k}: {v}" for k, v in s.rewards.items()) or "-"),
             ("best reward distribution", "  ".join(f"{k}: {v}" for k, v in s.best_rewards.items()) or "-"),
-            ("pass rate (correct)", pct(s.pass_rate)), ("faster than eager", pct(s.faster_than_eager)),
+            ("pass rate (correct, delivered state)", pct(s.pass_rate)), ("faster than eager", pct(s.faster_than_eager)),
             ("faster than torch.compile", pct(s.faster_than_compile)),
             ("geomean speedup vs eager (correct)", fx(s.geomean_speedup_vs_eager)),
             ("geomean speedup vs compile (correct)", fx(s.geomean_speedup_vs_compile)),

@@ -1,17 +1,23 @@
-"""The `bash` tool's runner: one command in the workspace, confined as far as the OS allows.
+"""The `bash` tool's runner: one command in the workspace, sealed off from the rest of the host.
 
 Each command runs with cwd = the workspace and a scrubbed environment (no API keys reach it;
-HOME and TMPDIR are a private scratch folder outside the workspace). Where available it runs in
-new network and PID namespaces (no network, as in the paper; anything it leaves running dies
-when the command ends) and under Landlock, so it can write only to the workspace, the scratch
-folder, its own build cache and /dev, never the trusted cache the loop's evaluations read. It
-reuses the evaluation sandbox's primitives (`cuda_agent.evaluation.sandbox`). On timeout the whole process
-tree is killed. Output goes to a file (never a pipe that can fill) and is read back capped.
+HOME and TMPDIR are a private scratch folder). By default it runs inside bubblewrap (`bwrap`,
+Debian's `bubblewrap` package) with its own mount view: the workspace and its scratch and build
+cache read-write; the toolchain (/usr, this Python and its venv, the cuda-agent sources, CUDA)
+read-only; a handful of /etc files the loader and compilers need; a fresh /proc, a minimal /dev
+(plus the GPU device nodes) and an empty /tmp. Nothing else exists inside: no host /tmp, no home,
+no other episodes, no trusted cache, no repository checkout. It also gets new PID and network
+namespaces (no network, as in the paper) and dies with the agent (`--die-with-parent`).
+Without bubblewrap the runner refuses to start (`scripts/setup.sh` installs it) unless
+`seal=False`, which falls back to the earlier layers: namespaces via `unshare` and Landlock
+write confinement (reads stay open). On timeout the whole process tree is killed. Output goes
+to a file (never a pipe that can fill) and is read back capped.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -22,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._procs import PDEATHSIG_PREFIX
+
 _CONFINE = Path(__file__).with_name("_confine.py")
 _SANDBOX = Path(__file__).resolve().parents[1] / "evaluation" / "sandbox.py"
 AGENT_CACHE = "agent-shell"
@@ -31,6 +39,7 @@ AGENT_CACHE = "agent-shell"
 class ShellConfig:
     """How `bash` is confined. Turning a layer off is for debugging only."""
 
+    seal: bool = True  # bubblewrap mount view (see the module doc); False: namespaces + Landlock only
     isolate_network: bool = True
     restrict_writes: bool = True
     extra_writable: list[str] = field(default_factory=list)
@@ -45,6 +54,10 @@ class ShellRun:
     timed_out: bool
     truncated: bool
     seconds: float
+
+
+class ShellUnavailable(RuntimeError):
+    """The sealed shell cannot be set up on this machine (the message says how to fix it)."""
 
 
 class ShellRunner:
@@ -64,14 +77,46 @@ class ShellRunner:
         self.scratch = Path(tempfile.mkdtemp(prefix="cuda-agent-shell-")).resolve()
         (self.scratch / "tmp").mkdir()
         self.env = _environment(self.scratch, self.cache_dir, extra_env or {})
-        self.prefix, self.confinement = self._prefix()
+        try:
+            self.prefix, self.confinement = self._sealed_prefix() if config.seal else self._prefix()
+        except ShellUnavailable:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            raise
+
+    def _sealed_prefix(self) -> tuple[list[str], dict[str, Any]]:
+        """bubblewrap: a mount view holding the workspace, its scratch and cache, and the toolchain."""
+        bwrap = bwrap_path()
+        writable = [self.root, self.scratch, self.cache_dir, *(Path(p).resolve() for p in self.config.extra_writable)]
+        readable = toolchain_paths()
+        args = [bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+                "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+        if self.config.isolate_network:
+            args.append("--unshare-net")
+        for link in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):  # usr-merged systems: keep the links
+            host = Path("/") / link
+            if host.is_symlink():
+                args += ["--symlink", os.readlink(host), str(host)]
+            elif host.is_dir():
+                args += ["--ro-bind", str(host), str(host)]
+        for path in readable:
+            args += ["--ro-bind-try", str(path), str(path)]
+        for dev in sorted(Path("/dev").glob("nvidia*")) + [Path("/dev/dri")]:
+            args += ["--dev-bind-try", str(dev), str(dev)]
+        for path in writable:
+            args += ["--bind", str(path), str(path)]
+        args += ["--chdir", str(self.root), "--"]
+        info: dict[str, Any] = {"sealed": "bubblewrap", "network": "none (own namespace)" if self.config.isolate_network
+                                else "shared", "pid_namespace": True,
+                                "writes": "mount view: " + ", ".join(map(str, writable)) + ", /tmp (private)",
+                                "reads": "toolchain only: " + ", ".join(map(str, readable))}
+        return args, info
 
     def _prefix(self) -> tuple[list[str], dict[str, Any]]:
         prefix: list[str] = []
-        info: dict[str, Any] = {"network": "shared", "writes": "unrestricted", "pid_namespace": False}
+        info: dict[str, Any] = {"sealed": False, "network": "shared", "writes": "unrestricted", "pid_namespace": False}
         sandbox = _sandbox_module()
         if self.config.isolate_network and sandbox is not None and sandbox.namespaces_available():
-            prefix += list(sandbox.NAMESPACE_PREFIX)
+            prefix += [*PDEATHSIG_PREFIX, *sandbox.NAMESPACE_PREFIX]  # unshare dies with us, its child with it
             info.update(network="none (own namespace)", pid_namespace=True)
         if self.config.restrict_writes and sandbox is not None and sandbox.landlock_abi() >= 1:
             writable = [self.root, self.scratch, self.cache_dir, Path("/dev"),
@@ -92,7 +137,8 @@ class ShellRunner:
             except subprocess.TimeoutExpired:
                 timed_out = True
                 code = None
-            _kill_group(proc)  # anything left in the background dies with the command
+            finally:  # also when interrupted (Ctrl-C, SIGTERM): nothing outlives the call
+                _kill_group(proc)  # anything left in the background dies with the command
             if code is not None and code < 0:
                 code = 128 - code
             text, truncated = _read_capped(out, max_chars)
@@ -101,6 +147,59 @@ class ShellRunner:
 
     def close(self) -> None:
         shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+_TOOLCHAIN_ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "passwd", "group", "nsswitch.conf",
+                  "localtime", "os-release", "debian_version", "gcc", "ssl/openssl.cnf")
+
+
+def toolchain_paths() -> list[Path]:
+    """What the sealed shell may read besides its workspace: compilers and system libraries
+    (/usr), this interpreter, its venv and site-packages (torch), the import root holding
+    cuda_agent (never a whole checkout: `src/` of an editable install), CUDA, /sys (the driver
+    reads it), and the /etc files the loader and compilers need. Nested paths are bound once."""
+    import sysconfig
+
+    cands = [Path("/usr"), Path("/sys"), *(Path("/etc") / f for f in _TOOLCHAIN_ETC),
+             Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).parent,
+             Path(sysconfig.get_paths()["purelib"]), Path(sysconfig.get_paths()["platlib"]),
+             *(Path(p) for p in sys.path if p and Path(p).name in ("site-packages", "dist-packages")),
+             Path(__file__).resolve().parents[2]]  # the import root holding cuda_agent (src/ when editable)
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(var):
+            cands.append(Path(os.environ[var]))
+    cands += [Path("/usr/local/cuda"), Path("/opt/nvidia")]
+    real = sorted({p.resolve() for p in cands if p.exists()}, key=lambda p: len(p.parts))
+    out: list[Path] = []
+    for p in real:
+        if p == Path("/"):
+            continue
+        if not any(p.is_relative_to(q) for q in out):
+            out.append(p)
+    return out
+
+
+_BWRAP_OK: dict[str, str | None] = {}
+
+
+def bwrap_path() -> str:
+    """The bubblewrap binary, checked once per process; ShellUnavailable says how to get it."""
+    if "path" not in _BWRAP_OK:
+        path = shutil.which("bwrap")
+        problem = None
+        if path is None:
+            problem = ("the sealed bash tool needs bubblewrap: run scripts/setup.sh (as root it installs it) or "
+                       "`apt-get install bubblewrap`; seal=False (--no-seal) runs it unsealed")
+        else:
+            probe = subprocess.run([path, "--ro-bind", "/", "/", "--unshare-pid", "--unshare-net", "--die-with-parent",
+                                    "true"], capture_output=True, text=True, timeout=30)
+            if probe.returncode != 0:
+                problem = (f"bubblewrap cannot create its sandbox here: {probe.stderr.strip()[:200]} (needs root or "
+                           "unprivileged user namespaces); seal=False (--no-seal) runs the bash tool unsealed")
+        _BWRAP_OK["path"], _BWRAP_OK["problem"] = path, problem
+    if _BWRAP_OK["problem"]:
+        raise ShellUnavailable(_BWRAP_OK["problem"])
+    return str(_BWRAP_OK["path"])
 
 
 def _sandbox_module() -> Any:
@@ -127,6 +226,22 @@ def _environment(scratch: Path, cache_dir: Path, extra: dict[str, str]) -> dict[
     return env
 
 
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\\\)|[@-Z\\\\-_])")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def readable(data: bytes) -> str:
+    """Command output as text a model can use: terminal escapes removed; output that is mostly
+    not text (a binary `cat`) replaced by a one-line note with its size and first bytes; stray
+    control bytes in text shown as escapes rather than passed through as junk."""
+    text = _ANSI.sub("", data.decode("utf-8", errors="replace"))
+    junk = text.count("\ufffd") + len(_CONTROL.findall(text))
+    if text and junk > max(8, len(text) // 10):
+        return (f"[binary output, {len(data)} bytes, not shown (starts {data[:16].hex(' ')}); inspect it with "
+                "`xxd FILE | head` or `od -c FILE | head`]")
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -139,17 +254,16 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 
 def _read_capped(fh: Any, max_chars: int) -> tuple[str, bool]:
-    """Head and tail of the output file, decoded; the middle of long output is cut with a note."""
+    """Head and tail of the output file, made readable; the middle of long output is cut with a note."""
     size = fh.seek(0, os.SEEK_END)
     budget = max_chars * 4  # bytes; decoding and cap_text trim to characters
     fh.seek(0)
     if size <= budget:
-        data = fh.read()
-        text = data.decode("utf-8", errors="replace")
+        text = readable(fh.read())
     else:
-        head = fh.read(budget // 2).decode("utf-8", errors="replace")
+        head = readable(fh.read(budget // 2))
         fh.seek(size - budget // 2)
-        tail = fh.read().decode("utf-8", errors="replace")
+        tail = readable(fh.read())
         text = f"{head}\n[... {size - budget} bytes cut ...]\n{tail}"
     from .tools import cap_text
 

@@ -141,9 +141,10 @@ class ToolResult(BaseModel):
 
     @property
     def text(self) -> str:
-        """The message content the model receives for this call."""
+        """The message content the model receives for this call (never empty: an empty string
+        reads to many models as a missing result)."""
         if self.ok:
-            return self.output
+            return self.output or "(no output)"
         return f"Error: {self.error}" + (f"\n{self.output}" if self.output else "")
 
 

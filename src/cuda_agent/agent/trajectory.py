@@ -27,8 +27,10 @@ from ..evaluation.records import EvalResult
 
 SCHEMA_VERSION = 1
 
-StopReason = Literal["done", "max_turns", "context_exhausted", "policy_error", "error"]
-FINISHED_STOPS: frozenset[str] = frozenset({"done", "max_turns", "context_exhausted"})
+StopReason = Literal["done", "max_turns", "context_exhausted", "time_budget", "token_budget", "cost_budget",
+                     "policy_error", "error"]
+FINISHED_STOPS: frozenset[str] = frozenset({"done", "max_turns", "context_exhausted", "time_budget", "token_budget",
+                                            "cost_budget"})
 
 
 class _Record(BaseModel):
@@ -140,6 +142,17 @@ class Snapshot(_Record):
     result: EvalResult
 
 
+class FileDiff(_Record):
+    """How one of the agent's files changed during a turn (unified diff; '' for a binary file)."""
+
+    turn: int
+    path: str
+    status: Literal["added", "modified", "deleted"]
+    diff: str = ""
+    added: int = 0
+    removed: int = 0
+
+
 class Compaction(_Record):
     turn: int
     tokens_before: int
@@ -176,9 +189,13 @@ class Trajectory(_Record):
     compactions: list[Compaction] = Field(default_factory=list)
     final: EvalResult | None = None
     best: Snapshot | None = None
+    best_final: EvalResult | None = Field(default=None, description="a full evaluation of the best state, run when "
+                                          "the final state is broken (what the episode delivers)")
+    diffs: list[FileDiff] = Field(default_factory=list, description="changes to model_new.py and kernels/, per turn")
     stop_reason: StopReason = "error"
     error: str | None = None
     usage: Usage = Field(default_factory=Usage)
+    cost_usd: float | None = Field(default=None, description="from the price table; None: the model has no price")
     seconds: float = 0.0
     workdir: str = ""
     environment: dict[str, Any] = Field(default_factory=dict, description="tool confinement in force, device")
@@ -186,6 +203,14 @@ class Trajectory(_Record):
     @property
     def final_reward(self) -> int:
         return self.final.reward if self.final is not None else -1
+
+    @property
+    def delivered(self) -> EvalResult | None:
+        """The result of what the episode leaves behind: the final state, or the best state
+        when the final one is broken and the best one was re-evaluated in full."""
+        if self.best_final is not None and (self.final is None or self.final.reward < 1):
+            return self.best_final
+        return self.final
 
     @property
     def best_reward(self) -> int:
@@ -208,8 +233,9 @@ class Trajectory(_Record):
                 "final_reward": self.final_reward, "best_reward": self.best_reward,
                 "speedup_vs_eager": f.speedup_vs_eager if f else None,
                 "speedup_vs_compile": f.speedup_vs_compile if f else None,
+                "delivered_reward": self.delivered.reward if self.delivered else -1,
                 "prompt_tokens": self.usage.prompt_tokens, "completion_tokens": self.usage.completion_tokens,
-                "seconds": round(self.seconds, 1), "error": self.error}
+                "cost_usd": self.cost_usd, "seconds": round(self.seconds, 1), "error": self.error}
 
 
 def now_iso() -> str:
@@ -286,5 +312,5 @@ def latest_by_episode(trajectories: list[Trajectory]) -> dict[str, Trajectory]:
 
 
 __all__ = ["SCHEMA_VERSION", "StopReason", "ToolCall", "Message", "Usage", "Turn", "ToolCallRecord", "Evaluation",
-           "Snapshot", "Compaction", "TaskInfo", "Trajectory", "TrajectoryWriter", "TrajectoryError",
+           "Snapshot", "FileDiff", "Compaction", "TaskInfo", "Trajectory", "TrajectoryWriter", "TrajectoryError",
            "iter_trajectories", "load_trajectories", "latest_by_episode", "now_iso"]

@@ -12,7 +12,7 @@ import sysconfig
 from abc import ABC, abstractmethod
 from functools import cache
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 
 class Timer(ABC):
@@ -92,14 +92,53 @@ class Backend(ABC):
         also queue a short device-side delay that hides host launch overhead from the device
         timer (off for the host-clock cross-check, which must see everything)."""
 
-    #: True where the trial timer already is the host clock (CPU): the host-clock cross-check
-    #: would compare a clock with itself and see only noise, so it is skipped there.
-    timer_is_host_clock: bool = False
 
     def peak_rates(self) -> tuple[float, float] | None:
         """(bytes/s, flop/s) no kernel on this device can beat, generous on purpose; None where
         unknown. A measured time below max(bytes / rate, flops / rate) is not physical."""
         return None
+
+    # ---- memory shared between the judge and the candidate (see sharing.py) ---------
+    @abstractmethod
+    def make_arena(self, nbytes: int) -> "Arena":
+        """Judge side: one device allocation the candidate process can map."""
+
+    @abstractmethod
+    def open_arena(self, description: dict, fds: list[int]) -> Any:
+        """Candidate side: the judge's arena as a uint8 tensor on this device."""
+
+    @abstractmethod
+    def locate(self, tensor: Any) -> dict:
+        """Candidate side: where a tensor's memory is, in terms the judge can read it by."""
+
+    @abstractmethod
+    def output_reader(self, pid: int) -> "OutputReader":
+        """Judge side: reads tensors the candidate process `pid` located, from outside it."""
+
+    def idle_probe(self) -> None:
+        """Judge side: a tiny piece of device work, waited for. Its latency is long when some
+        other process still has work on the device (the device was not idle)."""
+
+
+class Arena(ABC):
+    raw: Any  # uint8 tensor over the whole allocation
+    fds: list[int]
+
+    @abstractmethod
+    def describe(self) -> dict: ...
+
+    def close(self) -> None:
+        """Release the allocation."""
+
+
+class OutputReader(ABC):
+    @abstractmethod
+    def read(self, where: dict, layout: dict) -> Any:
+        """The tensor `layout` (dtype, shape, strides) at `where`, checked against the
+        allocation it names; raises SharingError on anything out of bounds."""
+
+    def close(self) -> None:
+        """Unmap whatever was mapped."""
 
 
 # ---- shared toolchain facts ---------------------------------------------------------

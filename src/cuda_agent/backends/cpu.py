@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import time
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from .base import Backend, Timer, digest, host_compiler, python_id, tool_version, torch_lib_dir, torch_version
+from .sharing import SharingError, map_fd, memfd_arena, read_process_memory, tensor_extent, view_bytes
+from .base import Arena, Backend, OutputReader, Timer, digest, host_compiler, python_id, tool_version, torch_lib_dir, torch_version
 
 
 _clock = time.perf_counter_ns  # bound at import, before any candidate code exists
@@ -31,7 +33,6 @@ class CpuBackend(Backend):
     name = "cpu"
     torch_device = "cpu"
     extension_name = "cpu_extension"
-    timer_is_host_clock = True
     kernel_suffix = ".cpp"
     allowed_kernel_flags: ClassVar[frozenset[str]] = frozenset({"-ffast-math", "-funroll-loops"})
 
@@ -66,9 +67,66 @@ class CpuBackend(Backend):
     def new_timer(self) -> Timer:
         return _WallTimer()
 
+    # ---- judge / candidate memory sharing ------------------------------------------------
+    def make_arena(self, nbytes: int) -> Arena:
+        return _MemfdArena(nbytes)
+
+    def open_arena(self, description: dict, fds: list[int]) -> Any:
+        if len(fds) != 1:
+            raise SharingError("the arena's file descriptor did not arrive")
+        mm, raw = map_fd(fds[0], int(description["nbytes"]))
+        self._mapped = mm  # keep the mapping alive with the backend
+        return raw
+
+    def locate(self, tensor: Any) -> dict:
+        return {"address": tensor.data_ptr()}
+
+    def output_reader(self, pid: int) -> OutputReader:
+        return _ProcessReader(pid)
+
     def peak_rates(self) -> tuple[float, float] | None:
         """Beyond any current server CPU (DRAM ~0.6 TB/s, AMX bf16 ~0.1 PFLOP/s)."""
         return 2e12, 2e14
+
+
+class _MemfdArena(Arena):
+    def __init__(self, nbytes: int) -> None:
+        fd, self._mm, self.raw = memfd_arena(nbytes)
+        self.fds = [fd]
+
+    def describe(self) -> dict:
+        return {"nbytes": self.raw.numel()}
+
+    def close(self) -> None:
+        for fd in self.fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.fds = []
+
+
+class _ProcessReader(OutputReader):
+    """Copies the candidate's output bytes out of its address space (process_vm_readv)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+    def read(self, where: dict, layout: dict) -> Any:
+        import torch
+
+        address = where.get("address")
+        if not isinstance(address, int) or address <= 0:
+            raise SharingError("malformed output address")
+        dt = getattr(torch, str(layout.get("dtype")), None)
+        if not isinstance(dt, torch.dtype):
+            raise SharingError("malformed output dtype")
+        elsize = torch.empty((), dtype=dt).element_size()
+        extent = tensor_extent([int(s) for s in layout["shape"]], [int(s) for s in layout["strides"]], elsize)
+        if extent > 1 << 36:
+            raise SharingError("output larger than any task's")
+        raw = read_process_memory(self.pid, address, extent)
+        return view_bytes(raw, layout, 0)
 
 
 def _native_arch() -> str:

@@ -11,7 +11,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar
 
-from .base import Backend, Timer, digest, host_compiler, python_id, tool_version, torch_lib_dir, torch_version
+from .sharing import CudaIpc, SharingError, view_bytes
+from .base import Arena, Backend, OutputReader, Timer, digest, host_compiler, python_id, tool_version, torch_lib_dir, torch_version
 
 _CUDA_HOME_CANDIDATES = ("/usr/local/cuda",)
 _CUSHION_CYCLES = 200_000  # ~0.1 ms at Hopper clocks
@@ -62,7 +63,9 @@ class CudaBackend(Backend):
     def link_cmd(self, objects: list[Path], out: Path, libraries: list[str]) -> list[str]:
         tlib = torch_lib_dir()
         dirs = [tlib, f"{cuda_home()}/lib64", *_nvidia_wheel_lib_dirs()]
-        return [host_compiler(), "-shared", *map(str, objects), "-o", str(out),
+        # the shared C++ runtime by name: where a machine lacks the libstdc++.so dev link, g++
+        # would silently link the static archive's locale / random_device code into the library
+        return [host_compiler(), "-shared", *map(str, objects), "-o", str(out), "-l:libstdc++.so.6",
                 *[f"-L{d}" for d in dirs], *[f"-Wl,-rpath,{d}" for d in dirs],
                 "-lc10", "-lc10_cuda", "-ltorch_cpu", "-ltorch_cuda", "-lcudart", *libraries]
 
@@ -117,6 +120,40 @@ class CudaBackend(Backend):
         if sleep is not None and cushion:
             sleep(_CUSHION_CYCLES)
 
+    # ---- judge / candidate memory sharing ------------------------------------------------
+    def _ipc(self) -> CudaIpc:
+        if getattr(self, "_ipc_obj", None) is None:
+            self._ipc_obj = CudaIpc()
+        return self._ipc_obj
+
+    def make_arena(self, nbytes: int) -> Arena:
+        return _CudaArena(self._ipc(), nbytes)
+
+    def open_arena(self, description: dict, fds: list[int]) -> Any:
+        import torch
+
+        if not int(description.get("nbytes", 0)):
+            return torch.empty(0, dtype=torch.uint8, device="cuda")
+        raw = self._ipc().tensor_at(str(description["handle"]))
+        off, n = int(description["offset"]), int(description["nbytes"])
+        if off < 0 or off + n > raw.numel():
+            raise SharingError("arena description outside its allocation")
+        return raw[off:off + n]
+
+    def locate(self, tensor: Any) -> dict:
+        return self._ipc().export(tensor.data_ptr())
+
+    def output_reader(self, pid: int) -> OutputReader:
+        return _CudaReader(self._ipc())
+
+    def idle_probe(self) -> None:
+        import torch
+
+        if getattr(self, "_probe", None) is None:
+            self._probe = torch.zeros(1, device="cuda")
+        self._probe.add_(1)
+        torch.cuda.synchronize()
+
     def peak_rates(self) -> tuple[float, float] | None:
         """Published HBM bandwidth and dense 16-bit tensor-core rate, each +25% headroom."""
         name = self.device_name().upper()
@@ -124,6 +161,31 @@ class CudaBackend(Backend):
             if key in name:
                 return tb_s * 1.25e12, tflops * 1.25e12
         return 10e12, 2500e12  # unknown GPU: beyond any current part
+
+
+class _CudaArena(Arena):
+    def __init__(self, ipc: CudaIpc, nbytes: int) -> None:
+        import torch
+
+        self.raw = torch.empty(max(nbytes, 1), dtype=torch.uint8, device="cuda")[:nbytes]
+        self.fds = []
+        self._where = ipc.export(self.raw.data_ptr()) if nbytes else {"handle": "", "offset": 0}
+
+    def describe(self) -> dict:
+        return {**self._where, "nbytes": self.raw.numel()}
+
+
+class _CudaReader(OutputReader):
+    def __init__(self, ipc: CudaIpc) -> None:
+        self.ipc = ipc
+
+    def read(self, where: dict, layout: dict) -> Any:
+        raw = self.ipc.tensor_at(str(where.get("handle", "")))
+        # a copy: the candidate frees (and may reuse) its memory once the judge has read it
+        return view_bytes(raw, layout, int(where.get("offset", -1))).clone()
+
+    def close(self) -> None:
+        self.ipc.close_all()
 
 
 @cache

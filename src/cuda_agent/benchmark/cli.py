@@ -7,7 +7,10 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+
+from ..exit_codes import ExitCode, fail
 
 console = Console()
 err = Console(stderr=True)
@@ -19,9 +22,8 @@ def register(app: typer.Typer) -> None:
     app.add_typer(bench_app, name="bench")
 
 
-def _fail(message: str, code: int = 2) -> typer.Exit:
-    err.print(f"[red]error:[/] {message}")
-    return typer.Exit(code)
+def _fail(message: str, code: int = ExitCode.USAGE) -> typer.Exit:
+    return fail(message, ExitCode(code))
 
 
 @bench_app.command("run")
@@ -44,20 +46,24 @@ def run_cmd(
     ray_address: Optional[str] = typer.Option(None, help="Ray cluster address (default: start a local one)"),
     ray_cpus: Optional[int] = typer.Option(None, help="CPUs for a local Ray cluster"),
     timing: bool = typer.Option(True, "--timing/--no-timing", help="--no-timing: build and verify only"),
-    compile_baseline: bool = typer.Option(True, "--compile-baseline/--no-compile-baseline"),
+    compile_baseline: bool = typer.Option(True, "--compile-baseline/--no-compile-baseline",
+                                          help="time torch.compile too"),
     trials: int = typer.Option(5, help="correctness trials"),
-    atol: Optional[float] = typer.Option(None), rtol: Optional[float] = typer.Option(None),
+    atol: Optional[float] = typer.Option(None, help="absolute tolerance (default 1e-2, or the task's own)"),
+    rtol: Optional[float] = typer.Option(None, help="relative tolerance (default 1e-2, or the task's own)"),
+    timeout: Optional[float] = typer.Option(None, min=1.0, help="seconds each evaluation's worker may run "
+                                            "(default 600)"),
     memory_limit_gb: Optional[float] = typer.Option(None, help="evaluation worker's resident memory cap"),
     timing_budget: Optional[float] = typer.Option(None, help="seconds of timed rounds per evaluation"),
     min_rounds: Optional[int] = typer.Option(None, help="fewest timed rounds when the budget allows"),
     warmup_ms: Optional[float] = typer.Option(None, help="warm-up per model before timing"),
-    host_trials: Optional[int] = typer.Option(None, help="host-clock cross-check calls per model"),
     sample: int = typer.Option(0, help="KernelBench-named solutions: which sample_<S>"),
     fresh: bool = typer.Option(False, help="discard what the run directory holds and start over"),
     report: bool = typer.Option(True, "--report/--no-report", help="write report.md/.html/.json at the end"),
     kernelbench_timing: Optional[Path] = typer.Option(None, help="KernelBench timing folder/file for the report"),
 ) -> None:
-    """Evaluate a suite with ready solutions or a policy; append each result; resumable."""
+    """Evaluate a suite with ready solutions or a policy; append each result; resumable.
+    Exit 0 when every task was loaded and recorded, 1 when some could not be (they are listed)."""
     import os
 
     from ..backends import default_backend_name
@@ -80,7 +86,7 @@ def run_cmd(
     except (TaskError, SolutionError, ValueError) as exc:
         raise _fail(str(exc))
     for bad in chosen.rejected:
-        err.print(f"[yellow]skipped (not a valid task):[/] {bad}")
+        err.print(f"[yellow]could not load (counted as failed):[/] {escape(bad)}")
     timing_fields = {}
     if timing_budget is not None:
         timing_fields["budget_s"] = timing_budget
@@ -88,8 +94,6 @@ def run_cmd(
         timing_fields.update(min_trials=min_rounds, floor_trials=min(min_rounds, TimingConfig().floor_trials))
     if warmup_ms is not None:
         timing_fields["warmup_ms"] = warmup_ms
-    if host_trials is not None:
-        timing_fields["host_trials"] = host_trials
     fields = {"backend": be, "measure": timing, "trials": trials, "timing": TimingConfig(**timing_fields)}
     if not compile_baseline:
         fields["compile_mode"] = None
@@ -99,6 +103,8 @@ def run_cmd(
         fields["atol"] = atol
     if rtol is not None:
         fields["rtol"] = rtol
+    if timeout is not None:
+        fields["worker_timeout_s"] = timeout
     config = EvalConfig(**fields)
     options = dict(o.split("=", 1) for o in (policy_option or []) if "=" in o)
     if ray:
@@ -110,13 +116,15 @@ def run_cmd(
             raise _fail(str(exc))
         workers = build_workers or max(1, (os.cpu_count() or 2) - len(slots))
         pool = LocalPool(slots, build_workers=workers, log_dir=out / "logs")
-    n = len(chosen.tasks)
-    console.print(f"bench: {n} task(s) from [bold]{suite}[/] on [bold]{be}[/] -> {out}")
+    n, bad = len(chosen.tasks), len(chosen.rejected)
+    console.print(f"bench: {n} task(s) from [bold]{escape(suite)}[/] on [bold]{be}[/] -> {out}"
+                  + (f" ([red]{bad} more could not be loaded[/])" if bad else ""))
     progress = {"k": 0}
 
     def show(r) -> None:  # type: ignore[no-untyped-def]
         progress["k"] += 1
-        console.print(f"  [{progress['k']}] {r.task}: reward {r.reward:+d}  {r.summary[:100]}  ({r.slot})")
+        console.print(f"  [{progress['k']}/{n}] {escape(r.task)}: reward {r.reward:+d}  {escape(r.summary[:100])}  "
+                      f"({r.slot})")
 
     try:
         records = run_benchmark(chosen, out, pool, backend=be, config=config, solutions=source, policy=policy,
@@ -126,6 +134,9 @@ def run_cmd(
     console.print(f"{len(records)}/{n} task(s) recorded in {out / 'results.jsonl'}")
     if report:
         _write_reports(out, out, ["md", "html", "json"], kernelbench_timing)
+    if bad:  # the report's rates are over the loaded tasks; these are failures too
+        err.print(f"[red]{bad} of {n + bad} task(s) could not be loaded and are not in the table above[/]")
+    raise typer.Exit(int(ExitCode.OK if len(records) >= n and not bad else ExitCode.FAILED))
 
 
 def _write_reports(run: Path, out_dir: Path, formats: list[str], kernelbench_timing: Optional[Path]) -> None:
@@ -138,6 +149,9 @@ def _write_reports(run: Path, out_dir: Path, formats: list[str], kernelbench_tim
         baselines = load_kernelbench_timing(kernelbench_timing) if kernelbench_timing else None
     except (FileNotFoundError, TimingFormatError, ValueError) as exc:
         raise _fail(str(exc))
+    if "html" in formats and not _have("matplotlib"):  # degrade: write what can be written, say what is missing
+        formats = [f for f in formats if f != "html"]
+        err.print("[yellow]report.html skipped: its plots need matplotlib (pip install 'cuda-agent[bench]')[/]")
     rep = build_report(records, info, baselines)
     header, rows = paper_table(rep)
     table = Table(title="KernelBench table (ours / paper)")
@@ -148,6 +162,14 @@ def _write_reports(run: Path, out_dir: Path, formats: list[str], kernelbench_tim
     console.print(table)
     for path in write_reports(rep, out_dir, formats):
         console.print(f"wrote {path}")
+
+
+def _have(module: str) -> bool:
+    try:
+        __import__(module)
+    except ImportError:
+        return False
+    return True
 
 
 @bench_app.command("report")

@@ -24,14 +24,22 @@ class Pool(Protocol):
     def run(self, jobs: list[Job], workdir: Path, on_record: Callable[[TaskRecord], None]) -> None: ...
 
 
-def run_benchmark(suite: Suite, out: str | Path, pool: Pool, *, backend: str, config: EvalConfig,
-                  solutions: SolutionSource | None = None, policy: str | None = None,
-                  policy_options: dict[str, Any] | None = None, fresh: bool = False, retry_errors: bool = True,
-                  on_record: Callable[[TaskRecord], None] | None = None) -> list[TaskRecord]:
+def run_benchmark(suite: Suite, out: str | Path, pool: Pool, **kw: Any) -> list[TaskRecord]:
     """Run (or resume) the benchmark in `out`; return the latest record of every task done.
 
     Exactly one of `solutions` and `policy` is given. Tasks recorded as `harness_error` are
-    tried again on resume when `retry_errors` (a candidate's own failure never is)."""
+    tried again on resume when `retry_errors` (a candidate's own failure never is). The run holds
+    `out/.lock` (`cuda_agent._procs.RunLock`): a second run on the same folder is refused."""
+    from .._procs import RunLock
+
+    with RunLock(out, "benchmark run"):
+        return _run_benchmark(suite, out, pool, **kw)
+
+
+def _run_benchmark(suite: Suite, out: str | Path, pool: Pool, *, backend: str, config: EvalConfig,
+                   solutions: SolutionSource | None = None, policy: str | None = None,
+                   policy_options: dict[str, Any] | None = None, fresh: bool = False, retry_errors: bool = True,
+                   on_record: Callable[[TaskRecord], None] | None = None) -> list[TaskRecord]:
     if (solutions is None) == (policy is None):
         raise ValueError("give either solutions or a policy")
     config = config.model_copy(update={"backend": backend})

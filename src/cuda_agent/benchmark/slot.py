@@ -9,17 +9,17 @@ driver leaves no slot behind, and finished records are already in the store.
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
-import signal
 import sys
 from pathlib import Path
+
+from .._procs import die_with_parent
 
 
 def main() -> None:
     parent = int(sys.argv[1]) if len(sys.argv) > 1 else os.getppid()
-    _die_with_parent(parent)
+    die_with_parent(parent)
     replies = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # stray prints (libraries, compilers) must not corrupt the reply stream
     sys.stdout = sys.stderr
@@ -34,18 +34,6 @@ def main() -> None:
         job = Job.model_validate(msg["job"])
         record = device_stage(job, Path(msg["directory"]))
         replies.write(record.model_dump_json() + "\n")
-
-
-def _die_with_parent(parent: int) -> None:
-    """Ask Linux to SIGKILL this process when the driver dies; exit if it already has."""
-    if sys.platform.startswith("linux"):
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
-            pass
-    if os.getppid() != parent:
-        os._exit(0)
 
 
 if __name__ == "__main__":

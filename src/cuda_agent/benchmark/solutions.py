@@ -11,7 +11,7 @@ The default reward is never weakened. Two kinds need a relaxation, applied to th
 evaluations only and recorded in the run's config:
   * single_file: the static check `forbidden-import` is skipped only when its sole findings
     are imports of `torch.utils.cpp_extension` (checked here, line by line, before anything
-    builds), and the sandbox's `no_processes` guard is off, because `load_inline` runs the
+    builds), and the sandbox's `no_processes` and `syscalls` guards are off, because `load_inline` runs the
     compiler from inside the worker while `model_new.py` is imported. The dispatcher-level
     torch-compute guard, the output checks and the rest of the sandbox stay on: torch compute
     in the embedded C++ (`torch::matmul`, ...) is still caught when ModelNew runs.
@@ -165,8 +165,10 @@ def single_file_config(cfg: EvalConfig, workspace: Path, backend: str, extension
         if not blocked or any(f.file != "model_new.py" or f.line not in allowed for f in blocked):
             return cfg  # nothing to relax, or forbidden imports beyond load_inline's: judged as usual
         guards = guards.model_copy(update={"disabled_rules": sorted({*guards.disabled_rules, "forbidden-import"})})
-    if "no_processes" in GuardConfig.model_fields:
-        guards = guards.model_copy(update={"no_processes": False})
+    # load_inline runs ninja and the compilers from inside the candidate's process: new
+    # processes must be allowed there (the syscall filter forbids exec); writes stay confined
+    # to its scratch dir and it still has no network
+    guards = guards.model_copy(update={"no_processes": False, "syscalls": False})
     return cfg.model_copy(update={"guards": guards})
 
 

@@ -9,7 +9,10 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+
+from ..exit_codes import ExitCode, describe, fail
 
 console = Console()
 err = Console(stderr=True)
@@ -20,6 +23,8 @@ def register(app: typer.Typer) -> None:
     app.add_typer(data_app, name="data")
 
 
+_ATOL_HELP = "absolute tolerance of the eager vs torch.compile check"
+_RTOL_HELP = "relative tolerance of the eager vs torch.compile check"
 _QUIET_HELP = ("hold every worker's device work off a running timer: consistent runtimes when several workers "
                "share a GPU, at a large cost in tasks per hour (docs/data.md)")
 
@@ -75,7 +80,7 @@ def catalogue(
 def synth(
     out: Path = typer.Argument(..., help="output directory (resumed if it holds a run with the same settings)"),
     count: int = typer.Option(100, help="accepted tasks wanted"),
-    seed: int = typer.Option(0),
+    seed: int = typer.Option(0, help="seed of the plan sampler (same seed and settings: same candidates)"),
     backend: Optional[str] = typer.Option(None, help="cuda or cpu (default: the local device)"),
     workers: int = typer.Option(1, help="worker processes"),
     window: Optional[tuple[float, float]] = typer.Option(None, help="eager runtime window in ms (default: 1 100 "
@@ -84,12 +89,13 @@ def synth(
     threshold: float = typer.Option(0.9, help="AST similarity at or above which a task is rejected"),
     compile_check: bool = typer.Option(True, "--compile/--no-compile", help="eager vs torch.compile check"),
     compile_backend: str = typer.Option("inductor", help="torch.compile backend for the check"),
-    atol: float = typer.Option(1e-2), rtol: float = typer.Option(1e-2),
+    atol: float = typer.Option(1e-2, help=_ATOL_HELP), rtol: float = typer.Option(1e-2, help=_RTOL_HELP),
     quiet_timing: bool = typer.Option(False, "--quiet-timing", help=_QUIET_HELP),
     max_candidates: Optional[int] = typer.Option(None, help="stop after this many candidates"),
     time_budget: Optional[float] = typer.Option(None, help="stop dispatching after this many seconds"),
     timeout: float = typer.Option(300.0, help="seconds per candidate"),
-    transformers: Optional[bool] = typer.Option(None, "--transformers/--no-transformers"),
+    transformers: Optional[bool] = typer.Option(None, "--transformers/--no-transformers",
+                                                help="compose transformers layers too (default: when installed)"),
     generator: str = typer.Option("catalogue", help="catalogue (sampled plans) or llm (the agent's policy writes "
                                   "the code; see docs/data.md)"),
     llm_kind: Optional[str] = typer.Option(None, help="--generator llm: openai | anthropic | local (default: as "
@@ -113,8 +119,7 @@ def synth(
                              compose=ComposeConfig(include_transformers=transformers),
                              filters=_filters(window, compile_check, compile_backend, atol, rtol, quiet_timing))
     except ValueError as exc:
-        err.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2)
+        raise fail(describe(exc))
     policy = None
     if generator == "llm":
         from .llm import default_policy
@@ -133,8 +138,7 @@ def synth(
 
             stats = synthesize(out, config, progress=show, policy=policy)
     except StoreError as exc:
-        err.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2)
+        raise fail(str(exc))
     summary = stats.as_dict()
     console.print(f"[bold]{stats.accepted}[/] accepted of {stats.candidates} candidates in {stats.elapsed_s:.0f} s "
                   f"({summary['accepted_per_hour']:.0f} accepted/hour) -> {out}/tasks.parquet, tasks.jsonl")
@@ -154,21 +158,22 @@ def audit(
     dataset: str = typer.Argument(..., help="a parquet / JSONL table, a directory of task files, or a HF dataset id"),
     out: Optional[Path] = typer.Option(None, help="per-row results (JSONL; re-running resumes). Default: "
                                        "audit-<name>.jsonl here"),
-    backend: Optional[str] = typer.Option(None),
-    workers: int = typer.Option(1),
+    backend: Optional[str] = typer.Option(None, help="cuda or cpu (default: the local device)"),
+    workers: int = typer.Option(1, help="worker processes"),
     window: Optional[tuple[float, float]] = typer.Option(None, help="eager runtime window in ms"),
     eval_set: list[str] = typer.Option([], help="evaluation tasks for the contamination check; repeatable"),
-    threshold: float = typer.Option(0.9),
-    compile_check: bool = typer.Option(True, "--compile/--no-compile"),
-    compile_backend: str = typer.Option("inductor"),
-    atol: float = typer.Option(1e-2), rtol: float = typer.Option(1e-2),
+    threshold: float = typer.Option(0.9, help="AST similarity at or above which a row fails"),
+    compile_check: bool = typer.Option(True, "--compile/--no-compile", help="eager vs torch.compile check"),
+    compile_backend: str = typer.Option("inductor", help="torch.compile backend for the check"),
+    atol: float = typer.Option(1e-2, help=_ATOL_HELP), rtol: float = typer.Option(1e-2, help=_RTOL_HELP),
     quiet_timing: bool = typer.Option(False, "--quiet-timing", help=_QUIET_HELP),
     timeout: float = typer.Option(300.0, help="seconds per row"),
     limit: Optional[int] = typer.Option(None, help="audit only the first N rows"),
     show: int = typer.Option(20, help="failing rows to list"),
     json_out: bool = typer.Option(False, "--json", help="print the totals as JSON"),
 ) -> None:
-    """Re-run every filter on an existing data set; report failures per row and in total."""
+    """Re-run every filter on an existing data set; report failures per row and in total.
+    Exit 0 when every row passes, 1 when some fail."""
     from rich.progress import Progress
 
     from ..tasks import TaskError
@@ -186,8 +191,7 @@ def audit(
                                 timeout_s=timeout, limit=limit,
                                 progress=lambda i, n, row: bar.update(task, completed=i, total=n))
     except TaskError as exc:
-        err.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2)
+        raise fail(str(exc))
     report = audit_report(out)
     totals = summary.as_dict()
     if json_out:
@@ -206,8 +210,9 @@ def audit(
         failing = [r for r in read_records(out) if not r["ok"]][:show]
         for r in failing:
             reasons = ", ".join(sorted({f["reason"] for f in r["failures"]}))
-            console.print(f"  {r['name']}: [red]{reasons}[/] [dim]{r['failures'][0]['detail'][:100]}[/]")
-    raise typer.Exit(0)
+            console.print(f"  {escape(r['name'])}: [red]{escape(reasons)}[/] "
+                          f"[dim]{escape(r['failures'][0]['detail'][:100])}[/]")
+    raise typer.Exit(int(ExitCode.OK if summary.passed == summary.rows else ExitCode.FAILED))
 
 
 @data_app.command()
@@ -216,8 +221,7 @@ def report(run_dir: Path = typer.Argument(..., help="a synthesis output director
     from .report import synth_report
 
     if not (run_dir / "candidates.jsonl").is_file():
-        err.print(f"[red]error:[/] {run_dir} has no candidates.jsonl (not a synthesis output directory)")
-        raise typer.Exit(2)
+        raise fail(f"{run_dir} has no candidates.jsonl (not a synthesis output directory)")
     console.print(f"report: {synth_report(run_dir)}")
 
 
@@ -227,16 +231,24 @@ def similarity(
     against: list[str] = typer.Argument(..., help="task sources to compare with (files, dirs, tables)"),
     top: int = typer.Option(5, help="how many of the most similar to list"),
 ) -> None:
-    """AST similarity of one task to every task of some sources (the contamination measure)."""
+    """AST similarity of one task to every task of some sources (the contamination measure).
+    Inputs that cannot be loaded are listed and counted; then the exit code is 1."""
     from ..tasks import TaskError, load_tasks
     from .similarity import SimilarityError, fingerprint, similarity as score
 
     try:
         fp = fingerprint(task.read_text())
-        others = [t for src in against for t in load_tasks(src, on_error="skip")]
+        loaded = [load_tasks(src, on_error="skip") for src in against]
     except (OSError, SimilarityError, TaskError) as exc:
-        err.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2)
+        raise fail(str(exc))
+    others = [t for group in loaded for t in group]
+    rejected = [str(e) for group in loaded for e in group.rejected]
     ranked = sorted(((score(fp, t.source), t.name) for t in others), reverse=True)[:top]
     for s, name in ranked:
         console.print(f"{s:.3f}  {name}")
+    for bad in rejected:
+        err.print(f"[yellow]could not load:[/] {escape(bad)}")
+    if rejected:
+        err.print(f"[red]{len(rejected)} of {len(others) + len(rejected)} input task(s) could not be loaded "
+                  "and were not compared[/]")
+        raise typer.Exit(int(ExitCode.FAILED))

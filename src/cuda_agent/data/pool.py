@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .._procs import PDEATHSIG_PREFIX
 from ..evaluation.channel import ChannelError, ChannelTimeout, Reader
 from ..evaluation.runner import WorkerDied, WorkerProcess
 from ..evaluation.sandbox import NAMESPACE_PREFIX, make_scratch, namespaces_available, scrubbed_environment
@@ -77,7 +78,7 @@ class DataWorker(WorkerProcess):
         self._killed_for = None
         read_fd, write_fd = os.pipe()
         self.proc = subprocess.Popen(
-            [*(NAMESPACE_PREFIX if self.namespaces else ()),
+            [*PDEATHSIG_PREFIX, *(NAMESPACE_PREFIX if self.namespaces else ()),  # dies with us, on SIGKILL too
              sys.executable, "-m", "cuda_agent.data.worker", str(write_fd), backend],
             stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT, pass_fds=(write_fd,),
             start_new_session=True, text=True, env=scrubbed_environment(env, self.scratch, extra),

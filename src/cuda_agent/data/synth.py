@@ -82,8 +82,16 @@ def synthesize(out_dir: str | Path, config: SynthConfig, *, catalogue: Catalogue
     """Generate tasks into `out_dir` until `config.count` are accepted (or a limit is hit).
 
     Resumes a run already in `out_dir` (same settings required). `policy` is needed only for
-    `generator="llm"` (see llm.py).
+    `generator="llm"` (see llm.py). The run holds `out_dir/.lock`: a second run there is refused.
     """
+    from .._procs import RunLock
+
+    with RunLock(out_dir, "data run"):
+        return _synthesize(out_dir, config, catalogue=catalogue, progress=progress, policy=policy)
+
+
+def _synthesize(out_dir: str | Path, config: SynthConfig, *, catalogue: Catalogue | None = None,
+                progress: ProgressFn | None = None, policy: Any = None) -> SynthStats:
     import torch
 
     from ..backends import default_backend_name

@@ -82,6 +82,7 @@ class EvalResult(BaseModel):
     compile_stats: TimingStats | None = None
     candidate_stats: TimingStats | None = None
     baseline_cached: bool = False
+    calls_per_interval: int | None = Field(default=None, description="calls batched into one timed interval")
     trials: list[TrialCheck] = Field(default_factory=list)
     build: BuildResult | None = None
     findings: list[dict[str, Any]] = Field(default_factory=list, description="static check findings")

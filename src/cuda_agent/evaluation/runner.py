@@ -7,20 +7,17 @@ a private pipe and are decoded without executing anything (see channel.py).
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import shutil
 import signal
 import subprocess
-import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from .channel import ChannelError, ChannelTimeout, Reader
-from .sandbox import NAMESPACE_PREFIX, make_scratch, namespaces_available, process_tree, resident_bytes, scrubbed_environment
+from .channel import ChannelError, ChannelTimeout
+from .sandbox import process_tree, resident_bytes
 
 LOG_TAIL_CHARS = 4000
 WATCH_INTERVAL_S = 0.25  # /proc scans cost CPU the timed models share on small machines
@@ -35,29 +32,9 @@ class WorkerDied(Exception):
 
 
 class WorkerProcess:
-    """One worker process. It imports torch as soon as it starts, then waits for its request,
-    so a spare started ahead of time hides the import from the next evaluation."""
-
-    def __init__(self, env: dict[str, str], backend: str, isolate_network: bool = False):
-        self.env_key = _key(env, backend, isolate_network)
-        self.memory_limit = 1 << 62
-        self.namespaces = isolate_network and namespaces_available()
-        self.scratch = make_scratch(Path(tempfile.mkdtemp(prefix="cuda-agent-scratch-")))
-        self._log = tempfile.NamedTemporaryFile(prefix="cuda-agent-worker-", suffix=".log", delete=False)
-        self._process_baseline: int | None = None
-        self._last_watch = 0.0
-        read_fd, write_fd = os.pipe()
-        self.proc = subprocess.Popen(
-            [*(NAMESPACE_PREFIX if self.namespaces else ()),
-             sys.executable, "-m", "cuda_agent.evaluation.worker", str(write_fd), backend],
-            stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT,
-            pass_fds=(write_fd,), start_new_session=True, text=True,
-            env=scrubbed_environment(env, self.scratch, {}),
-        )
-        os.close(write_fd)
-        self.fd = read_fd
-        self.reader = Reader(read_fd, on_wait=self._watch)
-        self._killed_for: str | None = None
+    """A sandboxed child process talked to over a private pipe (data synthesis's `DataWorker`
+    starts it and sets `proc`, `reader`, `scratch`, `_log`, `memory_limit`): receive with a
+    deadline, watch its memory and process tree, explain its death, kill everything it started."""
 
     def start(self, request: dict[str, Any], memory_limit_bytes: int) -> None:
         self.memory_limit = memory_limit_bytes
@@ -95,32 +72,12 @@ class WorkerProcess:
         if now - self._last_watch < WATCH_INTERVAL_S:
             return
         self._last_watch = now
-        tree = process_tree(self.proc.pid)
-        rss = resident_bytes(tree)
-        if rss > self.memory_limit:
-            self._killed_for = (f"out of memory: the worker used {rss / 2**30:.1f} GiB, over the "
-                                f"{self.memory_limit / 2**30:.1f} GiB limit")
-            self.kill()
-        elif self._process_baseline is not None and len(tree) > self._process_baseline:
-            self._killed_for = ("forbidden: process creation: candidate code started a new process "
-                                f"({len(tree) - self._process_baseline} more than before it was loaded)")
+        self._killed_for = tree_violation(self.proc.pid, self.memory_limit, self._process_baseline, "the worker")
+        if self._killed_for:
             self.kill()
 
     def _death_reason(self, channel_problem: str) -> str:
-        if self._killed_for:
-            return self._killed_for
-        try:
-            code = self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            return f"the worker stopped talking ({channel_problem})"
-        if code < 0:
-            sig = signal.Signals(-code).name
-            hint = {"SIGSEGV": "segmentation fault", "SIGBUS": "bus error", "SIGABRT": "aborted",
-                    "SIGKILL": "killed (likely out of memory)", "SIGFPE": "arithmetic fault",
-                    "SIGILL": "illegal instruction"}.get(sig, "killed")
-            return f"crashed: {hint} ({sig})"
-        return f"the worker exited with status {code} before finishing ({channel_problem})"
+        return self._killed_for or death_reason(self.proc, self.kill, channel_problem, "the worker")
 
     def log_tail(self) -> str:
         try:
@@ -130,17 +87,7 @@ class WorkerProcess:
         return data.decode(errors="replace")
 
     def kill(self) -> None:
-        """The process group, and every descendant that left it (setsid daemons)."""
-        pids = process_tree(self.proc.pid) if self.proc.poll() is None else []
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+        kill_tree(self.proc)
 
     def close(self) -> None:
         self.kill()
@@ -161,35 +108,49 @@ class WorkerProcess:
                 pass
 
 
-_spare: WorkerProcess | None = None
+def tree_violation(root_pid: int, memory_limit: int, process_baseline: int | None, who: str) -> str | None:
+    """Why a process tree must be killed now (too much memory, a process started after the
+    candidate was loaded), or None."""
+    tree = process_tree(root_pid)
+    rss = resident_bytes(tree)
+    if rss > memory_limit:
+        return f"out of memory: {who} used {rss / 2**30:.1f} GiB, over the {memory_limit / 2**30:.1f} GiB limit"
+    if process_baseline is not None and len(tree) > process_baseline:
+        return ("forbidden: process creation: candidate code started a new process "
+                f"({len(tree) - process_baseline} more than before it was loaded)")
+    return None
 
 
-def _key(env: dict[str, str], backend: str, isolate_network: bool) -> str:
-    return json.dumps([backend, isolate_network, env], sort_keys=True)
+_SIGNAL_HINTS = {"SIGSEGV": "segmentation fault", "SIGBUS": "bus error", "SIGABRT": "aborted",
+                 "SIGKILL": "killed (likely out of memory)", "SIGFPE": "arithmetic fault",
+                 "SIGILL": "illegal instruction", "SIGSYS": "forbidden system call"}
 
 
-def acquire_worker(env: dict[str, str], backend: str, isolate_network: bool = False) -> WorkerProcess:
-    """The spare worker if one with this environment is waiting, else a new one."""
-    global _spare
-    spare, _spare = _spare, None
-    if spare is not None and spare.alive() and spare.env_key == _key(env, backend, isolate_network):
-        return spare
-    if spare is not None:
-        spare.close()
-    return WorkerProcess(env, backend, isolate_network)
+def death_reason(proc: subprocess.Popen, kill: Any, problem: str, who: str) -> str:
+    """Why `proc` stopped talking, for a person: its signal, its exit status, or a hang."""
+    try:
+        code = proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        kill()
+        return f"{who} stopped talking ({problem})"
+    if code < 0 or code > 128:  # killed, directly or as the child of `unshare` (128 + signal)
+        sig = signal.Signals(-code if code < 0 else code - 128).name
+        return f"crashed: {_SIGNAL_HINTS.get(sig, 'killed')} ({sig})"
+    return f"{who} exited with status {code} before finishing ({problem})"
 
 
-def prespawn_worker(env: dict[str, str], backend: str, isolate_network: bool = False) -> None:
-    """Start the next evaluation's worker now (after timing is over, so it disturbs nothing)."""
-    global _spare
-    if _spare is None or not _spare.alive():
-        _spare = WorkerProcess(env, backend, isolate_network)
-
-
-@atexit.register
-def _close_spare() -> None:
-    if _spare is not None:
-        _spare.close()
+def kill_tree(proc: subprocess.Popen) -> None:
+    """SIGKILL the process group, and every descendant that left it (setsid daemons)."""
+    pids = process_tree(proc.pid) if proc.poll() is None else []
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 def deadline_in(seconds: float) -> float:

@@ -6,23 +6,52 @@ default for every floating dtype; integer and bool outputs must match exactly.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 PAPER_TOLERANCE = 1e-2
+NORM_FLOOR_RMS = 1e-5
+
+
+# KernelBench's per-precision tolerances (atol = rtol)
+KERNELBENCH_TOLERANCE = {torch.float32: 1e-4, torch.float64: 1e-4, torch.float16: 1e-2, torch.bfloat16: 1e-2}
 
 
 @dataclass(frozen=True)
 class Tolerance:
+    """Elementwise |c - r| <= atol + rtol |r| per dtype, and a scale-aware check:
+    ||c - r|| <= rel_norm * ||r|| over the whole tensor. The second one is what stops a wrong
+    formula whose outputs are all tiny (a softmax over a wide row, values ~1e-5) from passing
+    through an absolute tolerance of 1e-2."""
+
     atol: float = PAPER_TOLERANCE
     rtol: float = PAPER_TOLERANCE
+    per_dtype: dict | None = None  # dtype -> (atol, rtol), overriding the two above
+    rel_norm: float | None = PAPER_TOLERANCE
 
     def for_dtype(self, dtype: torch.dtype) -> tuple[float, float]:
         if dtype.is_floating_point or dtype.is_complex:
+            if self.per_dtype and dtype in self.per_dtype:
+                return self.per_dtype[dtype]
             return self.atol, self.rtol
         return 0.0, 0.0
+
+
+def tolerance_for(profile: str, precision: str | None, task_atol: float | None, task_rtol: float | None,
+                  atol: float, rtol: float) -> Tolerance:
+    """The tolerance a run's profile gives a task: a task's own atol / rtol win, then the
+    profile ('paper': the configured atol / rtol; 'kernelbench': per output dtype)."""
+    if task_atol is not None or task_rtol is not None:
+        a = task_atol if task_atol is not None else atol
+        r = task_rtol if task_rtol is not None else rtol
+        return Tolerance(atol=a, rtol=r, rel_norm=max(a, r))
+    if profile == "kernelbench":
+        per = {d: (t, t) for d, t in KERNELBENCH_TOLERANCE.items()}
+        return Tolerance(atol=1e-4, rtol=1e-4, per_dtype=per, rel_norm=None)
+    return Tolerance(atol=atol, rtol=rtol, rel_norm=max(atol, rtol))
 
 
 @dataclass
@@ -95,6 +124,17 @@ def _compare_tensors(ref: torch.Tensor, cand: torch.Tensor, tol: Tolerance, path
         if n_bad:
             return Comparison(False, f"{path}: {n_bad}/{ref.numel()} elements outside atol={atol:g} "
                                      f"rtol={rtol:g} (max abs diff {max_diff:.4g})", max_diff)
+        rel = tol.rel_norm if tol.rel_norm is not None else max(atol, rtol)
+        # scale of the output, floored at an RMS of 1e-5 so values that are ~0 by nature
+        # (a loss between equal distributions) are not judged by their rounding noise
+        ref_norm = max(float(torch.linalg.vector_norm(r)),
+                       NORM_FLOOR_RMS * math.sqrt(max(r.numel(), 1)))
+        if diff.numel():
+            err = float(torch.linalg.vector_norm(diff)) / ref_norm
+            if err > rel:
+                return Comparison(False, f"{path}: relative error {err:.3g} over the whole output exceeds {rel:g} "
+                                         f"(every element is within atol={atol:g}, but the outputs are small next "
+                                         "to the tolerance: the formula is wrong)", max_diff)
         return Comparison(True, max_abs_diff=max_diff)
     n_bad = int((ref != cand).sum())
     if n_bad:

@@ -105,7 +105,9 @@ def load_task_table(path: str | Path, *, on_error: OnError = "raise") -> LoadedT
 
     Required column: `code`. Ops-6K columns `ops` and `data_source` fill those fields;
     `name`, `level`, `problem_id`, `atol`, `rtol` are honoured; other columns go to metadata.
-    Rows are named `{file stem}/{row:05d}` unless a `name` column says otherwise.
+    Rows are named `{file stem}/{row:05d}` unless a `name` column says otherwise. A row's
+    origin is `file#row=N` (0-based, as parquet tools count) or, in JSONL, `file:LINE` (1-based,
+    as editors count).
     """
     path = Path(path)
     if not path.is_file():
@@ -119,7 +121,8 @@ def load_task_table(path: str | Path, *, on_error: OnError = "raise") -> LoadedT
         attempts = [partial(task_from_row, row, **where(i)) for i, row in enumerate(rows)]
     else:
         lines = _json_records(path)
-        attempts = [partial(_json_row_task, line, **where(i)) for i, line in enumerate(lines)]
+        attempts = [partial(_json_row_task, line, **{**where(i), "origin": f"{path}:{lineno}"})
+                    for i, (lineno, line) in enumerate(lines)]
     if not attempts:
         raise TaskError(str(path), "table has no rows")
     return _gather(attempts, on_error)
@@ -265,13 +268,14 @@ def _read_parquet(path: Path) -> list[dict[str, Any]]:
     return table.to_pylist()
 
 
-def _json_records(path: Path) -> list[str]:
-    """The non-blank lines of a JSONL file, each still JSON text so bad lines fail per row."""
+def _json_records(path: Path) -> list[tuple[int, str]]:
+    """The non-blank lines of a JSONL file with their 1-based line numbers, each still JSON
+    text so bad lines fail per row."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise TaskError(str(path), f"cannot be read: {exc}") from None
-    return [line for line in text.splitlines() if line.strip()]
+    return [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
 
 
 def _json_row_task(text: str, *, origin: str, default_name: str) -> Task:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
@@ -39,6 +39,9 @@ class Task(BaseModel):
     data_source: str | None = Field(default=None, description="Ops-6K `data_source`, e.g. torch#2")
     atol: float | None = Field(default=None, description="per-task absolute tolerance override")
     rtol: float | None = Field(default=None, description="per-task relative tolerance override")
+    precision: Literal["fp32", "fp16", "bf16"] | None = Field(
+        default=None, description="run the reference, its inputs and the candidate's weights in this precision "
+        "(None: as the task's code makes them)")
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @computed_field  # type: ignore[prop-decorator]

@@ -10,6 +10,8 @@ from typing import Optional
 import typer
 from rich.console import Console
 
+from ..exit_codes import ExitCode, describe, fail
+
 console = Console()
 err = Console(stderr=True)
 
@@ -40,8 +42,7 @@ def filter_cmd(
     try:
         report = build_rft_dataset(trajectories, out, cfg)
     except (FileNotFoundError, ValueError) as exc:
-        err.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2)
+        raise fail(str(exc))
     console.print(report.summary())
     console.print(f"wrote {out} and {out}.report.json")
     if verl_parquet:
@@ -50,7 +51,26 @@ def filter_cmd(
         rft_rows_to_verl_parquet(out, verl_parquet)
         console.print(f"wrote {verl_parquet}")
     if report.kept == 0:
-        raise typer.Exit(1)
+        raise typer.Exit(int(ExitCode.FAILED))
+
+
+@train_app.command("demos")
+def demos_cmd(
+    tasks: list[str] = typer.Argument(..., help="bundled examples ('examples', 'examples:level=1', 'examples:NAME')"),
+    out: Path = typer.Option(..., "--out", "-o", help="RFT rows to write (JSONL, the format `train rft` reads)"),
+    backend: str = typer.Option("cuda", help="whose solutions: cuda or cpu"),
+) -> None:
+    """RFT rows from the bundled examples' solutions: scripted successful episodes (write the
+    kernel, binding and model_new.py, then stop), for a policy that cannot call tools yet."""
+    from .demos import example_solution_rows, write_rows
+
+    try:
+        rows = example_solution_rows(tasks, backend)
+    except (KeyError, ValueError, FileNotFoundError) as exc:
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2)
+    write_rows(rows, out)
+    console.print(f"wrote {len(rows)} rows to {out}")
 
 
 @train_app.command("rft")
@@ -81,15 +101,19 @@ def rl_cmd(config: Optional[Path] = typer.Option(None, "--config", "-c", help="Y
 def verl_data_cmd(
     tasks: list[str] = typer.Argument(..., help="task sources (paths, 'examples', 'examples:level=1', ...)"),
     out: Path = typer.Option(..., "--out", "-o", help="parquet for verl's RL trainer"),
-    backend: str = typer.Option("cuda"),
-    limit: Optional[int] = typer.Option(None),
+    backend: str = typer.Option("cuda", help="backend the prompts and rewards are for (cuda or cpu)"),
+    limit: Optional[int] = typer.Option(None, help="only the first N tasks"),
     single_turn: bool = typer.Option(False, help="stage 1: single-turn rows (no tools)"),
 ) -> None:
     """Tasks -> verl RL parquet (prompt, agent_name, the task in extra_info)."""
     from .models import resolve_tasks
     from .verl_data import tasks_to_verl_parquet
 
-    n = tasks_to_verl_parquet(resolve_tasks(tasks, limit), out, backend=backend, single_turn=single_turn)
+    try:
+        chosen = resolve_tasks(tasks, limit)
+    except (KeyError, ValueError) as exc:  # a TaskError names the file or row that cannot be loaded
+        raise fail(str(exc.args[0]) if isinstance(exc, KeyError) else str(exc))
+    n = tasks_to_verl_parquet(chosen, out, backend=backend, single_turn=single_turn)
     console.print(f"wrote {n} rows to {out}")
 
 
@@ -99,16 +123,39 @@ def verl_configs_cmd(
     model: str = typer.Option(..., help="base model path (Hugging Face folder) on the cluster"),
     data: Path = typer.Option(..., help="folder holding train parquet files (stage1.parquet, rft.parquet, "
                               "agentic.parquet)"),
-    nnodes: int = typer.Option(16), gpus_per_node: int = typer.Option(8),
-    eval_workers: int = typer.Option(16, help="GPU workers in the evaluation pool"),
+    nnodes: int = typer.Option(16, help="cluster nodes"), gpus_per_node: int = typer.Option(8, help="GPUs per node"),
+    eval_workers: Optional[int] = typer.Option(None, help="cap on evaluation-pool actors (default: one per declared "
+                                               "cuda_agent_eval unit; 0: evaluate in the rollout workers)"),
+    rft_tasks: str = typer.Option("", help="tasks the stage-1 policy is rolled out on for RFT data (launch.sh)"),
 ) -> None:
     """Write the four stage configs (paper defaults) and a launch script for a Ray cluster."""
     from .verl_recipe import RecipeConfig, write_recipe
 
     paths = write_recipe(RecipeConfig(model_path=model, data_dir=str(data), nnodes=nnodes,
-                                      gpus_per_node=gpus_per_node, eval_workers=eval_workers), out)
+                                      gpus_per_node=gpus_per_node, eval_workers=eval_workers,
+                                      rft_tasks=rft_tasks), out)
     for p in paths:
         console.print(f"wrote {p}")
+
+
+@train_app.command("verl-merge")
+def verl_merge_cmd(
+    stage_dir: Path = typer.Argument(..., help="a stage's trainer.default_local_dir"),
+    role: str = typer.Argument("actor", help="actor, critic, or model (the SFT trainer's step folder)"),
+    target: Optional[Path] = typer.Option(None, "--target", help="Hugging Face folder to write (default: print "
+                                          "the resolved checkpoint only)"),
+) -> None:
+    """Resolve a verl stage's latest checkpoint (latest_checkpointed_iteration.txt -> global_step_N/ROLE)
+    and merge it with verl's model merger: how launch.sh chains the stages."""
+    from .verl_ckpt import latest_checkpoint, merge_latest
+
+    try:
+        path = latest_checkpoint(stage_dir, role)
+        if target is not None:
+            merge_latest(stage_dir, role, target)
+    except (FileNotFoundError, ValueError) as exc:
+        raise fail(str(exc))
+    console.print(f"{path}" + (f" -> {target}" if target is not None else ""))
 
 
 def _load(cls, config: Optional[Path], overrides: Optional[list[str]]):
@@ -119,5 +166,4 @@ def _load(cls, config: Optional[Path], overrides: Optional[list[str]]):
     try:
         return load_config(cls, config, overrides)
     except (FileNotFoundError, ValueError, ValidationError) as exc:
-        err.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2)
+        raise fail(describe(exc))

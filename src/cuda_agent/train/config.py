@@ -56,6 +56,13 @@ class RLConfig(_Cfg):
     save_total_limit: int | None = 3
     resume: bool = True
     workdir: str | None = Field(default=None, description="where episode workspaces live (default: temp)")
+    max_seconds: float | None = Field(default=None, description="stop training after this much wall time "
+                                      "(checked after each step; a lent GPU's budget)")
+    eval_concurrency: int = Field(default=1, ge=1, description="final workspaces of a batch evaluated at once "
+                                  "(builds dominate and are CPU-bound; timings on one GPU then overlap)")
+    heldout_tasks: list[str] = Field(default_factory=list, description="tasks never trained on, measured with the "
+                                     "final policy after training (same sources as `tasks`)")
+    heldout_generations: int = Field(default=2, ge=2, description="rollouts per held-out task")
     eval: EvalConfig = Field(default_factory=lambda: EvalConfig(timing=TimingConfig(budget_s=0.5, min_trials=30)))
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
 

@@ -7,9 +7,11 @@ workspace this episode owns; the tool results are appended as tokens with mask 0
 is never trained to predict them) and log-prob 0; when the model stops calling tools (or a
 budget runs out) the final workspace is evaluated and its milestone reward is the episode's.
 
-Token bookkeeping (initial prompt, appending tool results) goes through three hooks so the verl
-subclass can use verl's own continuous-token builder, while tests and plain use take the
-Hugging Face chat template.
+Token bookkeeping goes through hooks: `_initial_tokens` (the opening prompt), `_append_tool_results`
+(the conversation so far gains the tool messages: returns the new response tokens, mask and
+log-probs, so a builder may also edit the junction) and `_parse`. The verl subclass routes the
+first two through verl's own continuous-token builder (`ct_build_initial_tokens`,
+`ct_merge_context_msg`); tests and plain use take the Hugging Face chat template.
 """
 
 from __future__ import annotations
@@ -100,6 +102,14 @@ class TokenEpisode:
     async def _tool_result_tokens(self, tool_messages: list[dict[str, Any]]) -> list[int]:
         return tool_suffix_ids(self.tokenizer, tool_messages)
 
+    async def _append_tool_results(self, previous_messages: list[dict[str, Any]], messages: list[dict[str, Any]],
+                                   prompt_ids: list[int], response: list[int], mask: list[int],
+                                   logprobs: list[float]) -> tuple[list[int], list[int], list[float]]:
+        """`messages` = `previous_messages` + the tool messages. Returns the response tokens, mask and
+        log-probs after appending them (tool tokens: mask 0, log-prob 0)."""
+        suffix = await self._tool_result_tokens(messages[len(previous_messages):])
+        return response + suffix, mask + [0] * len(suffix), logprobs + [0.0] * len(suffix)
+
     async def _parse(self, token_ids: list[int]) -> tuple[str, list[ToolCall]]:
         text = self.tokenizer.decode(token_ids, skip_special_tokens=True)
         return parse_tool_calls(text)
@@ -172,14 +182,14 @@ class TokenEpisode:
                     text = res.text[: cfg.max_tool_output_chars]
                 tool_messages.append({"role": "tool", "name": call.name, "tool_call_id": call.id, "content": text})
             timings["tools"] += time.monotonic() - t0
+            previous = list(messages)
             messages.extend(tool_messages)
-            suffix = await self._tool_result_tokens(tool_messages)
-            if len(response) + len(suffix) >= cfg.response_length:
+            new_response, new_mask, new_logprobs = await self._append_tool_results(
+                previous, messages, prompt_ids, response, mask, logprobs)
+            if len(new_response) >= cfg.response_length:
                 stop = "context_exhausted"
                 break
-            response += suffix
-            mask += [0] * len(suffix)
-            logprobs += [0.0] * len(suffix)
+            response, mask, logprobs = new_response, new_mask, new_logprobs
         t0 = time.monotonic()
         result = await self.evaluator.evaluate(ws)
         timings["evaluate"] = time.monotonic() - t0

@@ -1,12 +1,20 @@
-"""Where episode rewards are computed: in this process, or on a separate pool of GPU workers.
+"""Where episode rewards are computed: in this process, or on a shared pool of GPU workers.
 
 Why a pool: at cluster scale the rollout GPUs serve the policy; if every trajectory's final
 evaluation (build, verify, time) ran on the rollout node, rollouts would queue behind one
-device and timing would be disturbed by inference. `RayEvaluatorPool` ships the candidate's
-files (model_new.py + kernels/, a few KB) to Ray actors that each own one GPU, rebuild the
-workspace there from the task source and run `cuda_agent.evaluate`; at most one evaluation per
-device at a time, so timings stay clean. `LocalEvaluator` does the same in-process for one GPU.
-Both are awaited from asyncio agent loops without blocking them.
+device and timing would be disturbed by inference. The pool ships the candidate's files
+(model_new.py + kernels/, a few KB) to Ray actors that each own one GPU on nodes that declare
+the `cuda_agent_eval` Ray resource, rebuilds the workspace there from the task source and runs
+`cuda_agent.evaluate`; at most one evaluation per actor at a time, so timings stay clean.
+
+One pool per training job, shared by every process that evaluates: verl starts 8 agent-loop
+workers (and stage 1's reward workers) per job, and each would otherwise build its own pool.
+`shared_pool()` finds the job's pool service by name (`cuda_agent_eval_pool_<job id>`), or
+creates it once (Ray's `get_if_exists`, so concurrent first calls still make one). The service
+sizes itself from the cluster's declared `cuda_agent_eval` total (`eval_pool_size`), and every
+evaluation actor requests one unit of that resource, so actors land only on pool nodes.
+`LocalEvaluator` evaluates in-process instead (one GPU, tests). Both are awaited from asyncio
+agent loops without blocking them.
 """
 
 from __future__ import annotations
@@ -15,6 +23,8 @@ import asyncio
 import tempfile
 from pathlib import Path
 from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..evaluation import EvalConfig, EvalResult, evaluate
 from ..tasks import Task
@@ -60,29 +70,125 @@ class LocalEvaluator:
             return await asyncio.get_running_loop().run_in_executor(None, evaluate, ws, self.config)
 
 
-class RayEvaluatorPool:
-    """A pool of Ray actors, one GPU each (`num_gpus` per actor; 0 for CPU-backend pools)."""
+EVAL_RESOURCE = "cuda_agent_eval"
+POOL_NAME = "cuda_agent_eval_pool"
 
-    def __init__(self, num_workers: int, config: EvalConfig | None = None, *, num_gpus: float = 1.0,
-                 num_cpus: float = 4.0, resources: dict[str, float] | None = None):
+
+def eval_pool_size(declared: float, pool_workers: int | None = None, resource_per_worker: float = 1.0) -> int:
+    """How many evaluation actors the job's pool starts: one per `resource_per_worker` units of the
+    `cuda_agent_eval` resource the cluster declares (`ray start --resources '{"cuda_agent_eval": N}'`),
+    at most `pool_workers` when that is set (> 0). The count does not depend on how many
+    agent-loop or reward workers use the pool. No declared resource is an error, not a silent
+    fallback onto the training GPUs."""
+    fits = int(declared // resource_per_worker) if resource_per_worker > 0 else 0
+    if fits <= 0:
+        raise RuntimeError(f"no Ray node declares the {EVAL_RESOURCE!r} resource: start the evaluation nodes with "
+                           f"`ray start ... --num-gpus G --resources '{{\"{EVAL_RESOURCE}\": G}}'`, or set "
+                           "cuda_agent.pool_workers: 0 to evaluate inside the rollout workers")
+    return min(fits, pool_workers) if pool_workers and pool_workers > 0 else fits
+
+
+class PoolSettings(BaseModel):
+    """The `cuda_agent` section of a verl config (or stage 1's reward_kwargs), pool part."""
+
+    model_config = ConfigDict(extra="ignore")
+    pool_workers: int | None = Field(default=None, description="cap on pool actors; None: one per declared unit; "
+                                     "0: no pool, evaluate in the calling process")
+    pool_gpus_per_worker: float = 1.0
+    pool_cpus_per_worker: float = 4.0
+    pool_resource_per_worker: float = 1.0
+    eval: EvalConfig = Field(default_factory=EvalConfig)
+
+    @property
+    def uses_pool(self) -> bool:
+        return self.pool_workers is None or self.pool_workers > 0
+
+
+class EvalPoolService:
+    """The job's evaluation pool (a Ray actor, 0 CPUs, async): owns the evaluation actors and hands
+    each request to an idle one."""
+
+    def __init__(self, settings_json: str):
         import ray
 
-        self.config = config or EvalConfig()
-        actor_cls = ray.remote(num_gpus=num_gpus, num_cpus=num_cpus, resources=resources or {})(_EvalActor)
-        self._actors = [actor_cls.remote(self.config.model_dump_json()) for _ in range(num_workers)]
+        self.settings = PoolSettings.model_validate_json(settings_json)
+        s = self.settings
+        declared = float(ray.cluster_resources().get(EVAL_RESOURCE, 0.0))
+        n = eval_pool_size(declared, s.pool_workers, s.pool_resource_per_worker)
+        actor_cls = ray.remote(num_gpus=s.pool_gpus_per_worker, num_cpus=s.pool_cpus_per_worker,
+                               resources={EVAL_RESOURCE: s.pool_resource_per_worker})(_EvalActor)
+        config_json = s.eval.model_dump_json()
+        self._actors = [actor_cls.remote(config_json) for _ in range(n)]
         self._idle: asyncio.Queue[Any] | None = None
 
-    async def evaluate(self, ws: Workspace) -> EvalResult:
+    def size(self) -> int:
+        return len(self._actors)
+
+    async def evaluate(self, task_json: str, backend: str, files: dict[str, str]) -> str:
         if self._idle is None:
             self._idle = asyncio.Queue()
             for a in self._actors:
                 self._idle.put_nowait(a)
         actor = await self._idle.get()
         try:
-            raw = await actor.evaluate.remote(ws.task.model_dump_json(), ws.backend, candidate_files(ws))
+            return await actor.evaluate.remote(task_json, backend, files)
         finally:
             self._idle.put_nowait(actor)
+
+
+def pool_name() -> str:
+    import ray
+
+    return f"{POOL_NAME}_{ray.get_runtime_context().get_job_id()}"
+
+
+def shared_pool(settings: PoolSettings) -> Any:
+    """The job's pool service: found by name, or created once. Not detached, so it (and its
+    evaluation actors) ends with the job's workers instead of outliving the run."""
+    import ray
+
+    return ray.remote(EvalPoolService).options(name=pool_name(), get_if_exists=True, num_cpus=0,
+                                               max_concurrency=100_000).remote(settings.model_dump_json())
+
+
+class SharedPoolEvaluator:
+    """Evaluator (the agent loop's protocol) backed by the job's shared pool."""
+
+    def __init__(self, settings: PoolSettings):
+        self.settings = settings
+        self._service: Any = None
+
+    @property
+    def service(self) -> Any:
+        if self._service is None:
+            self._service = shared_pool(self.settings)
+        return self._service
+
+    async def evaluate_files(self, task: Task, backend: str, files: dict[str, str]) -> EvalResult:
+        raw = await self.service.evaluate.remote(task.model_dump_json(), backend, files)
         return EvalResult.model_validate_json(raw)
+
+    async def evaluate(self, ws: Workspace) -> EvalResult:
+        return await self.evaluate_files(ws.task, ws.backend, candidate_files(ws))
+
+
+_EVALUATORS: dict[str, Evaluator] = {}
+
+
+def shared_evaluator(cfg: dict[str, Any]) -> Evaluator:
+    """The evaluator for a `cuda_agent` config section, cached per process. With a pool
+    (`pool_workers` unset or > 0) it is a thin client of the job's one pool service, so N
+    agent-loop workers share one pool; the cache also keeps the handle that keeps the service
+    alive (it is owned by the worker that created it, and ends with the job). With
+    `pool_workers: 0`, in-process evaluation."""
+    settings = PoolSettings.model_validate(dict(cfg))
+    key = settings.model_dump_json()
+    if key not in _EVALUATORS:
+        if settings.uses_pool:
+            _EVALUATORS[key] = SharedPoolEvaluator(settings)
+        else:
+            _EVALUATORS[key] = LocalEvaluator(settings.eval, max_concurrent=int(cfg.get("local_concurrency", 1)))
+    return _EVALUATORS[key]
 
 
 class _EvalActor:
@@ -96,4 +202,5 @@ class _EvalActor:
         return evaluate_files(task, backend, files, self.config).model_dump_json()
 
 
-__all__ = ["Evaluator", "LocalEvaluator", "RayEvaluatorPool", "candidate_files", "evaluate_files"]
+__all__ = ["Evaluator", "LocalEvaluator", "PoolSettings", "EvalPoolService", "SharedPoolEvaluator", "EVAL_RESOURCE",
+           "eval_pool_size", "pool_name", "shared_pool", "shared_evaluator", "candidate_files", "evaluate_files"]

@@ -37,6 +37,19 @@ def episode_metrics(episodes: Iterable[dict[str, Any]], prefix: str = "env/") ->
         vals = [e[key] for e in eps if e.get("correct") and e.get(key)]
         if vals:
             out[f"{key}_geomean"] = math.exp(sum(math.log(v) for v in vals) / len(vals))
+    calls = sum(int(e.get("tool_calls") or 0) for e in eps)
+    errors = sum(int(e.get("tool_errors") or 0) for e in eps)
+    # validity: a malformed call is not parsed as a call at all (counted in neither), so report both
+    # the share of episodes that made any call and the share of parsed calls that ran cleanly
+    out["episodes_with_tool_call"] = sum(int(e.get("tool_calls") or 0) > 0 for e in eps) / n
+    if calls:
+        out["tool_call_ok_rate"] = (calls - errors) / calls
+    by_task: dict[str, list[float]] = {}
+    for e, r in zip(eps, rewards):
+        if e.get("task"):
+            by_task.setdefault(str(e["task"]).rsplit("/", 1)[-1], []).append(r)
+    for task, rs in sorted(by_task.items()):
+        out[f"task_reward/{task}"] = sum(rs) / len(rs)
     for key in ("tool_calls", "tool_errors", "turns", "response_tokens", "model_tokens"):
         vals = [float(e[key]) for e in eps if e.get(key) is not None]
         if vals:

@@ -17,6 +17,8 @@ import tempfile
 import threading
 import types
 import typing
+import weakref
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
@@ -52,13 +54,17 @@ class KernelEnvBase:
     tool_config: ToolConfig | None = None
     workdir: str | None = None
     log: EpisodeLog = EpisodeLog()
+    eval_concurrency: int = 1
+    _live: "weakref.WeakSet[KernelEnvBase]" = weakref.WeakSet()  # make_env_class gives each class its own
 
     def __init__(self) -> None:
         self._dir: Path | None = None
         self._executor: ToolExecutor | None = None
         self._ws = None
+        self._result: EvalResult | None = None
         self._calls = 0
         self._errors = 0
+        type(self)._live.add(self)
 
     def reset(self, **row: Any) -> str | None:
         """Fresh workspace for `row['task_name']` (a key of `tasks`). Returns nothing: the prompt
@@ -74,19 +80,31 @@ class KernelEnvBase:
         self._ws = create_workspace(self.tasks[name], self._dir / "ws", self.backend)
         self._executor = ToolExecutor.for_workspace(self._ws, self.tool_config)
         self._calls = self._errors = 0
+        self._result = None
         return None
 
     def get_reward(self) -> float:
-        """The milestone reward of the final workspace (-1 / 1 / 2 / 3)."""
+        """The milestone reward of the final workspace (-1 / 1 / 2 / 3). TRL asks one environment
+        after another once the whole batch has finished; with `eval_concurrency` > 1 the first
+        call evaluates every finished workspace of the batch at once (builds are CPU-bound and
+        dominate), and the others return their stored verdicts."""
         if self._ws is None:
             raise RuntimeError("get_reward() before reset()")
-        result: EvalResult = evaluate(self._ws, self.eval_config)
+        if self._result is None and self.eval_concurrency > 1:
+            self._evaluate_pending()
+        result: EvalResult = self._result or evaluate(self._ws, self.eval_config)
         self.log.add({"task": self._ws.task.name, "reward": result.reward, "compiled": result.compiled,
                       "correct": result.correct, "speedup_vs_eager": result.speedup_vs_eager,
                       "speedup_vs_compile": result.speedup_vs_compile, "tool_calls": self._calls,
                       "tool_errors": self._errors, "reason": result.reason.splitlines()[0] if result.reason else ""})
         self._cleanup()
         return float(result.reward)
+
+    def _evaluate_pending(self) -> None:
+        pending = [e for e in list(type(self)._live) if e._ws is not None and e._result is None]
+        with ThreadPoolExecutor(max_workers=min(self.eval_concurrency, len(pending))) as pool:
+            for env, res in zip(pending, pool.map(lambda e: evaluate(e._ws, e.eval_config), pending)):
+                env._result = res
 
     def _run_tool(self, name: str, arguments: dict[str, Any]) -> str:
         if self._executor is None:
@@ -104,6 +122,7 @@ class KernelEnvBase:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
         self._ws = None
+        self._result = None
 
     def __del__(self) -> None:  # pools are dropped at the end of training
         try:
@@ -113,11 +132,13 @@ class KernelEnvBase:
 
 
 def make_env_class(tasks: list[Task], *, backend: str, eval_config: EvalConfig, tool_config: ToolConfig | None = None,
-                   workdir: str | None = None, log: EpisodeLog | None = None) -> type[KernelEnvBase]:
+                   workdir: str | None = None, log: EpisodeLog | None = None,
+                   eval_concurrency: int = 1) -> type[KernelEnvBase]:
     """A TRL environment class bound to `tasks`; pass the class itself as `environment_factory`."""
     attrs: dict[str, Any] = {
         "tasks": {t.name: t for t in tasks}, "backend": backend, "eval_config": eval_config,
         "tool_config": tool_config, "workdir": workdir, "log": log or EpisodeLog(),
+        "eval_concurrency": max(1, int(eval_concurrency)), "_live": weakref.WeakSet(),
     }
     for spec in TOOLS:
         attrs[spec.name] = _tool_method(spec)

@@ -12,6 +12,7 @@ append-only `metrics.jsonl`.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -40,10 +41,14 @@ def run_rl(cfg: RLConfig) -> Path:
     backend = cfg.backend or default_backend_name()
     device = "cuda" if backend == "cuda" and torch.cuda.is_available() else "cpu"
     tasks = resolve_tasks(cfg.tasks, cfg.task_limit)
+    heldout = resolve_tasks(cfg.heldout_tasks) if cfg.heldout_tasks else []
+    if overlap := {t.name for t in tasks} & {t.name for t in heldout}:
+        raise ValueError(f"held-out tasks are also training tasks: {sorted(overlap)}")
     model, tokenizer = load_model_and_tokenizer(cfg.model, device)
     eval_cfg = cfg.eval.model_copy(update={"backend": backend})
     log = EpisodeLog()
-    env_cls = make_env_class(tasks, backend=backend, eval_config=eval_cfg, workdir=cfg.workdir, log=log)
+    env_cls = make_env_class([*tasks, *heldout], backend=backend, eval_config=eval_cfg, workdir=cfg.workdir,
+                             log=log, eval_concurrency=cfg.eval_concurrency)
     dataset = Dataset.from_list(_rows(tasks, backend, initial_messages))
 
     batch = cfg.prompts_per_step * cfg.num_generations
@@ -62,13 +67,20 @@ def run_rl(cfg: RLConfig) -> Path:
         bf16=device == "cuda" and cfg.model.bf16_autocast,
         loss_type="grpo", scale_rewards="group", lr_scheduler_type="constant", warmup_steps=0,
         dataloader_num_workers=0, remove_unused_columns=False, shuffle_dataset=True,
+        per_device_eval_batch_size=max(1, len(heldout)) * cfg.heldout_generations,
+        num_generations_eval=cfg.heldout_generations,
     )
     jsonl = JsonlLog(out / "metrics.jsonl")
+    started = time.monotonic()
 
     class _Jsonl(TrainerCallback):
         def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kw: Any) -> None:
             if logs:
                 jsonl.write(state.global_step, logs)
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
+            if cfg.max_seconds is not None and time.monotonic() - started > cfg.max_seconds:
+                control.should_training_stop = True  # a lent machine's budget: end cleanly, save, measure
 
     trainer_cls = _trainer_class(GRPOTrainer)
     trainer = trainer_cls(model=model, processing_class=tokenizer, args=args, train_dataset=dataset,
@@ -77,7 +89,27 @@ def run_rl(cfg: RLConfig) -> Path:
     last = get_last_checkpoint(str(out)) if cfg.resume and out.is_dir() else None
     trainer.train(resume_from_checkpoint=last)
     trainer.save_model(str(out / "final"))
+    if heldout:
+        measure_heldout(trainer, log, heldout, backend, out / "heldout.json")
     return out
+
+
+def measure_heldout(trainer: Any, log: Any, heldout: list[Any], backend: str, path: Path) -> dict[str, Any]:
+    """The final policy on tasks it never trained on (TRL's evaluation loop: same rollouts and
+    environment, no update); writes and returns the episodes and their aggregate."""
+    import json
+
+    from datasets import Dataset
+
+    from .prompting import initial_messages
+
+    log.drain()  # verdicts of the last training batch were already logged
+    trl_metrics = trainer.evaluate(eval_dataset=Dataset.from_list(_rows(heldout, backend, initial_messages)))
+    episodes = log.drain()
+    report = {"step": trainer.state.global_step, "episodes": episodes,
+              **episode_metrics(episodes, prefix="heldout/"), "trl": trl_metrics}
+    path.write_text(json.dumps(report, indent=1, default=str))
+    return report
 
 
 def _rows(tasks: list[Any], backend: str, initial_messages: Any) -> list[dict[str, Any]]:

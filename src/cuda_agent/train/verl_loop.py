@@ -1,12 +1,17 @@
 """The verl agent loop (cluster scale, stages 3 and 4). Import this module only where verl is
-installed: verl instantiates `CudaAgentLoop` through its registry (`agent_name: cuda_agent` in the
-dataset, `rollout.agent.agent_loop_config_path` pointing at `cuda_agent/train/verl_agent_loop.yaml`).
+installed: verl's `AgentLoopWorker` instantiates `CudaAgentLoop` through its registry
+(`agent_name: cuda_agent` in the dataset, `rollout.agent.agent_loop_config_path:
+pkg://cuda_agent/train/verl_agent_loop.yaml`) with `hydra.utils.instantiate`, once per trajectory.
 
 Per trajectory it owns one workspace, lets the policy call the agent's tools there, masks tool
 output tokens (response_mask 0) and returns `reward_score` from `cuda_agent.evaluate` — computed
-on the evaluation pool when one is configured — so verl skips its own reward step. The episode
-logic is `episode.TokenEpisode`; this class only supplies verl's server and verl's own
-continuous-token builder (so tokenisation matches verl's trainer exactly).
+on the job's shared evaluation pool (`evaluator.shared_pool`) unless `cuda_agent.pool_workers`
+is 0 — so verl skips its own reward step. The episode logic is `episode.TokenEpisode`; this
+class supplies verl's server and verl's own continuous-token builder for both the initial
+prompt (`ct_build_initial_tokens`) and every tool-result turn (`ct_merge_context_msg`, which may
+also edit the junction tokens and re-aligns mask and log-probs), so tokenisation matches the
+trainer's exactly. Assistant tokens are appended as generated (what verl's
+`ct_merge_assistant_token` does for text models).
 """
 
 from __future__ import annotations
@@ -18,24 +23,8 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetr
 
 from ..evaluation import EvalConfig
 from .episode import EpisodeConfig, TokenEpisode
-from .evaluator import Evaluator, LocalEvaluator, RayEvaluatorPool
+from .evaluator import Evaluator, shared_evaluator
 from .verl_data import AGENT_LOOP_NAME, task_from_extra_info
-
-_EVALUATOR: Evaluator | None = None
-
-
-def shared_evaluator(cfg: dict[str, Any]) -> Evaluator:
-    """One evaluator per agent-loop worker process: the Ray pool when `pool_workers` > 0."""
-    global _EVALUATOR
-    if _EVALUATOR is None:
-        eval_cfg = EvalConfig.model_validate(cfg.get("eval", {}))
-        workers = int(cfg.get("pool_workers", 0))
-        if workers > 0:
-            _EVALUATOR = RayEvaluatorPool(workers, eval_cfg, num_gpus=float(cfg.get("pool_gpus_per_worker", 1.0)))
-        else:
-            _EVALUATOR = LocalEvaluator(eval_cfg, max_concurrent=int(cfg.get("local_concurrency", 1)))
-    return _EVALUATOR
-
 
 class _VerlEpisode(TokenEpisode):
     """TokenEpisode whose tokenisation goes through verl's continuous-token builder."""
@@ -43,17 +32,18 @@ class _VerlEpisode(TokenEpisode):
     def __init__(self, loop: "CudaAgentLoop", config: EpisodeConfig, evaluator: Evaluator):
         super().__init__(loop.server_manager, loop.tokenizer, evaluator, config)
         self.loop = loop
-        self._messages: list[dict[str, Any]] = []
-        self._ids: list[int] = []
 
     async def _initial_tokens(self, messages: list[dict[str, Any]]) -> list[int]:
-        self._messages = [dict(m) for m in messages]
-        ids = await self.loop.ct_build_initial_tokens(messages, tools=self.tools)
-        self._ids = list(ids)
-        return list(ids)
+        return list(await self.loop.ct_build_initial_tokens(messages, tools=self.tools))
 
-    async def _tool_result_tokens(self, tool_messages: list[dict[str, Any]]) -> list[int]:
-        return await super()._tool_result_tokens(tool_messages)
+    async def _append_tool_results(self, previous_messages, messages, prompt_ids, response, mask, logprobs):
+        merged, new_mask, new_logprobs = await self.loop.ct_merge_context_msg(
+            previous_messages, messages, list(prompt_ids) + list(response), list(mask), list(logprobs),
+            tools=self.tools)
+        ids = list(merged.token_ids)
+        if ids[: len(prompt_ids)] != list(prompt_ids):
+            raise RuntimeError("verl's continuous-token merge changed the prompt tokens")
+        return ids[len(prompt_ids):], list(new_mask), list(new_logprobs or [0.0] * len(new_mask))
 
 
 @register(AGENT_LOOP_NAME)
@@ -64,7 +54,7 @@ class CudaAgentLoop(AgentLoopBase):
     def __init__(self, *args: Any, **kwargs: Any):
         kwargs.pop("tools", None)  # our tools come from cuda_agent.agent, not verl's tool registry
         super().__init__(*args, **kwargs)
-        ours = dict(self.config.get("cuda_agent", {}) or {})
+        ours = _plain(self.config.get("cuda_agent", {}) or {})
         multi = self.rollout_config.multi_turn
         self.episode_config = EpisodeConfig(
             max_turns=int(multi.get("max_assistant_turns") or ours.get("max_turns", 150)),
@@ -72,7 +62,7 @@ class CudaAgentLoop(AgentLoopBase):
             max_tool_output_chars=int(ours.get("max_tool_output_chars", 30_000)),
             workdir=ours.get("workdir") or os.environ.get("CUDA_AGENT_EPISODES"),
         )
-        self.evaluator = shared_evaluator(ours)
+        self.evaluator = shared_evaluator(_plain(ours))
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         task, backend = task_from_extra_info(kwargs.get("extra_info") or {})
@@ -87,6 +77,17 @@ class CudaAgentLoop(AgentLoopBase):
                                      compute_score=s.get("evaluate", 0.0)),
             extra_fields={"cuda_agent": out.stats(), "turn_scores": [], "tool_rewards": []},
         )
+
+
+def _plain(section: Any) -> dict[str, Any]:
+    try:
+        from omegaconf import DictConfig, OmegaConf
+
+        if isinstance(section, DictConfig):
+            return OmegaConf.to_container(section, resolve=True)
+    except ImportError:
+        pass
+    return dict(section)
 
 
 __all__ = ["CudaAgentLoop", "shared_evaluator"]

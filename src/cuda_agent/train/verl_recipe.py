@@ -1,14 +1,22 @@
-"""The paper's four-stage recipe (SPEC §4) as verl configs, with its hyperparameters as defaults.
+"""The paper's four-stage recipe (SPEC §4) as verl 0.9.1 configs, with its hyperparameters as defaults.
 
-  1. single-turn PPO warm-up (32K context) on synthetic tasks — `main_ppo`, GAE, our reward function
-  2. rejection fine-tuning — verl's multi-turn SFT trainer on the RFT parquet (assistant tokens only)
-  3. critic warm-up — the stage-4 setup with only the critic updated (`trainer.critic_warmup`)
+  1. single-turn PPO warm-up (32K context) on synthetic tasks — `main_ppo`, GAE, our reward
+     function (`pkg://cuda_agent.train.verl_reward`, evaluated on the shared GPU pool)
+  then: rollouts of the stage-1 policy in the agentic environment, filtered into RFT data
+  2. rejection fine-tuning — verl's multi-turn SFT trainer (`sft_trainer_ray`, placed by Ray on
+     `trainer.nnodes` x `n_gpus_per_node`) on that RFT parquet (assistant tokens only)
+  3. critic warm-up — the stage-4 setup with only the critic updated (`trainer.critic_warmup` =
+     steps + 1: verl updates the actor once critic_warmup <= global_steps, from step 1)
   4. agentic multi-turn PPO — 150 steps, batch 1024, 131K context, actor lr 3e-6, critic lr 6e-6,
      GAE gamma 1, lambda 0.95, clip 0.2 / 0.28, our agent loop and the GPU evaluation pool
 
 Each stage is a Hydra config that extends verl's own (`defaults: [ppo_trainer, _self_]`), so
-every field is checked by verl when it starts; `launch.sh` runs the stages in order on a Ray
-cluster, each starting from the previous stage's checkpoint.
+every field is checked by verl when it starts. PPO stages run verl's v1 trainer
+(`trainer.use_v1: true`, its default), which needs TransferQueue: the `[verl]` extra brings it.
+`launch.sh` runs the stages in order on a Ray cluster; between stages,
+`python3 -m cuda_agent.train.verl_ckpt` merges the previous stage's latest checkpoint
+(`latest_checkpointed_iteration.txt` -> `global_step_N/{actor,critic}`) into the Hugging Face
+folder the next stage's config names.
 """
 
 from __future__ import annotations
@@ -29,7 +37,12 @@ class RecipeConfig(BaseModel):
     ckpt_dir: str = "checkpoints/cuda_agent"
     nnodes: int = 16
     gpus_per_node: int = 8
-    eval_workers: int = Field(default=16, description="GPU workers of the evaluation pool (their own GPUs)")
+    eval_workers: int | None = Field(default=None, description="cap on evaluation-pool actors; None: one per "
+                                     "declared cuda_agent_eval unit; 0: evaluate in the rollout/reward workers")
+    eval_gpus_per_worker: float = 1.0
+    rft_tasks: str = Field(default="", description="tasks the stage-1 policy is rolled out on for RFT data "
+                           "(launch.sh; default: the agentic parquet's source is not known, so set it)")
+    rft_episodes_per_task: int = 4
     actor_lr: float = 3e-6
     critic_lr: float = 6e-6
     gamma: float = 1.0
@@ -58,7 +71,8 @@ def stage_configs(r: RecipeConfig) -> dict[str, dict[str, Any]]:
         "actor_rollout_ref": {"model": {"path": r.model_path},
                               "rollout": {"agent": {"default_agent_loop": "single_turn_agent"},
                                           "multi_turn": {"enable": False}}},
-        "reward": {"custom_reward_function": {"path": _module_file("verl_reward"), "name": "compute_score"}},
+        "reward": {"custom_reward_function": {"path": "pkg://cuda_agent.train.verl_reward", "name": "compute_score",
+                                              "reward_kwargs": _pool_section(r)}},
         "trainer": {"total_training_steps": r.stage1_steps, "experiment_name": "stage1_single_turn_ppo",
                     "default_local_dir": f"{r.ckpt_dir}/stage1"},
     })
@@ -70,11 +84,12 @@ def stage_configs(r: RecipeConfig) -> dict[str, dict[str, Any]]:
                                                     "agent_loop_config_path": str(Path(__file__).with_name("verl_agent_loop.yaml"))},
                                           "multi_turn": {"enable": True, "max_assistant_turns": r.max_turns,
                                                          "max_tool_response_length": 30_000}}},
-        "cuda_agent": {"pool_workers": r.eval_workers, "pool_gpus_per_worker": 1.0, "max_turns": r.max_turns,
-                       "eval": {"trials": 5, "atol": 1e-2, "rtol": 1e-2}},
+        "cuda_agent": {**_pool_section(r), "max_turns": r.max_turns},
     })
+    # verl (v1 and legacy trainers) updates the actor once critic_warmup <= global_steps, and
+    # global_steps starts at 1: steps + 1 keeps the actor frozen for every step of this stage
     stage3 = _merge(agentic, {"trainer": {"total_training_steps": r.critic_warmup_steps,
-                                          "critic_warmup": r.critic_warmup_steps,
+                                          "critic_warmup": r.critic_warmup_steps + 1,
                                           "experiment_name": "stage3_critic_warmup",
                                           "default_local_dir": f"{r.ckpt_dir}/stage3"}})
     stage4 = _merge(agentic, {"trainer": {"total_training_steps": r.agentic_steps, "critic_warmup": 0,
@@ -87,7 +102,7 @@ def stage_configs(r: RecipeConfig) -> dict[str, dict[str, Any]]:
         "data": {"train_files": f"{r.data_dir}/rft.parquet", "messages_key": "messages", "tools_key": "tools",
                  "max_length": CONTEXT_AGENTIC, "truncation": "right", "train_batch_size": 64,
                  "micro_batch_size_per_gpu": 1, "max_token_len_per_gpu": CONTEXT_AGENTIC,
-                 "custom_cls": {"path": _module_file("verl_sft_dataset"), "name": "CudaAgentSFTDataset"}},
+                 "custom_cls": {"path": "pkg://cuda_agent.train.verl_sft_dataset", "name": "CudaAgentSFTDataset"}},
         "model": {"path": f"{r.ckpt_dir}/stage1/hf"},
         "optim": {"lr": r.sft_lr},
         "trainer": {"total_epochs": r.sft_epochs, "project_name": r.project, "experiment_name": "stage2_rft",
@@ -120,6 +135,7 @@ def _ppo_common(r: RecipeConfig) -> dict[str, Any]:
         "critic": {"optim": {"lr": r.critic_lr}, "ppo_max_token_len_per_gpu": CONTEXT_AGENTIC,
                    "model": {"path": r.model_path}},
         "trainer": {"project_name": r.project, "nnodes": r.nnodes, "n_gpus_per_node": r.gpus_per_node,
+                    "use_v1": True,
                     "logger": ["console", "tensorboard"], "save_freq": 10, "test_freq": -1,
                     "val_before_train": False, "resume_mode": "auto"},
     }
@@ -137,29 +153,57 @@ def write_recipe(r: RecipeConfig, out: str | Path) -> list[Path]:
                      + yaml.safe_dump(cfg, sort_keys=False))
         paths.append(p)
     launch = out / "launch.sh"
-    launch.write_text(_LAUNCH.format(dir=out.resolve(), ckpt=r.ckpt_dir))
+    launch.write_text(_LAUNCH.format(dir=out.resolve(), ckpt=r.ckpt_dir, data=r.data_dir, tp=r.tensor_parallel,
+                                     rft_tasks=r.rft_tasks, episodes=r.rft_episodes_per_task))
     launch.chmod(0o755)
     return [*paths, launch]
 
 
 _LAUNCH = """#!/usr/bin/env bash
-# Run the four stages on a Ray cluster (ray start --head ...; ray start --address ... on every node).
-# Needs `pip install 'cuda-agent[verl]'` (verl + vLLM) on every node, and a GPU evaluation pool:
-# nodes started with --num-gpus beyond what verl's trainer asks for host its workers.
+# The four stages in the paper's order on a Ray cluster (ray start --head ...; ray start --address ...
+# on every node; evaluation nodes add --resources '{{"cuda_agent_eval": <their GPUs>}}').
+# Needs `pip install 'cuda-agent[verl]'` plus vLLM on every node, the same paths for data and models.
+# Between stages the previous stage's latest checkpoint (latest_checkpointed_iteration.txt ->
+# global_step_N/...) is merged into the Hugging Face folder the next config names.
 set -euo pipefail
 CFG={dir}
+CKPT={ckpt}
+PY=${{PYTHON:-python3}}
+merge() {{ "$PY" -m cuda_agent.train.verl_ckpt "$@"; }}
+
+# 1. single-turn PPO warm-up
 ray job submit --working-dir . -- python3 -m verl.trainer.main_ppo --config-path $CFG --config-name stage1_single_turn_ppo
-python3 -m verl.model_merger merge --backend fsdp --local_dir {ckpt}/stage1/latest/actor --target_dir {ckpt}/stage1/hf
-ray job submit --working-dir . -- torchrun --nnodes=1 --nproc_per_node=8 -m verl.trainer.sft_trainer --config-path $CFG --config-name stage2_rft_sft
-python3 -m verl.model_merger merge --backend fsdp --local_dir {ckpt}/stage2/latest --target_dir {ckpt}/stage2/hf
+merge $CKPT/stage1 actor $CKPT/stage1/hf
+
+# RFT data from the stage-1 policy (as in the paper): serve it, roll it out in the agentic
+# environment, keep rewarded episodes with clean tool use. RFT_TASKS: the task source.
+RFT_TASKS=${{RFT_TASKS:-{rft_tasks}}}
+if [ -z "$RFT_TASKS" ]; then echo "launch.sh: set RFT_TASKS (tasks for the stage-1 rollouts)" >&2; exit 2; fi
+vllm serve $CKPT/stage1/hf --port 8011 --tensor-parallel-size {tp} & VLLM=$!
+trap 'kill $VLLM 2>/dev/null || true' EXIT
+until curl -sf localhost:8011/v1/models >/dev/null; do sleep 10; kill -0 $VLLM; done
+cuda-agent optimize $RFT_TASKS --policy openai --model $CKPT/stage1/hf --base-url http://localhost:8011/v1 \\
+    --tool-format text --samples {episodes} --out $CKPT/stage1/rollouts
+kill $VLLM; wait $VLLM || true; trap - EXIT
+cuda-agent train filter $CKPT/stage1/rollouts/trajectories.jsonl -o {data}/rft.jsonl --verl-parquet {data}/rft.parquet
+
+# 2. RFT: verl's SFT trainer on Ray, on trainer.nnodes x trainer.n_gpus_per_node of the config
+ray job submit --working-dir . -- python3 -m verl.trainer.sft_trainer_ray --config-path $CFG --config-name stage2_rft_sft
+merge $CKPT/stage2 model $CKPT/stage2/hf
+
+# 3. critic warm-up (actor frozen), then 4. agentic PPO from the warmed critic
 ray job submit --working-dir . -- python3 -m verl.trainer.main_ppo --config-path $CFG --config-name stage3_critic_warmup
-python3 -m verl.model_merger merge --backend fsdp --local_dir {ckpt}/stage3/latest/critic --target_dir {ckpt}/stage3/critic_hf
+merge $CKPT/stage3 critic $CKPT/stage3/critic_hf
 ray job submit --working-dir . -- python3 -m verl.trainer.main_ppo --config-path $CFG --config-name stage4_agentic_ppo
+merge $CKPT/stage4 actor $CKPT/stage4/hf
 """
 
 
-def _module_file(name: str) -> str:
-    return str(Path(__file__).with_name(f"{name}.py"))
+def _pool_section(r: RecipeConfig) -> dict[str, Any]:
+    """Evaluation-pool settings, shared by stage 1's reward (reward_kwargs) and the agent loop
+    (the `cuda_agent` section): one pool per job, sized by the declared cuda_agent_eval resource."""
+    return {"pool_workers": r.eval_workers, "pool_gpus_per_worker": r.eval_gpus_per_worker,
+            "eval": {"trials": 5, "atol": 1e-2, "rtol": 1e-2}}
 
 
 def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:

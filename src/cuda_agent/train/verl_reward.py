@@ -1,14 +1,21 @@
 """Stage 1 reward for verl (single-turn PPO warm-up): the response holds the whole candidate as
 fenced code blocks; they are written into a fresh workspace and `cuda_agent.evaluate` scores it.
-verl calls `compute_score(data_source, solution_str, ground_truth, extra_info)`."""
+
+verl loads it as `reward.custom_reward_function.path: pkg://cuda_agent.train.verl_reward`
+(verl's `load_extern_object` imports it as a package module, so the relative imports below
+work; a file path would load it without its package). `compute_score` is async, so verl's
+reward loop awaits it; verl merges `custom_reward_function.reward_kwargs` into the call, and the
+recipe puts the pool settings there: the evaluation goes to the job's shared evaluation pool
+(GPU actors on `cuda_agent_eval` nodes, the same pool stages 3-4 use), never onto the 0-GPU
+reward worker's node. `pool_workers: 0` evaluates in-process instead (tests, one machine)."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import Any
 
-from ..evaluation import EvalConfig
-from .evaluator import evaluate_files
+from .evaluator import PoolSettings, evaluate_files, shared_evaluator
 from .verl_data import task_from_extra_info
 
 _BLOCK = re.compile(r"```[a-zA-Z+]*\n(.*?)```", re.DOTALL)
@@ -29,10 +36,17 @@ def candidate_from_response(text: str) -> dict[str, str]:
     return files
 
 
-def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_info: dict | None = None,
-                  **kwargs: Any) -> float:
+async def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_info: dict | None = None,
+                        **kwargs: Any) -> float:
     task, backend = task_from_extra_info(extra_info or {})
     files = candidate_from_response(solution_str)
     if "model_new.py" not in files:
         return -1.0
-    return float(evaluate_files(task, backend, files, EvalConfig(backend=backend)).reward)
+    settings = PoolSettings.model_validate({k: v for k, v in kwargs.items() if k in PoolSettings.model_fields})
+    if settings.uses_pool:
+        pool = shared_evaluator(settings.model_dump(mode="json"))
+        result = await pool.evaluate_files(task, backend, files)
+    else:
+        config = settings.eval.model_copy(update={"backend": backend})
+        result = await asyncio.get_running_loop().run_in_executor(None, evaluate_files, task, backend, files, config)
+    return float(result.reward)

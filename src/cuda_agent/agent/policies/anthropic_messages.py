@@ -21,7 +21,8 @@ class AnthropicPolicy(Policy):
         if not config.model:
             raise PolicyError("the anthropic policy needs a model name (--model or CUDA_AGENT_MODEL)")
         self.client = anthropic.Anthropic(api_key=config.api_key(), base_url=config.base_url,
-                                          timeout=config.timeout_s, max_retries=0)
+                                          timeout=anthropic.Timeout(config.timeout_s, connect=config.connect_timeout_s),
+                                          max_retries=0)
 
     def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> PolicyReply:
         native = self.config.tool_format == "native"
@@ -62,7 +63,8 @@ class AnthropicPolicy(Policy):
         except (anthropic.APITimeoutError, anthropic.APIConnectionError) as exc:
             raise TransientError(f"{type(exc).__name__}: {exc}") from exc
         except anthropic.APIStatusError as exc:
-            raise http_error(exc.status_code, str(getattr(exc, "message", exc))) from exc
+            raise http_error(exc.status_code, str(getattr(exc, "message", exc)),
+                             getattr(exc.response, "headers", None)) from exc
 
     def close(self) -> None:
         self.client.close()

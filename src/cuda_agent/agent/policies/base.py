@@ -14,6 +14,7 @@ import os
 import random
 import time
 from abc import ABC, abstractmethod
+from email.utils import parsedate_to_datetime
 from typing import Any, Callable, ClassVar, Literal, Sequence, TypeVar
 
 from pydantic import BaseModel, Field
@@ -45,7 +46,12 @@ class ContextOverflow(PolicyError):
 
 
 class TransientError(PolicyError):
-    """Worth retrying: a timeout, a dropped connection, 429 or 5xx."""
+    """Worth retrying: a timeout, a dropped connection, 429 or 5xx. `retry_after`: the seconds
+    the server asked us to wait (its Retry-After header), when it said."""
+
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class PolicyConfig(BaseModel):
@@ -60,9 +66,15 @@ class PolicyConfig(BaseModel):
                                     "called as <tool_call>{json}</tool_call> (models without native tool calls)")
     temperature: float | None = None
     max_tokens: int = Field(default=8192, ge=1, description="most tokens per reply")
-    timeout_s: float = Field(default=600.0, gt=0)
+    timeout_s: float = Field(default=300.0, gt=0, description="seconds to wait for one reply")
+    connect_timeout_s: float = Field(default=10.0, gt=0, description="seconds to reach the endpoint (a dead host "
+                                     "fails fast)")
     max_retries: int = Field(default=4, ge=0)
     backoff_s: float = Field(default=2.0, ge=0, description="first retry delay; doubles each time (with jitter)")
+    retry_budget_s: float = Field(default=600.0, gt=0, description="no new attempt once this long has gone on "
+                                  "one request (attempts and waits together)")
+    max_retry_after_s: float = Field(default=120.0, ge=0, description="longest Retry-After honoured; a server "
+                                     "asking for more fails the request at once")
     device: str | None = Field(default=None, description="local: 'cuda', 'cpu' (default: cuda if present)")
     script: str | None = Field(default=None, description="scripted: JSON file of replies")
     smoke_test: bool = Field(default=False, description="the tiny offline default: a smoke test, not an optimiser")
@@ -132,31 +144,64 @@ _OVERFLOW_HINTS = ("context length", "context_length", "maximum context", "too m
                    "context window", "too long", "reduce the length")
 
 
-def http_error(status: int | None, message: str) -> PolicyError:
-    """The PolicyError an HTTP failure means: retry (timeouts, 408/409/429/5xx), compact
-    (the prompt does not fit), or give up (auth, bad request, unknown model)."""
+def http_error(status: int | None, message: str, headers: Any = None) -> PolicyError:
+    """The PolicyError an HTTP failure means: retry (timeouts, 408/409/429/5xx; after the
+    server's Retry-After when it sends one), compact (the prompt does not fit), or give up
+    (auth, bad request, unknown model)."""
     text = f"HTTP {status}: {message}" if status else message
     if status is None or status in (408, 409, 429) or status >= 500:
-        return TransientError(text)
+        return TransientError(text, retry_after(headers))
     if status in (400, 413, 422) and any(h in message.lower() for h in _OVERFLOW_HINTS):
         return ContextOverflow(text)
     return PolicyError(text)
 
 
-def with_retries(call: Callable[[], T], config: PolicyConfig, *,
-                 sleep: Callable[[float], None] = time.sleep) -> tuple[T, int]:
-    """Run `call`, retrying `TransientError` with exponential backoff and jitter.
+def retry_after(headers: Any) -> float | None:
+    """Seconds from `retry-after-ms` / `Retry-After` (seconds or an HTTP date), if present."""
+    if not headers:
+        return None
+    try:
+        ms = headers.get("retry-after-ms")
+        if ms is not None:
+            return max(0.0, float(ms) / 1000)
+        value = headers.get("retry-after")
+        if value is None:
+            return None
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            when = parsedate_to_datetime(value)
+            return max(0.0, when.timestamp() - time.time())
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def with_retries(call: Callable[[], T], config: PolicyConfig, *, sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.monotonic) -> tuple[T, int]:
+    """Run `call`, retrying `TransientError` after the server's Retry-After, else with
+    exponential backoff and jitter, within `max_retries` and `retry_budget_s`.
     Returns (result, retries used); raises PolicyError naming the last error when out of tries."""
+    start = clock()
     for attempt in range(config.max_retries + 1):
         try:
             return call(), attempt
         except TransientError as exc:
             if attempt == config.max_retries:
                 raise PolicyError(f"gave up after {attempt + 1} attempt(s): {exc}") from exc
-            delay = min(60.0, config.backoff_s * (2 ** attempt)) * (0.5 + random.random() / 2)
+            if exc.retry_after is not None:
+                if exc.retry_after > config.max_retry_after_s:
+                    raise PolicyError(f"the endpoint asks to retry after {exc.retry_after:.0f}s (more than the "
+                                      f"{config.max_retry_after_s:.0f}s waited for): {exc}") from exc
+                delay = exc.retry_after
+            else:
+                delay = min(60.0, config.backoff_s * (2 ** attempt)) * (0.5 + random.random() / 2)
+            spent = clock() - start
+            if spent + delay >= config.retry_budget_s:
+                raise PolicyError(f"gave up after {attempt + 1} attempt(s) in {spent:.0f}s (retry budget "
+                                  f"{config.retry_budget_s:.0f}s): {exc}") from exc
             sleep(delay)
     raise AssertionError("unreachable")
 
 
 __all__ = ["Policy", "PolicyConfig", "PolicyReply", "PolicyError", "ContextOverflow", "TransientError",
-           "ToolFormat", "http_error", "make_policy", "register_policy", "with_retries"]
+           "ToolFormat", "http_error", "make_policy", "register_policy", "retry_after", "with_retries"]

@@ -59,8 +59,13 @@ class LocalPolicy(Policy):
         self.device = config.device or ("cuda" if torch.cuda.is_available() else "cpu")
         dtype = torch.bfloat16 if self.device.startswith("cuda") else torch.float32
         t0 = time.monotonic()
-        self.tokenizer = AutoTokenizer.from_pretrained(folder, **kw)
-        self.model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, **kw).to(self.device).eval()
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(folder, **kw)
+            self.model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, **kw).to(self.device).eval()
+        except (ImportError, ValueError, OSError, RuntimeError) as exc:  # a missing extra, a bad file
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise PolicyError(f"cannot load local model {path}: {first} (install the agent's extras with "
+                              "`pip install 'cuda-agent[agent]'`)") from exc
         self.load_seconds = time.monotonic() - t0
         template = self.tokenizer.chat_template or ""
         self.native_tools = config.tool_format == "native" and "tools" in template

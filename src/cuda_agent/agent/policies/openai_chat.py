@@ -26,7 +26,8 @@ class OpenAIChatPolicy(Policy):
         if not config.model:
             raise PolicyError("the openai policy needs a model name (--model or CUDA_AGENT_MODEL)")
         self.client = openai.OpenAI(base_url=config.base_url, api_key=config.api_key() or "none",
-                                    timeout=config.timeout_s, max_retries=0)
+                                    timeout=openai.Timeout(config.timeout_s, connect=config.connect_timeout_s),
+                                    max_retries=0)
 
     def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> PolicyReply:
         native = self.config.tool_format == "native"
@@ -59,7 +60,7 @@ class OpenAIChatPolicy(Policy):
         except (openai.APITimeoutError, openai.APIConnectionError) as exc:
             raise TransientError(f"{type(exc).__name__}: {exc}") from exc
         except openai.APIStatusError as exc:
-            raise http_error(exc.status_code, _message(exc)) from exc
+            raise http_error(exc.status_code, _message(exc), getattr(exc.response, "headers", None)) from exc
 
     def close(self) -> None:
         self.client.close()

@@ -36,7 +36,7 @@ at::Tensor mlp_block_forward(const at::Tensor& x, const at::Tensor& ln_w, const 
                                       w1.data_ptr<float>(), b1.data_ptr<float>(), w2.data_ptr<float>(),
                                       b2.data_ptr<float>(), xn.data_ptr<float>(), h.data_ptr<float>(),
                                       y.data_ptr<float>(), M, D, H, current_stream());
-  TORCH_CHECK(status == 0, "mlp_block: cuBLAS or size error, status ", status);
+  TORCH_CHECK(status == 0, "mlp_block: sizes out of range");
   CHECK_LAUNCH();
   return y;
 }

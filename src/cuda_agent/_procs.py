@@ -1,0 +1,112 @@
+"""Process hygiene shared by every long run (optimize, bench, data): children die with their
+parent, on SIGKILL too, and two runs never share one output folder.
+
+Three small tools, one place:
+- `die_with_parent(parent)`: called first thing in a child we start (a pool worker, a device
+  slot, a data worker); Linux then SIGKILLs it when the parent dies (PR_SET_PDEATHSIG).
+- `PDEATHSIG_PREFIX`: the same for a command we exec without Python code of ours in it
+  (`setpriv --pdeathsig KILL`, util-linux): it survives the exec, unlike a session or group.
+- `RunLock(folder)`: an exclusive `flock` on `folder/.lock` for the run's lifetime; the kernel
+  drops it when the holder dies, so a stale lock cannot outlive a killed run.
+- `terminate_on_sigterm()`: SIGTERM raises `Terminated` (a BaseException) in the main thread,
+  so `finally` blocks close pools and kill children as on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import fcntl
+import os
+import shutil
+import signal
+import sys
+from pathlib import Path
+from types import FrameType, TracebackType
+
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent: int | None = None) -> bool:
+    """Ask Linux to SIGKILL this process when its parent dies; exit at once if `parent` (the pid
+    that started us) is already gone. Returns whether the request was applied."""
+    applied = False
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            applied = libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+        except (OSError, AttributeError):
+            applied = False
+    if parent is not None and os.getppid() != parent:  # the parent died before the request took
+        os._exit(0)
+    return applied
+
+
+def _pdeathsig_prefix() -> tuple[str, ...]:
+    setpriv = shutil.which("setpriv")
+    return (setpriv, "--pdeathsig", "KILL") if setpriv and sys.platform.startswith("linux") else ()
+
+
+PDEATHSIG_PREFIX: tuple[str, ...] = _pdeathsig_prefix()
+"""argv prefix that makes the exec'd command die with the process (thread) that started it."""
+
+
+class RunBusy(RuntimeError):
+    """Another live run holds the folder's lock."""
+
+
+class RunLock:
+    """Exclusive lock on an output folder for one run (`with RunLock(out): ...`)."""
+
+    NAME = ".lock"
+
+    def __init__(self, folder: str | Path, what: str = "run"):
+        self.folder = Path(folder)
+        self.what = what
+        self._fd: int | None = None
+
+    def acquire(self) -> "RunLock":
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self.folder / self.NAME
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise RunBusy(f"another {self.what} (pid {holder}) is using {self.folder}; wait for it to end or "
+                              "choose another output folder") from None
+            raise
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing drops the flock
+            self._fd = None
+
+    def __enter__(self) -> "RunLock":
+        return self.acquire()
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        self.release()
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived; raised in the main thread so clean-up runs (not an `Exception`: code
+    that records failures as data must not swallow it)."""
+
+
+def terminate_on_sigterm() -> None:
+    """Turn SIGTERM into `Terminated` in the main thread (call from the main thread)."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise Terminated(f"terminated by signal {signum}")
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+__all__ = ["die_with_parent", "PDEATHSIG_PREFIX", "RunLock", "RunBusy", "Terminated", "terminate_on_sigterm"]

@@ -1,0 +1,110 @@
+"""The episode journal: every turn appended to `workdir/journal.jsonl` as it happens.
+
+Why: a trajectory is one record written when an episode ends, so a crash (or a killed run) used
+to lose every turn so far, and nothing outside the process could see progress. The journal is
+append-only JSON lines, fsynced per line:
+
+    {"type": "start", "trajectory": {...}}      the trajectory as the episode began (prompt included)
+    {"type": "turn", "turn": 3, ...}            what that turn added: messages, the turn record,
+                                                tool calls, evaluations, compactions, file diffs,
+                                                and the running best, usage and cost
+    {"type": "end", "stop_reason": "done"}      the episode ended (its trajectory is complete)
+
+`load_journal` rebuilds the trajectory from it (a torn last line is ignored), so `run_episode`
+can resume an unfinished episode mid-way; the live view and the viewer read it while it grows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from .trajectory import (Compaction, Evaluation, FileDiff, Message, Snapshot, ToolCallRecord, Trajectory, Turn,
+                         Usage)
+
+JOURNAL = "journal.jsonl"
+_LISTS = ("messages", "turns", "tool_calls", "evaluations", "compactions", "diffs")
+
+
+class Journal:
+    """Appends one episode's events; `mark()` / `turn()` write what changed since the last mark."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self._marks: dict[str, int] = {}
+
+    def start(self, traj: Trajectory) -> None:
+        self.path.unlink(missing_ok=True)
+        self._write({"type": "start", "trajectory": traj.model_dump(mode="json")})
+        self.mark(traj)
+
+    def mark(self, traj: Trajectory) -> None:
+        self._marks = {name: len(getattr(traj, name)) for name in _LISTS}
+
+    def turn(self, traj: Trajectory, index: int) -> None:
+        """Write everything `traj` gained since the last mark, then mark again."""
+        event: dict[str, Any] = {"type": "turn", "turn": index}
+        for name in _LISTS:
+            event[name] = [x.model_dump(mode="json") for x in getattr(traj, name)[self._marks.get(name, 0):]]
+        event["best"] = traj.best.model_dump(mode="json") if traj.best else None
+        event["usage"] = traj.usage.model_dump(mode="json")
+        event["cost_usd"] = traj.cost_usd
+        self._write(event)
+        self.mark(traj)
+
+    def end(self, traj: Trajectory) -> None:
+        self._write({"type": "end", "stop_reason": traj.stop_reason, "finished": traj.finished})
+
+    def _write(self, event: dict[str, Any]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(event, ensure_ascii=False) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
+class JournalState:
+    """What a journal says: the trajectory so far, and how (whether) the episode ended."""
+
+    def __init__(self, trajectory: Trajectory, ended: str | None):
+        self.trajectory = trajectory
+        self.ended = ended  # the stop reason of an `end` event, None while running or after a crash
+
+
+_TYPES = {"messages": Message, "turns": Turn, "tool_calls": ToolCallRecord, "evaluations": Evaluation,
+          "compactions": Compaction, "diffs": FileDiff}
+
+
+def load_journal(path: str | Path) -> JournalState | None:
+    """Rebuild the trajectory a journal describes; None if there is none or it has no start."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    traj: Trajectory | None = None
+    ended: str | None = None
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if not line.endswith("\n"):
+                break  # torn by a crash mid-write: the turn it held is lost, the rest stands
+            try:
+                event = json.loads(line)
+                if event.get("type") == "start":
+                    traj, ended = Trajectory.model_validate(event["trajectory"]), None
+                elif traj is not None and event.get("type") == "turn":
+                    for name, kind in _TYPES.items():
+                        getattr(traj, name).extend(kind.model_validate(x) for x in event.get(name, []))
+                    traj.best = Snapshot.model_validate(event["best"]) if event.get("best") else None
+                    traj.usage = Usage.model_validate(event.get("usage") or {})
+                    traj.cost_usd = event.get("cost_usd")
+                elif traj is not None and event.get("type") == "end":
+                    ended = str(event.get("stop_reason"))
+            except (json.JSONDecodeError, ValidationError, KeyError, AttributeError):
+                break
+    return JournalState(traj, ended) if traj is not None else None
+
+
+__all__ = ["JOURNAL", "Journal", "JournalState", "load_journal"]

@@ -1,0 +1,219 @@
+"""The candidate process (`python -m cuda_agent.evaluation.candidate SOCKET_FD BACKEND`).
+
+A sandboxed client of the judge. It imports torch and starts the device while it waits as a
+spare; on its request it enters the sandbox, maps the judge's input arena, loads the built
+library and `model_new.py`, takes the reference's weights from the arena, and then runs
+`ModelNew.forward` on the arena slots it is told to, answering with *where* each output is.
+Nothing it says is evidence: the judge times it with its own clock, reads the outputs from
+outside this process and compares them on the device. This file is trusted code running in
+an untrusted process; once candidate code is imported it may have been replaced wholesale.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import socket
+import sys
+import traceback
+import types
+from pathlib import Path
+from typing import Any
+
+MAX_MESSAGE = 1 << 22
+
+
+def main() -> None:
+    sock_fd, backend_name = int(sys.argv[1]), sys.argv[2]
+    import torch  # imported, and the device started, while this process waits as a spare
+
+    from ..backends import get_backend
+
+    backend = get_backend(backend_name)
+    if backend_name != "cpu" and torch.cuda.is_available():
+        torch.empty(1, device=backend.torch_device)
+    sock = socket.socket(fileno=sock_fd)
+    try:
+        request, fds = _receive(sock)
+    except (OSError, ValueError):
+        os._exit(0)  # the judge went away without using this spare
+    if request.get("type") != "start":
+        os._exit(0)
+    session = _Session(sock, backend, request)
+    try:
+        session.start(fds)
+        session.serve()
+    except _Stop:
+        pass
+    except BaseException as exc:  # report, then exit: the judge decides what it means
+        session.send({"type": "error", "stage": session.stage, "message": describe_exception(exc)})
+    finally:
+        os._exit(0)
+
+
+class _Stop(Exception):
+    pass
+
+
+def _receive(sock: socket.socket) -> tuple[dict[str, Any], list[int]]:
+    data, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 4)
+    if not data:
+        raise ValueError("closed")
+    return json.loads(data), list(fds)
+
+
+class _Session:
+    def __init__(self, sock: socket.socket, backend: Any, request: dict[str, Any]) -> None:
+        self.sock, self.backend, self.req = sock, backend, request
+        self.stage = "load"
+        self.outputs: list[Any] = []
+
+    def send(self, msg: dict[str, Any]) -> None:
+        try:
+            self.sock.send(json.dumps(msg).encode()[:MAX_MESSAGE])
+        except OSError:
+            raise _Stop() from None
+
+    def fail(self, stage: str, message: str) -> None:
+        self.send({"type": "error", "stage": stage, "message": message})
+        raise _Stop()
+
+    def start(self, fds: list[int]) -> None:
+        import torch
+
+        from ..backends.sharing import view_bytes
+        from ..workspace.extension import install_extension_module
+
+        raw = self.backend.open_arena(self.req["arena"], fds)  # before the syscall filter: the driver needs it
+        report = _enter_sandbox(self.req, self.backend)
+        device = torch.device(self.backend.torch_device)
+
+        def value(spec: dict[str, Any]) -> Any:
+            return view_bytes(raw, spec["layout"], int(spec["offset"])) if "layout" in spec else spec.get("value")
+
+        self.slots = [[value(a) for a in slot] for slot in self.req["slots"]]
+        weights = {name: value(spec) for name, spec in self.req["weights"].items()}
+        init_args = [value(a) for a in self.req["init_args"]]
+        try:
+            if self.req.get("reference_source"):  # the judge's baseline client: the task's own Model
+                from .judge import module_from_source
+
+                model_cls = module_from_source("reference_task", self.req["reference_source"]).Model
+            else:
+                ws = Path(self.req["workspace"])
+                install_extension_module(self.req["extension"], self.req["library"])
+                sys.path.insert(0, str(ws))
+                module = _module_from_file("model_new", ws / "model_new.py")
+                model_cls = getattr(module, "ModelNew", None)
+                if model_cls is None:
+                    self.fail("load", "model_new.py defines no class ModelNew")
+            torch.manual_seed(int(self.req["seed"]))
+            model = model_cls(*copy.deepcopy(init_args))
+            dtype = self.req.get("dtype")
+            if dtype:
+                model = model.to(getattr(torch, dtype))
+            model.load_state_dict(weights, strict=True)
+            self.model = model.to(device).eval()
+            self.models = {"candidate": self.model, "eager": self.model}
+            if self.req.get("compile_mode"):
+                self.models["compile"] = torch.compile(self.model, mode=self.req["compile_mode"])
+        except _Stop:
+            raise
+        except BaseException as exc:
+            self.fail("load", describe_exception(exc))
+        self.send({"type": "ready", "sandbox": report})
+
+    def serve(self) -> None:
+        import torch
+
+        from .guards import GuardViolation, guarded
+
+        guarded_model = guarded(self.model)
+        while True:
+            try:
+                msg, _ = _receive(self.sock)
+            except (OSError, ValueError):
+                raise _Stop() from None
+            if msg.get("type") == "release":  # the judge has read the last batch (outside any timed interval)
+                self.outputs = []
+                self.send({"type": "released"})
+                continue
+            if msg.get("type") != "run":
+                raise _Stop()
+            self.outputs = []
+            self.stage = str(msg.get("stage", "verify"))
+            fn = guarded_model if msg.get("guard") else self.models.get(str(msg.get("model", "candidate")), self.model)
+            outs = []
+            try:
+                with torch.no_grad():
+                    for s in msg["slots"]:
+                        outs.append(fn(*self.slots[s]))
+                    self.backend.synchronize()
+                described = [describe_output(self.backend, o) for o in outs]
+            except GuardViolation as exc:
+                self.fail("guard", str(exc))
+            except BaseException as exc:
+                self.fail(self.stage, describe_exception(exc))
+            self.outputs = outs
+            self.send({"type": "done", "outputs": described})
+
+def describe_output(backend: Any, obj: Any) -> Any:
+    """The output's structure with each tensor replaced by where it lives (the baseline client
+    runs this very harness, so the baselines pay the same cost inside their intervals)."""
+    import torch
+
+    from ..backends.sharing import describe_tensor
+
+    if isinstance(obj, torch.Tensor):
+        return {"tensor": describe_tensor(obj), "where": backend.locate(obj), "device": obj.device.type}
+    if isinstance(obj, tuple):
+        return {"tuple": [describe_output(backend, o) for o in obj]}
+    if isinstance(obj, list):
+        return {"list": [describe_output(backend, o) for o in obj]}
+    if isinstance(obj, dict):
+        return {"dict": [[str(k), describe_output(backend, v)] for k, v in obj.items()]}
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return {"value": obj}
+    return {"value": f"{type(obj).__name__}: {str(obj)[:200]}"}
+
+
+def _module_from_file(name: str, path: Path) -> types.ModuleType:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path.name}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _enter_sandbox(request: dict[str, Any], backend: Any) -> dict[str, Any]:
+    """Limits, then writes only to the scratch dir (and the device nodes the driver needs),
+    then the syscall filter: after CUDA started, before any candidate code exists."""
+    from . import sandbox
+
+    limits = request.get("limits", {})
+    report = sandbox.apply_limits(limits.get("file_size_bytes"), limits.get("cpu_seconds"),
+                                  limits.get("open_files"), limits.get("processes"),
+                                  request.get("address_space_limit"))
+    if request.get("filesystem"):
+        scratch = Path(os.environ.get("HOME", "/nonexistent"))
+        paths = [p for p in [scratch, *sandbox.device_write_paths(backend.name)] if p.exists()]
+        report.update(sandbox.restrict_writes(paths))
+    if request.get("syscalls"):
+        report.update(sandbox.deny_syscalls())
+    return report
+
+
+def describe_exception(exc: BaseException) -> str:
+    """Exception type, message and the last frames, short enough for a model to read."""
+    tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
+    text = "".join(tb[-3:]) if len(tb) > 3 else "".join(tb)
+    return text[-3000:].strip()
+
+
+if __name__ == "__main__":
+    main()

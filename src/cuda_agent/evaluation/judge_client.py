@@ -1,0 +1,128 @@
+"""The caller's side of the judge: one judge process per backend (device), started on first
+use, kept warm across evaluations, restarted if it dies, killed with its parent.
+
+The pipes to the judge are the judge's own channel: no candidate process ever holds them
+(candidates are the judge's children and inherit only their private socket).
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import select
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from .candidate_link import start_detached_child
+
+START_TIMEOUT_S = 300.0
+
+
+class JudgeFault(Exception):
+    """The trusted side failed (judge crashed, hung, or the task itself is broken)."""
+
+
+class JudgeClient:
+    def __init__(self, backend: str) -> None:
+        self.backend = backend
+        self._log = tempfile.NamedTemporaryFile(prefix="cuda-agent-judge-", suffix=".log", delete=False)
+        req_r, self._req_w = os.pipe()
+        self._ans_r, ans_w = os.pipe()
+        env = dict(os.environ)
+        src = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH", "")) if p)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "cuda_agent.evaluation.judge", str(req_r), str(ans_w), backend],
+            stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT, pass_fds=(req_r, ans_w),
+            preexec_fn=start_detached_child, env=env)
+        os.close(req_r)
+        os.close(ans_w)
+        self._buf = b""
+        hello = self._read(time.monotonic() + START_TIMEOUT_S, "starting")
+        if hello.get("type") != "ready":
+            self.close()
+            raise JudgeFault(f"the {backend} judge did not start: {hello.get('message', hello)}")
+        self.device = str(hello.get("device", ""))
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def request(self, req: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        try:
+            os.write(self._req_w, (json.dumps(req) + "\n").encode())
+        except OSError:
+            raise JudgeFault(f"the {self.backend} judge is gone: {self.log_tail()[-500:]}") from None
+        return self._read(time.monotonic() + timeout_s, "evaluating")
+
+    def _read(self, deadline: float, doing: str) -> dict[str, Any]:
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.close()
+                raise JudgeFault(f"the {self.backend} judge timed out while {doing}")
+            ready, _, _ = select.select([self._ans_r], [], [], min(left, 1.0))
+            if not ready:
+                if not self.alive():
+                    raise JudgeFault(f"the {self.backend} judge died while {doing}: {self.log_tail()[-800:]}")
+                continue
+            chunk = os.read(self._ans_r, 1 << 20)
+            if not chunk:
+                raise JudgeFault(f"the {self.backend} judge died while {doing}: {self.log_tail()[-800:]}")
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def log_tail(self) -> str:
+        try:
+            return Path(self._log.name).read_bytes()[-4000:].decode(errors="replace")
+        except OSError:
+            return ""
+
+    def close(self) -> None:
+        try:
+            os.killpg(self.proc.pid, 9)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        for fd in (self._req_w, self._ans_r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        try:
+            os.unlink(self._log.name)
+        except OSError:
+            pass
+
+
+_judges: dict[str, JudgeClient] = {}
+
+
+def get_judge(backend: str) -> JudgeClient:
+    """This process's judge for `backend`, started (or restarted) as needed."""
+    judge = _judges.get(backend)
+    if judge is None or not judge.alive():
+        if judge is not None:
+            judge.close()
+        judge = _judges[backend] = JudgeClient(backend)
+    return judge
+
+
+def drop_judge(backend: str) -> None:
+    judge = _judges.pop(backend, None)
+    if judge is not None:
+        judge.close()
+
+
+@atexit.register
+def _close_all() -> None:
+    for name in list(_judges):
+        drop_judge(name)

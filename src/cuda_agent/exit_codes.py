@@ -1,0 +1,131 @@
+"""The command line's exit codes and its one way to report an error (docs/cli.md).
+
+Every verb leaves through these, so a shell chain (`./compile.sh && ./verify.sh`) or a CI job
+can tell "the candidate is wrong" from "the command was wrong" from "the machine is broken".
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import os
+import sys
+from typing import Any, Callable
+
+
+class ExitCode(enum.IntEnum):
+    OK = 0        # success; for a verb that evaluates: every result correct (reward >= 1)
+    FAILED = 1    # evaluated, and something failed (reward -1, a compile error, a failing task)
+    USAGE = 2     # the command or its input is wrong: bad option, missing file, unloadable task
+    INFRA = 3     # the environment could not do its job: no device, no compiler, an internal error
+    INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT
+
+
+def for_rewards(rewards: list[int]) -> ExitCode:
+    """OK when every evaluation is correct (reward >= 1), FAILED otherwise (or with none)."""
+    return ExitCode.OK if rewards and all(r >= 1 for r in rewards) else ExitCode.FAILED
+
+
+def error_line(message: str) -> None:
+    """Print `error: <message>` to stderr, markup-free (rule ids like `[tensor-arithmetic]` survive)."""
+    from rich.console import Console
+
+    Console(stderr=True, highlight=False, soft_wrap=True).print(f"[red]error:[/] {_escape(message)}")
+
+
+def fail(message: str, code: ExitCode = ExitCode.USAGE) -> "Any":
+    """The error line, then an exception to `raise`: `raise fail("no such file")`."""
+    import typer
+
+    error_line(message)
+    return typer.Exit(int(code))
+
+
+# Errors that mean "your input is wrong"; anything else escaping a verb is an infrastructure fault.
+def _input_errors() -> tuple[type[BaseException], ...]:
+    from pydantic import ValidationError
+
+    from ._procs import RunBusy
+    from .tasks import TaskError
+    from .workspace import WorkspaceError
+
+    # RunBusy: the output folder belongs to a live run; choosing another folder is the fix
+    return (TaskError, WorkspaceError, ValidationError, FileNotFoundError, NotADirectoryError, IsADirectoryError,
+            RunBusy)
+
+
+def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Wrap a verb so nothing escapes as a traceback: input errors exit USAGE, other
+    exceptions INFRA (CUDA_AGENT_TRACEBACK=1 shows the traceback), Ctrl-C INTERRUPTED."""
+    @functools.wraps(fn)
+    def verb(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except _passthrough():  # typer's own exits and usage errors keep their codes
+            raise
+        except KeyboardInterrupt:
+            raise fail("interrupted", ExitCode.INTERRUPTED)
+        except _input_errors() as exc:
+            _maybe_traceback()
+            raise fail(describe(exc), ExitCode.USAGE)
+        except Exception as exc:  # the one place a verb's unexpected failure becomes one line
+            _maybe_traceback()
+            raise fail(f"{describe(exc)} ({type(exc).__name__}; CUDA_AGENT_TRACEBACK=1 shows where)",
+                       ExitCode.INFRA)
+
+    verb.__cuda_agent_guarded__ = True  # type: ignore[attr-defined]
+    return verb
+
+
+def _passthrough() -> tuple[type[BaseException], ...]:
+    import typer
+
+    kinds: list[type[BaseException]] = [typer.Exit, typer.Abort]
+    if hasattr(typer, "TyperException"):  # typer >= 0.16 vendors click; its usage errors derive from this
+        kinds.append(typer.TyperException)
+    try:
+        import click
+    except ImportError:
+        return tuple(kinds)
+    return (*kinds, click.exceptions.Exit, click.ClickException, click.Abort)
+
+
+def guard_all(app: Any) -> None:
+    """Apply `guarded` to every command of a Typer app and of its sub-apps, once."""
+    for info in app.registered_commands:
+        if info.callback is not None and not getattr(info.callback, "__cuda_agent_guarded__", False):
+            info.callback = guarded(info.callback)
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            guard_all(group.typer_instance)
+
+
+def describe(exc: BaseException) -> str:
+    """The first line of what went wrong: the line a person reads."""
+    from pydantic import ValidationError
+
+    if isinstance(exc, ModuleNotFoundError) and exc.name:
+        return (f"this command needs the Python package {exc.name!r}, which is not installed "
+                "(install the extra the README names for it, e.g. pip install 'cuda-agent[train]')")
+    if isinstance(exc, FileNotFoundError) and exc.filename:
+        return f"no such file: {exc.filename}"
+    if isinstance(exc, ValidationError) and exc.errors():
+        e = exc.errors()[0]
+        where = ".".join(str(x) for x in e.get("loc", ())) or exc.title
+        return f"{where}: {e.get('msg', '')}" + (f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else "")
+    text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    return first
+
+
+def _maybe_traceback() -> None:
+    if os.environ.get("CUDA_AGENT_TRACEBACK"):
+        import traceback
+
+        traceback.print_exc(file=sys.stderr)
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
