@@ -13,7 +13,7 @@ if ! python -c "import torch" 2>/dev/null; then
   python -m pip install -q "${TORCH_SPEC:-torch==2.13.0}"
 fi
 # re-install when any test dependency is missing (the test extra grows with the layers)
-if ! python -c "import cuda_agent, pytest, pytest_timeout, openai, anthropic, trl, ray, matplotlib, tensorboard, gguf, accelerate" 2>/dev/null; then
+if ! python -c "import cuda_agent, pytest, pytest_timeout, importlinter, openai, anthropic, trl, ray, matplotlib, tensorboard, gguf, accelerate" 2>/dev/null; then
   python -m pip install -q -e ".[test]"
 fi
 # verl 0.9.1 for tests/test_train_verl_real.py, with --no-deps: it pins transformers<5.11 and [test] has

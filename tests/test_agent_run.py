@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 import pytest
 
-from cuda_agent._procs import RunBusy, RunLock
+from cuda_agent.isolation.processes import RunBusy, RunLock
 from cuda_agent.agent import AgentConfig, PolicyConfig, ScriptedPolicy, run_batch, run_episode
 from cuda_agent.agent.batch import TRAJECTORIES, BatchSummary, episode_id
 from cuda_agent.agent.journal import JOURNAL, load_journal
@@ -275,7 +275,7 @@ def test_turns_are_journaled_and_a_crashed_episode_resumes_mid_way(tmp_path: Pat
 # ---- one run per folder ------------------------------------------------------------------------
 def test_a_second_run_on_a_live_runs_folder_is_refused(tmp_path: Path, quick: AgentConfig):
     out = tmp_path / "out"
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from cuda_agent._procs import RunLock; "
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from cuda_agent.isolation.processes import RunLock; "
                                "RunLock(sys.argv[1]).acquire(); print('held', flush=True); time.sleep(60)", str(out)],
                               stdout=subprocess.PIPE, text=True)
     try:

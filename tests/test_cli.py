@@ -310,7 +310,7 @@ def test_examples_script_says_what_it_does_before_the_long_part() -> None:
 
 def test_a_folder_held_by_a_live_run_is_an_input_error(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from cuda_agent._procs import RunLock; "
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from cuda_agent.isolation.processes import RunLock; "
                                "RunLock(sys.argv[1]).acquire(); print('held', flush=True); time.sleep(60)", str(out)],
                               stdout=subprocess.PIPE, text=True)
     try:

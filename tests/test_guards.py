@@ -8,7 +8,7 @@ import socket
 import pytest
 
 from cuda_agent.evaluation import EvalConfig, GuardConfig, evaluate
-from cuda_agent.evaluation.sandbox import namespaces_available as network_namespace_available
+from cuda_agent.isolation.sandbox import namespaces_available as network_namespace_available
 from cuda_agent.examples import list_examples
 from cuda_agent.workspace import create_workspace
 

@@ -284,7 +284,7 @@ def test_a_hung_forward_names_the_stage_and_its_limit(make_workspace, fast_confi
 def test_the_judge_never_loads_candidate_code(make_workspace, fast_config):
     """The judge's process maps no candidate library (checked from /proc, outside it)."""
     from cuda_agent.evaluation.judge_client import get_judge
-    from cuda_agent.evaluation.sandbox import process_tree
+    from cuda_agent.isolation.sandbox import process_tree
 
     res = evaluate(make_workspace(name="nolib"), fast_config)
     assert res.correct, res.reason

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cuda_agent.evaluation import EvalConfig, GuardConfig, evaluate
-from cuda_agent.evaluation.sandbox import landlock_abi, namespaces_available
+from cuda_agent.isolation.sandbox import landlock_abi, namespaces_available
 
 pytestmark = pytest.mark.slow
 
@@ -101,7 +101,7 @@ import torch
 scratch, workspace, unix_path = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
 torch.set_num_threads(2)
 torch.ones(256, 256) @ torch.ones(256, 256)  # torch / OpenMP threads exist before the sandbox
-from cuda_agent.evaluation.sandbox import apply_candidate_sandbox
+from cuda_agent.isolation.sandbox import apply_candidate_sandbox
 report = apply_candidate_sandbox(scratch, "cpu")
 libc = ctypes.CDLL(None, use_errno=True)
 ppid = os.getppid()
@@ -223,7 +223,7 @@ def test_honest_work_runs_under_the_full_sandbox(attack_run) -> None:
 
 
 def test_device_write_paths_are_single_nodes(tmp_path: Path) -> None:
-    from cuda_agent.evaluation.sandbox import device_write_paths, gpu_minors
+    from cuda_agent.isolation.sandbox import device_write_paths, gpu_minors
 
     dev, proc = tmp_path / "dev", tmp_path / "proc"
     dev.mkdir()
@@ -243,7 +243,7 @@ def test_device_write_paths_are_single_nodes(tmp_path: Path) -> None:
 def test_seccomp_numbers_match_the_kernel_headers() -> None:
     import re
 
-    from cuda_agent.evaluation.sandbox import _DENY_SYSCALLS, _OWN_PID_SYSCALLS, _SECCOMP
+    from cuda_agent.isolation.sandbox import _DENY_SYSCALLS, _OWN_PID_SYSCALLS, _SECCOMP
 
     tables = {0: Path("/usr/include/x86_64-linux-gnu/asm/unistd_64.h"), 1: Path("/usr/include/asm-generic/unistd.h")}
     checked = 0

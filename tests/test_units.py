@@ -8,7 +8,7 @@ import random
 import pytest
 import torch
 
-from cuda_agent.evaluation.channel import ChannelError, Reader, encode, send
+from cuda_agent.isolation.channel import ChannelError, Reader, encode, send
 from cuda_agent.evaluation.records import TimingStats
 from cuda_agent.evaluation.reward import milestone_reward, speedup_score
 from cuda_agent.evaluation.timing import clearly_faster, median_interval

@@ -45,7 +45,7 @@ def fail(message: str, code: ExitCode = ExitCode.USAGE) -> "Any":
 def _input_errors() -> tuple[type[BaseException], ...]:
     from pydantic import ValidationError
 
-    from ._procs import RunBusy
+    from .isolation.processes import RunBusy
     from .tasks import TaskError
     from .workspace import WorkspaceError
 

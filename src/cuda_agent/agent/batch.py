@@ -7,7 +7,7 @@ With one worker, episodes run in this process and share one policy (a local mode
 with more, each worker process owns one device slot (`CUDA_VISIBLE_DEVICES`) and its own policy.
 Each episode journals its turns (`episodes/<id>/journal.jsonl`), so an episode cut short by a
 crash resumes mid-way. A run holds `OUT/.lock` while it runs (a second run on the same folder is
-refused), and its worker processes die with it, on SIGKILL too (`cuda_agent._procs`).
+refused), and its worker processes die with it, on SIGKILL too (`cuda_agent.isolation.processes`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any, Callable, Sequence
 
 from pydantic import BaseModel, Field
 
-from .._procs import RunLock, die_with_parent
+from ..isolation.processes import RunLock, die_with_parent
 from ..tasks import Task
 from .loop import AgentConfig, run_episode
 from .policies.base import Policy, PolicyConfig, PolicyError, make_policy

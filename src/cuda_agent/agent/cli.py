@@ -101,7 +101,7 @@ def optimize(
                   f"[bold]{pcfg.kind}[/] {pcfg.model or ''}, {n_workers} worker(s); results in {out}")
     from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
 
-    from .._procs import RunBusy, Terminated, terminate_on_sigterm
+    from ..isolation.processes import RunBusy, Terminated, terminate_on_sigterm
     from .batch import episode_id
     from .live import BoardProgress, JournalBoard
 

@@ -28,10 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._procs import PDEATHSIG_PREFIX
+from ..isolation import confine, sandbox
+from ..isolation.processes import PDEATHSIG_PREFIX
+from ..isolation.paths import default_cache_dir
 
-_CONFINE = Path(__file__).with_name("_confine.py")
-_SANDBOX = Path(__file__).resolve().parents[1] / "evaluation" / "sandbox.py"
+_CONFINE = Path(confine.__file__)
 AGENT_CACHE = "agent-shell"
 
 
@@ -64,7 +65,6 @@ class ShellRunner:
     """Runs commands for one workspace; `confinement` says which layers are in force."""
 
     def __init__(self, root: Path, config: ShellConfig, extra_env: dict[str, str] | None = None):
-        from ..evaluation.build import default_cache_dir
 
         self.root = root
         self.config = config
@@ -114,14 +114,13 @@ class ShellRunner:
     def _prefix(self) -> tuple[list[str], dict[str, Any]]:
         prefix: list[str] = []
         info: dict[str, Any] = {"sealed": False, "network": "shared", "writes": "unrestricted", "pid_namespace": False}
-        sandbox = _sandbox_module()
-        if self.config.isolate_network and sandbox is not None and sandbox.namespaces_available():
+        if self.config.isolate_network and sandbox.namespaces_available():
             prefix += [*PDEATHSIG_PREFIX, *sandbox.NAMESPACE_PREFIX]  # unshare dies with us, its child with it
             info.update(network="none (own namespace)", pid_namespace=True)
-        if self.config.restrict_writes and sandbox is not None and sandbox.landlock_abi() >= 1:
+        if self.config.restrict_writes and sandbox.landlock_abi() >= 1:
             writable = [self.root, self.scratch, self.cache_dir, Path("/dev"),
                         *(Path(p).resolve() for p in self.config.extra_writable)]
-            prefix += [sys.executable, "-I", "-S", str(_CONFINE), str(_SANDBOX), *map(str, writable), "--"]
+            prefix += [sys.executable, "-I", "-S", str(_CONFINE), *map(str, writable), "--"]
             info["writes"] = "landlock: " + ", ".join(map(str, writable))
         return prefix, info
 
@@ -202,24 +201,9 @@ def bwrap_path() -> str:
     return str(_BWRAP_OK["path"])
 
 
-def _sandbox_module() -> Any:
-    """The evaluation sandbox's primitives, or None where that module is not there."""
-    try:
-        from ..evaluation import sandbox
-    except ImportError:
-        return None
-    return sandbox
-
-
 def _environment(scratch: Path, cache_dir: Path, extra: dict[str, str]) -> dict[str, str]:
     base = {"CUDA_AGENT_CACHE": str(cache_dir), "PYTHONUNBUFFERED": "1", **extra}
-    sandbox = _sandbox_module()
-    if sandbox is not None:
-        env = sandbox.scrubbed_environment(dict(os.environ), scratch, base)
-    else:  # minimal fallback: the same idea, fewer variables
-        env = {k: os.environ[k] for k in ("PATH", "LANG", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "LD_LIBRARY_PATH",
-                                          "PYTHONPATH", "VIRTUAL_ENV") if k in os.environ}
-        env.update(HOME=str(scratch), TMPDIR=str(scratch / "tmp"), **base)
+    env = sandbox.scrubbed_environment(dict(os.environ), scratch, base)
     venv_bin = str(Path(sys.executable).parent)
     if venv_bin not in env.get("PATH", "").split(os.pathsep):  # `python`, `cuda-agent` are this install's
         env["PATH"] = os.pathsep.join(p for p in (venv_bin, env.get("PATH", "/usr/bin:/bin")) if p)
@@ -265,6 +249,15 @@ def _read_capped(fh: Any, max_chars: int) -> tuple[str, bool]:
         fh.seek(size - budget // 2)
         tail = readable(fh.read())
         text = f"{head}\n[... {size - budget} bytes cut ...]\n{tail}"
-    from .tools import cap_text
-
     return cap_text(text, max_chars)
+
+
+def cap_text(text: str, max_chars: int) -> tuple[str, bool]:
+    """Keep the head and tail of long text (compiler errors start early, results print late)."""
+    if len(text) <= max_chars:
+        return text, False
+    note_room = 80
+    head = (max_chars - note_room) * 2 // 5
+    tail = max_chars - note_room - head
+    cut = len(text) - head - tail
+    return f"{text[:head]}\n[... {cut} characters cut from the middle ...]\n{text[-tail:]}", True

@@ -26,7 +26,7 @@ from typing import Any, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .shell import ShellConfig, ShellRunner
+from .shell import ShellConfig, ShellRunner, cap_text
 
 META_DIR = ".cuda_agent"  # the workspace record; never writable through the tools
 
@@ -387,17 +387,6 @@ class ToolExecutor:
 
 
 # ---- helpers ----------------------------------------------------------------------------------
-def cap_text(text: str, max_chars: int) -> tuple[str, bool]:
-    """Keep the head and tail of long text (compiler errors start early, results print late)."""
-    if len(text) <= max_chars:
-        return text, False
-    note_room = 80
-    head = (max_chars - note_room) * 2 // 5
-    tail = max_chars - note_room - head
-    cut = len(text) - head - tail
-    return f"{text[:head]}\n[... {cut} characters cut from the middle ...]\n{text[-tail:]}", True
-
-
 def _as_dict(arguments: dict[str, Any] | str | None) -> dict[str, Any]:
     if arguments is None or arguments == "":
         return {}

@@ -29,8 +29,8 @@ def run_benchmark(suite: Suite, out: str | Path, pool: Pool, **kw: Any) -> list[
 
     Exactly one of `solutions` and `policy` is given. Tasks recorded as `harness_error` are
     tried again on resume when `retry_errors` (a candidate's own failure never is). The run holds
-    `out/.lock` (`cuda_agent._procs.RunLock`): a second run on the same folder is refused."""
-    from .._procs import RunLock
+    `out/.lock` (`cuda_agent.isolation.processes.RunLock`): a second run on the same folder is refused."""
+    from ..isolation.processes import RunLock
 
     with RunLock(out, "benchmark run"):
         return _run_benchmark(suite, out, pool, **kw)

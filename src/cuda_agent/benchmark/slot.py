@@ -14,7 +14,7 @@ import os
 import sys
 from pathlib import Path
 
-from .._procs import die_with_parent
+from ..isolation.processes import die_with_parent
 
 
 def main() -> None:

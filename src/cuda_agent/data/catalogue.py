@@ -24,6 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from .ops import ArgChoice, Kind
+from ..isolation.paths import default_cache_dir
 
 Library = Literal["torch", "transformers"]
 CATALOGUE_VERSION = 1
@@ -387,7 +388,6 @@ def _probe_all(refs: list[OpRef], workers: int, op_timeout_s: float,
 
 
 def _cache_path(cache_dir: str | Path | None, key: str) -> Path:
-    from ..evaluation.build import default_cache_dir
 
     root = Path(cache_dir) if cache_dir else default_cache_dir()
     return root / "data" / f"catalogue-{key}.json"

@@ -2,10 +2,10 @@
 
 Task code is untrusted (an LLM may have written it; an audited data set may come from anywhere),
 so it never runs in the caller's process. Each worker is started the way the evaluation
-environment starts its own (`evaluation/sandbox.py`): a scrubbed environment and private scratch
+environment starts its own (`isolation/sandbox.py`): a scrubbed environment and private scratch
 directory, its own process group, new network and PID namespaces where the OS allows, a
 resident-memory watchdog and a deadline per request; a kill takes the whole group. Replies come
-over the evaluation channel (`evaluation/channel.py`): JSON frames on a private pipe, decoded
+over the evaluation channel (`isolation/channel.py`): JSON frames on a private pipe, decoded
 without executing anything. A worker serves many requests (torch import and device start-up are
 paid once) and is replaced after a crash, a timeout or `max_requests`.
 """
@@ -14,17 +14,15 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from .._procs import PDEATHSIG_PREFIX
-from ..evaluation.channel import ChannelError, ChannelTimeout, Reader
-from ..evaluation.runner import WorkerDied, WorkerProcess
-from ..evaluation.sandbox import NAMESPACE_PREFIX, make_scratch, namespaces_available, scrubbed_environment
+from ..isolation.processes import PDEATHSIG_PREFIX
+from ..isolation.worker import CHANNEL_FD, WorkerDied, WorkerProcess
+from ..isolation.sandbox import NAMESPACE_PREFIX, make_scratch, namespaces_available, scrubbed_environment
 
 __all__ = ["DataWorker", "WorkerDied", "WorkerError"]
 
@@ -51,7 +49,7 @@ class WorkerError(Exception):
 class DataWorker(WorkerProcess):
     """One data worker process; `request` sends a JSON request and waits for its reply.
 
-    The evaluation's `WorkerProcess` supplies talking, watching (memory), killing (the group
+    `isolation.worker.WorkerProcess` supplies talking, watching (memory), killing (the group
     and any escaped daemon), death reasons and clean-up; only the start differs: another
     module, a thread count, and the isolation switch.
     """
@@ -67,38 +65,22 @@ class DataWorker(WorkerProcess):
         if threads:
             extra.update({"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)})
         extra["CUDA_AGENT_DATA_ISOLATE"] = "1" if isolate else "0"
-        # the fields WorkerProcess's methods use, set as its own __init__ sets them
         self.env_key = json.dumps([backend, isolate, sorted(extra.items())])
-        self.memory_limit = int(memory_limit_gb * 2**30) if memory_limit_gb else _default_memory_limit()
         self.namespaces = isolate and namespaces_available()
-        self.scratch = make_scratch(Path(tempfile.mkdtemp(prefix="cuda-agent-data-")))
-        self._log = tempfile.NamedTemporaryFile(prefix="cuda-agent-data-", suffix=".log", delete=False)
-        self._process_baseline = None
-        self._last_watch = 0.0
-        self._killed_for = None
-        read_fd, write_fd = os.pipe()
-        self.proc = subprocess.Popen(
+        scratch = make_scratch(Path(tempfile.mkdtemp(prefix="cuda-agent-data-")))
+        super().__init__(
             [*PDEATHSIG_PREFIX, *(NAMESPACE_PREFIX if self.namespaces else ()),  # dies with us, on SIGKILL too
-             sys.executable, "-m", "cuda_agent.data.worker", str(write_fd), backend],
-            stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT, pass_fds=(write_fd,),
-            start_new_session=True, text=True, env=scrubbed_environment(env, self.scratch, extra),
-        )
-        os.close(write_fd)
-        self.fd = read_fd
-        self.reader = Reader(read_fd, on_wait=self._watch)
+             sys.executable, "-m", "cuda_agent.data.worker", CHANNEL_FD, backend],
+            env=scrubbed_environment(env, scratch, extra), scratch=scratch, log_prefix="cuda-agent-data-",
+            memory_limit_bytes=int(memory_limit_gb * 2**30) if memory_limit_gb else _default_memory_limit(),
+            dies_with_parent=False)
 
     def send(self, message: dict[str, Any] | str) -> None:
         self.command(message if isinstance(message, str) else json.dumps(message))
 
     def receive(self, timeout_s: float) -> dict[str, Any]:  # type: ignore[override]
         """The next reply; WorkerDied on timeout, crash or limit; WorkerError if it reported one."""
-        try:
-            reply = self.reader.receive(time.monotonic() + timeout_s)
-        except ChannelTimeout:
-            self.kill()
-            raise WorkerDied(self._killed_for or f"timed out after {timeout_s:.0f} s") from None
-        except ChannelError as exc:
-            raise WorkerDied(self._death_reason(str(exc))) from None
+        reply = self.receive_by(time.monotonic() + timeout_s, f"timed out after {timeout_s:.0f} s")
         if reply.get("type") == "error":
             raise WorkerError(str(reply.get("stage", "worker")), str(reply.get("message", "")))
         return reply

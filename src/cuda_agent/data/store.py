@@ -62,7 +62,7 @@ class DatasetStore:
                                  if settings.get(k) != old.get("settings", {}).get(k))
                 raise StoreError(f"{self.root} holds a run with other settings ({', '.join(changed)}); "
                                  "resume with the same settings or use a new directory")
-        elif any(p.name != ".lock" for p in self.root.iterdir()):  # the run lock (_procs.RunLock) may be there first
+        elif any(p.name != ".lock" for p in self.root.iterdir()):  # the run lock (isolation.processes.RunLock) may be there first
             raise StoreError(f"{self.root} is not empty and has no manifest.json; use a new directory")
         manifest = {"settings": settings, "versions": versions, "format": 1}
         _atomic_write(self.manifest_path, json.dumps(manifest, indent=1))

@@ -84,7 +84,7 @@ def synthesize(out_dir: str | Path, config: SynthConfig, *, catalogue: Catalogue
     Resumes a run already in `out_dir` (same settings required). `policy` is needed only for
     `generator="llm"` (see llm.py). The run holds `out_dir/.lock`: a second run there is refused.
     """
-    from .._procs import RunLock
+    from ..isolation.processes import RunLock
 
     with RunLock(out_dir, "data run"):
         return _synthesize(out_dir, config, catalogue=catalogue, progress=progress, policy=policy)

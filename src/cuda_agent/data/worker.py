@@ -19,7 +19,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from ..evaluation import channel
+from ..isolation import channel
 
 
 def main() -> None:
@@ -76,7 +76,7 @@ def _wait_line() -> str:
 
 def _isolate() -> None:
     """Limit what task code can write (Landlock, where the kernel has it), before any threads."""
-    from ..evaluation.sandbox import apply_limits, restrict_writes
+    from ..isolation.sandbox import apply_limits, restrict_writes
 
     apply_limits(file_size_bytes=1 << 30, cpu_seconds=None, open_files=None, processes=None, address_space=None)
     if os.environ.get("CUDA_AGENT_DATA_ISOLATE") == "1":

@@ -8,11 +8,11 @@ from .._lazy import lazy_exports
 from .config import EvalConfig, GuardConfig, TimingConfig
 from .records import BuildResult, EvalResult, TimeMs, TimingStats, TrialCheck
 
-_LAZY = {"evaluate": "evaluator", "measure_baselines": "evaluator", "build_workspace": "build", "BuildError": "build", "default_cache_dir": "build",
+_LAZY = {"evaluate": "evaluator", "measure_baselines": "evaluator", "build_workspace": "build", "BuildError": "build",
          "milestone_reward": "reward"}
 
 __all__ = ["evaluate", "measure_baselines", "EvalConfig", "GuardConfig", "TimingConfig", "EvalResult", "BuildResult", "TimeMs",
-           "TimingStats", "TrialCheck", "build_workspace", "BuildError", "default_cache_dir",
+           "TimingStats", "TrialCheck", "build_workspace", "BuildError",
            "milestone_reward"]
 
 

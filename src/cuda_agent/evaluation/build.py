@@ -24,6 +24,7 @@ from typing import Iterator
 
 from ..backends import Backend
 from ..backends.base import digest, host_compiler
+from ..isolation.paths import default_cache_dir
 from ..workspace.files import TEMPLATES_DIR
 from .records import BuildResult
 
@@ -48,10 +49,6 @@ class _Unit:
     kind: str  # "kernel" | "binding"
     key: str
     flags: tuple[str, ...]
-
-
-def default_cache_dir() -> Path:
-    return Path(os.environ.get("CUDA_AGENT_CACHE", Path.home() / ".cache" / "cuda-agent"))
 
 
 def build_workspace(

@@ -193,7 +193,7 @@ def _module_from_file(name: str, path: Path) -> types.ModuleType:
 def _enter_sandbox(request: dict[str, Any], backend: Any) -> dict[str, Any]:
     """Limits, then writes only to the scratch dir (and the device nodes the driver needs),
     then the syscall filter: after CUDA started, before any candidate code exists."""
-    from . import sandbox
+    from ..isolation import sandbox
 
     limits = request.get("limits", {})
     report = sandbox.apply_limits(limits.get("file_size_bytes"), limits.get("cpu_seconds"),

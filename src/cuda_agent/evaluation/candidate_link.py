@@ -2,7 +2,8 @@
 socket with deadlines, freeze it while the judge works, watch it from /proc, kill it.
 
 The candidate runs in its own session (so one signal reaches everything it started), dies
-with the judge (parent-death signal), in a new network namespace where the OS allows, with a scrubbed environment and a scratch dir as its only writable place.
+with the judge (parent-death signal), in a new network namespace where the OS allows, with a
+scrubbed environment and a scratch dir as its only writable place (`isolation.worker`).
 """
 
 from __future__ import annotations
@@ -10,22 +11,18 @@ from __future__ import annotations
 import json
 import os
 import select
-import shutil
 import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from .._procs import die_with_parent
-from .runner import death_reason, kill_tree, tree_violation
-from .sandbox import CANDIDATE_NAMESPACE_PREFIX, make_scratch, namespaces_available, process_tree, scrubbed_environment
+from ..isolation.worker import WatchedProcess
+from ..isolation.sandbox import CANDIDATE_NAMESPACE_PREFIX, make_scratch, namespaces_available, process_tree, scrubbed_environment
 
 MAX_MESSAGE = 1 << 22
-LOG_TAIL_CHARS = 4000
 
 
 class CandidateDied(Exception):
@@ -36,37 +33,24 @@ class CandidateDied(Exception):
         self.reason = reason
 
 
-def start_detached_child() -> None:
-    """preexec: its own session (one signal reaches all it starts), SIGKILLed when its
-    starter dies (`_procs.die_with_parent`), even by SIGKILL."""
-    os.setsid()
-    die_with_parent()
-
-
-class CandidateLink:
+class CandidateLink(WatchedProcess):
     """One candidate process. It starts torch and the device at once, then waits for its
     request, so a spare started ahead of time hides that from the next evaluation."""
 
     def __init__(self, backend: str, env: dict[str, str], isolate: bool = True) -> None:
         self.backend = backend
         self.namespaces = isolate and namespaces_available()
-        self.scratch = make_scratch(Path(tempfile.mkdtemp(prefix="cuda-agent-scratch-")))
-        self._log = tempfile.NamedTemporaryFile(prefix="cuda-agent-candidate-", suffix=".log", delete=False)
+        scratch = make_scratch(Path(tempfile.mkdtemp(prefix="cuda-agent-scratch-")))
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock = ours
-        self.proc = subprocess.Popen(
+        super().__init__(
             [*(CANDIDATE_NAMESPACE_PREFIX if self.namespaces else ()),
              sys.executable, "-m", "cuda_agent.evaluation.candidate", str(theirs.fileno()), backend],
-            stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
-            pass_fds=(theirs.fileno(),), preexec_fn=start_detached_child,
-            env=scrubbed_environment(env, self.scratch, {}),
-        )
+            env=scrubbed_environment(env, scratch, {}), scratch=scratch, log_prefix="cuda-agent-candidate-",
+            pass_fds=(theirs.fileno(),), who="the candidate process")
         theirs.close()
-        self.memory_limit = 1 << 62
-        self._process_baseline: int | None = None
-        self._killed_for: str | None = None
+        self._closers = [self.sock.close]
         self._frozen = False
-
     # ---- talking ----------------------------------------------------------------------
     def send(self, msg: dict[str, Any], fds: list[int] | None = None) -> None:
         try:
@@ -155,45 +139,8 @@ class CandidateLink:
                 continue
         return total
 
-    def watch_processes(self) -> None:
-        """From now on a new process in the candidate's tree kills the evaluation."""
-        self._process_baseline = len(process_tree(self.proc.pid))
-
-    def _watch(self) -> None:
-        self._killed_for = tree_violation(self.proc.pid, self.memory_limit, self._process_baseline, "the candidate")
-        if self._killed_for:
-            self.kill()
-
     def _signal(self, sig: int) -> None:
         try:
             os.killpg(self.proc.pid, sig)
         except (ProcessLookupError, PermissionError):
             pass
-
-    def _death_reason(self, problem: str) -> str:
-        return self._killed_for or death_reason(self.proc, self.kill, problem, "the candidate process")
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def log_tail(self) -> str:
-        try:
-            return Path(self._log.name).read_bytes()[-LOG_TAIL_CHARS:].decode(errors="replace")
-        except OSError:
-            return ""
-
-    def kill(self) -> None:
-        kill_tree(self.proc)
-
-    def close(self) -> None:
-        self.kill()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
-        shutil.rmtree(self.scratch, ignore_errors=True)
-        for closer in (self.sock.close, self._log.close, lambda: os.unlink(self._log.name)):
-            try:
-                closer()
-            except OSError:
-                pass

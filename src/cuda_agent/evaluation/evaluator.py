@@ -18,7 +18,8 @@ from ..backends.base import torch_version
 from ..tasks import Task
 from ..workspace import Workspace, open_workspace
 from .baselines import Baseline, BaselineCache
-from .build import build_workspace, default_cache_dir, publish_library
+from ..isolation.paths import default_cache_dir
+from .build import build_workspace, publish_library
 from .config import EvalConfig
 from .records import EvalResult, TimeMs, TimingStats, TrialCheck
 from .reward import describe, milestone_reward, speedup_score

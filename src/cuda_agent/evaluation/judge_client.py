@@ -11,14 +11,12 @@ import atexit
 import json
 import os
 import select
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from .candidate_link import start_detached_child
+from ..isolation.worker import WatchedProcess
 
 START_TIMEOUT_S = 300.0
 
@@ -27,30 +25,26 @@ class JudgeFault(Exception):
     """The trusted side failed (judge crashed, hung, or the task itself is broken)."""
 
 
-class JudgeClient:
+class JudgeClient(WatchedProcess):
     def __init__(self, backend: str) -> None:
         self.backend = backend
-        self._log = tempfile.NamedTemporaryFile(prefix="cuda-agent-judge-", suffix=".log", delete=False)
         req_r, self._req_w = os.pipe()
         self._ans_r, ans_w = os.pipe()
         env = dict(os.environ)
         src = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH", "")) if p)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "cuda_agent.evaluation.judge", str(req_r), str(ans_w), backend],
-            stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT, pass_fds=(req_r, ans_w),
-            preexec_fn=start_detached_child, env=env)
+        super().__init__([sys.executable, "-m", "cuda_agent.evaluation.judge", str(req_r), str(ans_w), backend],
+                         env=env, scratch=None, log_prefix="cuda-agent-judge-", pass_fds=(req_r, ans_w),
+                         who=f"the {backend} judge")
         os.close(req_r)
         os.close(ans_w)
+        self._closers = [lambda: os.close(self._req_w), lambda: os.close(self._ans_r)]
         self._buf = b""
         hello = self._read(time.monotonic() + START_TIMEOUT_S, "starting")
         if hello.get("type") != "ready":
             self.close()
             raise JudgeFault(f"the {backend} judge did not start: {hello.get('message', hello)}")
         self.device = str(hello.get("device", ""))
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
 
     def request(self, req: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         try:
@@ -76,31 +70,6 @@ class JudgeClient:
             self._buf += chunk
         line, self._buf = self._buf.split(b"\n", 1)
         return json.loads(line)
-
-    def log_tail(self) -> str:
-        try:
-            return Path(self._log.name).read_bytes()[-4000:].decode(errors="replace")
-        except OSError:
-            return ""
-
-    def close(self) -> None:
-        try:
-            os.killpg(self.proc.pid, 9)
-        except (ProcessLookupError, PermissionError):
-            pass
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
-        for fd in (self._req_w, self._ans_r):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        try:
-            os.unlink(self._log.name)
-        except OSError:
-            pass
 
 
 _judges: dict[str, JudgeClient] = {}

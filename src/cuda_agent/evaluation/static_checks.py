@@ -1052,7 +1052,8 @@ def _preprocess_cmds(src: Path, root: Path, backend_name: str, cache_dir: Path |
 
     from ..backends import get_backend
     from ..backends.base import host_compiler
-    from .build import BuildError, _requested_flags, default_cache_dir, ensure_pch
+    from ..isolation.paths import default_cache_dir
+    from .build import BuildError, _requested_flags, ensure_pch
 
     be = get_backend(backend_name)
     kdir = root / "kernels"

@@ -20,6 +20,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from ..tasks import Task
+from ..isolation.paths import default_cache_dir
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 META_DIR = ".cuda_agent"
@@ -150,8 +151,6 @@ def _starter_model_new(task_source: str, extension: str) -> str:
 
 
 def _outside_record(root: Path, cache_dir: Path | None) -> Path:
-    from ..evaluation.build import default_cache_dir
-
     key = hashlib.sha256(str(root).encode()).hexdigest()[:32]
     return (cache_dir or default_cache_dir()) / "workspaces" / f"{key}.json"
 

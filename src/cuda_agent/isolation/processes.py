@@ -47,6 +47,13 @@ def _pdeathsig_prefix() -> tuple[str, ...]:
     return (setpriv, "--pdeathsig", "KILL") if setpriv and sys.platform.startswith("linux") else ()
 
 
+def start_detached_child() -> None:
+    """preexec_fn: its own session (one signal reaches all it starts), SIGKILLed when its
+    starter dies, even by SIGKILL. Only for a single-threaded starter (see PDEATHSIG_PREFIX)."""
+    os.setsid()
+    die_with_parent()
+
+
 PDEATHSIG_PREFIX: tuple[str, ...] = _pdeathsig_prefix()
 """argv prefix that makes the exec'd command die with the process (thread) that started it."""
 
@@ -109,4 +116,4 @@ def terminate_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, handler)
 
 
-__all__ = ["die_with_parent", "PDEATHSIG_PREFIX", "RunLock", "RunBusy", "Terminated", "terminate_on_sigterm"]
+__all__ = ["die_with_parent", "start_detached_child", "PDEATHSIG_PREFIX", "RunLock", "RunBusy", "Terminated", "terminate_on_sigterm"]

@@ -1,9 +1,10 @@
 """Launcher for the `bash` tool: apply Landlock, then exec the command.
 
-Usage: python -I -S _confine.py SANDBOX_PY WRITABLE... -- ARGV...
+Usage: python -I -S confine.py WRITABLE... -- ARGV...
 
-Run as its own small process (not a `preexec_fn`, which is unsafe in a threaded parent). It
-loads the evaluation sandbox module by path so that no package (and no torch) is imported.
+Run as its own small process (not a `preexec_fn`, which is unsafe in a threaded parent), in
+isolated mode: it loads its sibling `sandbox.py` by path, so no package (and no torch) is
+imported and nothing on the caller's path can stand in for it.
 """
 
 import importlib.util
@@ -13,10 +14,11 @@ from pathlib import Path
 
 
 def main(argv: list[str]) -> None:
-    if "--" not in argv or len(argv) < 3:
-        sys.exit("usage: _confine.py SANDBOX_PY WRITABLE... -- ARGV...")
+    if "--" not in argv or argv.index("--") == len(argv) - 1:
+        sys.exit("usage: confine.py WRITABLE... -- ARGV...")
     sep = argv.index("--")
-    sandbox_py, writable, command = argv[0], argv[1:sep], argv[sep + 1:]
+    writable, command = argv[:sep], argv[sep + 1:]
+    sandbox_py = Path(__file__).with_name("sandbox.py")
     spec = importlib.util.spec_from_file_location("_cuda_agent_sandbox", sandbox_py)
     if spec is None or spec.loader is None:
         sys.exit(f"cannot load {sandbox_py}")

@@ -1,0 +1,189 @@
+"""Parent side of an isolated child: spawn, watch memory and processes, explain death, kill.
+
+The child runs in its own session (process group) and dies with its parent, so a kill takes
+everything it started. Its stdout/stderr go to a file the parent reads only as an untrusted
+log; results come over a private channel and are decoded without executing anything.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from .channel import ChannelError, ChannelTimeout, Reader
+from .processes import start_detached_child
+from .sandbox import process_tree, resident_bytes
+
+LOG_TAIL_CHARS = 4000
+WATCH_INTERVAL_S = 0.25  # /proc scans cost CPU the timed models share on small machines
+
+
+class WorkerDied(Exception):
+    """The worker ended without saying why: crash, kill, limit. `reason` is readable."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class WatchedProcess:
+    """A sandboxed child in its own session, watched from outside: its process tree and
+    memory (`tree_violation`), why it died, its log tail, and a kill that reaches everything
+    it started. Subclasses add the channel (a pipe for data workers, a socket for candidates).
+    """
+
+    def __init__(self, argv: list[str], *, env: dict[str, str], scratch: Path | None, log_prefix: str,
+                 pass_fds: tuple[int, ...] = (), memory_limit_bytes: int = 1 << 62, who: str = "the worker",
+                 stdin: Any = subprocess.DEVNULL, dies_with_parent: bool = True) -> None:
+        """`dies_with_parent=False` where the parent may be threaded (a `preexec_fn` is unsafe
+        there): put `PDEATHSIG_PREFIX` in `argv` instead."""
+        self.scratch = scratch
+        self.memory_limit = memory_limit_bytes
+        self.who = who
+        self._log = tempfile.NamedTemporaryFile(prefix=log_prefix, suffix=".log", delete=False)
+        self._process_baseline: int | None = None
+        self._last_watch = 0.0
+        self._killed_for: str | None = None
+        self._closers: list[Any] = []
+        self.proc = subprocess.Popen(
+            argv, stdin=stdin, stdout=self._log, stderr=subprocess.STDOUT, pass_fds=pass_fds,
+            preexec_fn=start_detached_child if dies_with_parent else None,
+            start_new_session=not dies_with_parent, env=env, text=stdin is subprocess.PIPE,
+        )
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    # ---- watching ---------------------------------------------------------------------
+    def watch_processes(self) -> None:
+        """From now on (candidate code is about to run) any new process in the tree kills
+        it: kernels have no business starting programs."""
+        self._process_baseline = len(process_tree(self.proc.pid))
+
+    def _watch(self) -> None:
+        now = time.monotonic()
+        if now - self._last_watch < WATCH_INTERVAL_S:
+            return
+        self._last_watch = now
+        self._killed_for = tree_violation(self.proc.pid, self.memory_limit, self._process_baseline, self.who)
+        if self._killed_for:
+            self.kill()
+
+    def _death_reason(self, channel_problem: str) -> str:
+        return self._killed_for or death_reason(self.proc, self.kill, channel_problem, self.who)
+
+    def log_tail(self) -> str:
+        try:
+            data = Path(self._log.name).read_bytes()[-LOG_TAIL_CHARS:]
+        except OSError:
+            return ""
+        return data.decode(errors="replace")
+
+    def kill(self) -> None:
+        kill_tree(self.proc)
+
+    def close(self) -> None:
+        self.kill()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+        for closer in (*self._closers, self._log.close, lambda: os.unlink(self._log.name)):
+            try:
+                closer()
+            except OSError:
+                pass
+
+
+class WorkerProcess(WatchedProcess):
+    """A watched child that answers over a private pipe (see channel.py) and takes commands,
+    one JSON line each, on its stdin. `argv` names the pipe's write end as `CHANNEL_FD`."""
+
+    def __init__(self, argv: list[str], *, env: dict[str, str], scratch: Path, log_prefix: str,
+                 memory_limit_bytes: int, who: str = "the worker", dies_with_parent: bool = True) -> None:
+        read_fd, write_fd = os.pipe()
+        super().__init__([str(write_fd) if a == CHANNEL_FD else a for a in argv], env=env, scratch=scratch,
+                         log_prefix=log_prefix, pass_fds=(write_fd,), memory_limit_bytes=memory_limit_bytes,
+                         who=who, stdin=subprocess.PIPE, dies_with_parent=dies_with_parent)
+        os.close(write_fd)
+        self.fd = read_fd
+        self.reader = Reader(read_fd, on_wait=self._watch)
+        self._closers = [lambda: os.close(self.fd), self._close_stdin]
+
+    def command(self, line: str) -> None:
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(line + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass  # the worker is gone; the next receive reports why
+
+    def receive_by(self, deadline: float, timeout_reason: str) -> dict[str, Any]:
+        try:
+            return self.reader.receive(deadline)
+        except ChannelTimeout:
+            self.kill()
+            raise WorkerDied(self._killed_for or timeout_reason) from None
+        except ChannelError as exc:
+            raise WorkerDied(self._death_reason(str(exc))) from None
+
+    def _close_stdin(self) -> None:
+        if self.proc.stdin:
+            self.proc.stdin.close()
+
+
+CHANNEL_FD = "{channel_fd}"
+"""Placeholder in a `WorkerProcess` argv for the number of the pipe the worker writes to."""
+
+
+def tree_violation(root_pid: int, memory_limit: int, process_baseline: int | None, who: str) -> str | None:
+    """Why a process tree must be killed now (too much memory, a process started after the
+    candidate was loaded), or None."""
+    tree = process_tree(root_pid)
+    rss = resident_bytes(tree)
+    if rss > memory_limit:
+        return f"out of memory: {who} used {rss / 2**30:.1f} GiB, over the {memory_limit / 2**30:.1f} GiB limit"
+    if process_baseline is not None and len(tree) > process_baseline:
+        return ("forbidden: process creation: candidate code started a new process "
+                f"({len(tree) - process_baseline} more than before it was loaded)")
+    return None
+
+
+_SIGNAL_HINTS = {"SIGSEGV": "segmentation fault", "SIGBUS": "bus error", "SIGABRT": "aborted",
+                 "SIGKILL": "killed (likely out of memory)", "SIGFPE": "arithmetic fault",
+                 "SIGILL": "illegal instruction", "SIGSYS": "forbidden system call"}
+
+
+def death_reason(proc: subprocess.Popen, kill: Any, problem: str, who: str) -> str:
+    """Why `proc` stopped talking, for a person: its signal, its exit status, or a hang."""
+    try:
+        code = proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        kill()
+        return f"{who} stopped talking ({problem})"
+    if code < 0 or code > 128:  # killed, directly or as the child of `unshare` (128 + signal)
+        sig = signal.Signals(-code if code < 0 else code - 128).name
+        return f"crashed: {_SIGNAL_HINTS.get(sig, 'killed')} ({sig})"
+    return f"{who} exited with status {code} before finishing ({problem})"
+
+
+def kill_tree(proc: subprocess.Popen) -> None:
+    """SIGKILL the process group, and every descendant that left it (setsid daemons)."""
+    pids = process_tree(proc.pid) if proc.poll() is None else []
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
