@@ -42,9 +42,11 @@ def test_torn_last_line_is_skipped_and_repaired(tmp_path: Path):
     with path.open("a") as fh:
         fh.write(_traj("b").model_dump_json()[:50])  # crash mid-write
     assert [t.episode_id for t in load_trajectories(path)] == ["a"]
-    TrajectoryWriter(path).append(_traj("c"))  # the writer ends the torn line first
-    assert [t.episode_id for t in load_trajectories(path, strict=False)] == ["a", "c"]
-    with pytest.raises(TrajectoryError, match=r"t.jsonl:2"):
+    TrajectoryWriter(path).append(_traj("c"))  # the writer cuts the torn line first
+    assert [t.episode_id for t in load_trajectories(path)] == ["a", "c"]
+    with path.open("a") as fh:
+        fh.write("{not json\n")  # a complete line that is damage, not a crash mid-write
+    with pytest.raises(TrajectoryError, match=r"t.jsonl:3"):
         load_trajectories(path)
 
 

@@ -15,8 +15,6 @@ line of anything else it cannot read.
 from __future__ import annotations
 
 import json
-import os
-import threading
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, Literal
@@ -24,6 +22,7 @@ from typing import Any, Iterator, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..evaluation.records import EvalResult
+from ..storage import JsonlWriter, StoreError, read_jsonl
 
 SCHEMA_VERSION = 1
 
@@ -247,55 +246,30 @@ class TrajectoryError(ValueError):
     """A trajectory file line that cannot be used, with the file and line number."""
 
 
-class TrajectoryWriter:
-    """Appends one JSON line per episode; thread-safe; each line is flushed and fsynced."""
-
-    def __init__(self, path: str | Path):
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
-        self._repair_torn_tail()
-
-    def append(self, trajectory: Trajectory) -> None:
-        line = trajectory.model_dump_json() + "\n"
-        with self._lock, self.path.open("a", encoding="utf-8") as fh:
-            fh.write(line)
-            fh.flush()
-            os.fsync(fh.fileno())
-
-    def _repair_torn_tail(self) -> None:
-        """A crash mid-write leaves a last line without '\\n': end it so the next record starts clean."""
-        if self.path.is_file() and self.path.stat().st_size:
-            with self.path.open("rb") as fh:
-                fh.seek(-1, os.SEEK_END)
-                last = fh.read(1)
-            if last != b"\n":
-                with self.path.open("a", encoding="utf-8") as fh:
-                    fh.write("\n")
+class TrajectoryWriter(JsonlWriter):
+    """Appends one JSON line per episode (`cuda_agent.storage`: thread-safe, fsynced, one
+    writer per file, a torn last line cut before the first append)."""
 
 
 def iter_trajectories(path: str | Path, *, strict: bool = True) -> Iterator[Trajectory]:
-    """Yield the file's trajectories in order. A torn final line (a crash mid-write) is skipped;
-    any other bad line raises TrajectoryError naming it (or is skipped when strict=False)."""
+    """Yield the file's trajectories in order. A torn final line (a crash mid-write) is skipped
+    and a damaged line raises (`cuda_agent.storage`); a record this version cannot read raises
+    TrajectoryError naming it, or is skipped when strict=False. `n` counts records, not lines."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no trajectory file at {path}")
-    with path.open(encoding="utf-8") as fh:
-        lines = fh.readlines()
-    for n, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        torn = n == len(lines) and not line.endswith("\n")
+    try:
+        records = read_jsonl(path)
+    except StoreError as exc:
+        raise TrajectoryError(str(exc)) from None
+    for n, raw in enumerate(records, start=1):
         try:
-            raw = json.loads(line)
-            version = raw.get("schema_version") if isinstance(raw, dict) else None
+            version = raw.get("schema_version")
             if not isinstance(version, int) or version > SCHEMA_VERSION:
                 raise TrajectoryError(f"{path}:{n}: schema_version {version!r} is not readable by this version "
                                       f"(reads <= {SCHEMA_VERSION})")
             yield Trajectory.model_validate(raw)
-        except (json.JSONDecodeError, ValidationError, TrajectoryError) as exc:
-            if torn:
-                continue
+        except (ValidationError, TrajectoryError) as exc:
             if strict:
                 if isinstance(exc, TrajectoryError):
                     raise

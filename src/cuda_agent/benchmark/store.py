@@ -2,18 +2,17 @@
 
 Each finished task is appended as one JSON line, flushed and fsync'd before the next is
 taken, by the driver alone (one writer, many workers). Killing the driver or a worker
-therefore loses at most the tasks in flight; a line torn by a kill mid-write is cut off when
-the store is next opened, and a resumed run skips every task that already has a record.
+therefore loses at most the tasks in flight; a line torn by a kill mid-write is cut off before
+the next append (`cuda_agent.storage`), and a resumed run skips every task that already has a record.
 """
 
 from __future__ import annotations
 
-import os
-import threading
 from pathlib import Path
 
 from pydantic import ValidationError
 
+from ..storage import JsonlWriter, atomic_write, cut_torn_tail, read_jsonl
 from .records import RunInfo, TaskRecord
 
 RUN_FILE = "run.json"
@@ -30,7 +29,7 @@ class ResultStore:
     def __init__(self, run_dir: str | Path) -> None:
         self.root = Path(run_dir)
         self.path = self.root / RESULTS_FILE
-        self._lock = threading.Lock()
+        self._writer: JsonlWriter | None = None
 
     # ---- the run's description ----------------------------------------------------------------
     def info(self) -> RunInfo | None:
@@ -57,23 +56,18 @@ class ResultStore:
                 raise RunMismatch(f"{self.root} holds another run (differs in: {', '.join(diff)}); "
                                   "choose a new --out directory, or pass --fresh to discard it")
             return old
-        _atomic_write(self.root / RUN_FILE, info.model_dump_json(indent=1))
+        atomic_write(self.root / RUN_FILE, info.model_dump_json(indent=1))
         return info
 
     # ---- records --------------------------------------------------------------------------------
     def records(self) -> list[TaskRecord]:
         """Every complete record, in the order written; a torn last line is ignored."""
-        if not self.path.is_file():
-            return []
         out = []
-        with self.path.open("rb") as fh:
-            for raw in fh:
-                if not raw.endswith(b"\n"):
-                    break  # torn by a kill mid-write: not a finished record
-                try:
-                    out.append(TaskRecord.model_validate_json(raw))
-                except ValidationError:
-                    continue  # a line from a newer or broken writer: skip, keep the rest
+        for raw in read_jsonl(self.path):
+            try:
+                out.append(TaskRecord.model_validate(raw))
+            except ValidationError:
+                continue  # a record from a newer or broken writer: skip, keep the rest
         return out
 
     def latest(self) -> dict[str, TaskRecord]:
@@ -81,35 +75,18 @@ class ResultStore:
         return {r.task: r for r in self.records()}
 
     def repair(self) -> int:
-        """Cut a torn last line, so the next append starts on a line of its own. Returns the
-        number of bytes removed."""
-        if not self.path.is_file():
-            return 0
-        with self.path.open("rb+") as fh:
-            data = fh.read()
-            keep = data.rfind(b"\n") + 1
-            if keep == len(data):
-                return 0
-            fh.truncate(keep)
-            fh.flush()
-            os.fsync(fh.fileno())
-            return len(data) - keep
+        """Cut a torn last line now (an append does it anyway); the bytes removed."""
+        return cut_torn_tail(self.path)
 
     def append(self, record: TaskRecord) -> None:
-        """Write one record durably; safe to call from several threads."""
-        line = record.model_dump_json() + "\n"
-        with self._lock:
-            self.root.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as fh:
-                fh.write(line)
-                fh.flush()
-                os.fsync(fh.fileno())
+        """Write one record durably; safe to call from several threads; one writer per file."""
+        if self._writer is None or self._writer.path != self.path:
+            self._writer = JsonlWriter(self.path)
+        self._writer.append(record)
 
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
 
 
 def load_run(run: str | Path) -> tuple[RunInfo | None, list[TaskRecord]]:

@@ -7,7 +7,7 @@
 
 A line is appended (and flushed) as each candidate finishes, so a crash loses at most the
 candidates in flight; resuming skips every candidate index already recorded. A torn last line
-(the crash hit mid-write) is dropped on open.
+(the crash hit mid-write) is dropped (`cuda_agent.storage`'s rule).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from ..storage import JsonlWriter, StoreError as _StorageError, atomic_write, read_jsonl
 from .config import SynthConfig
 
 # Settings that may change between a run and its resumption (how much, how fast; not what).
@@ -31,7 +32,7 @@ TASK_COLUMNS: dict[str, str] = {
 }
 
 
-class StoreError(RuntimeError):
+class StoreError(_StorageError):
     """The directory cannot be used (another run's settings, unreadable files)."""
 
 
@@ -47,8 +48,10 @@ class DatasetStore:
         self.parquet_path = self.root / "tasks.parquet"
         self._lock = threading.Lock()
         self._check_manifest(config, versions)
-        self.candidates = _read_jsonl(self.candidates_path)
-        self.tasks = _read_jsonl(self.tasks_path)
+        self.candidates = read_jsonl(self.candidates_path)
+        self.tasks = read_jsonl(self.tasks_path)
+        self._task_writer = JsonlWriter(self.tasks_path)
+        self._candidate_writer = JsonlWriter(self.candidates_path)
 
     def _check_manifest(self, config: SynthConfig, versions: dict[str, Any]) -> None:
         settings = config.model_dump(mode="json", exclude=set(_RESUMABLE))
@@ -65,7 +68,7 @@ class DatasetStore:
         elif any(p.name != ".lock" for p in self.root.iterdir()):  # the run lock (isolation.processes.RunLock) may be there first
             raise StoreError(f"{self.root} is not empty and has no manifest.json; use a new directory")
         manifest = {"settings": settings, "versions": versions, "format": 1}
-        _atomic_write(self.manifest_path, json.dumps(manifest, indent=1))
+        atomic_write(self.manifest_path, json.dumps(manifest, indent=1))
 
     # ---- reading ---------------------------------------------------------------------------
     def done(self) -> set[int]:
@@ -78,9 +81,9 @@ class DatasetStore:
         with self._lock:
             if task_row is not None:
                 row = {col: task_row.get(col) for col in TASK_COLUMNS}
-                _append(self.tasks_path, row)
+                self._task_writer.append(row)
                 self.tasks.append(row)
-            _append(self.candidates_path, record)
+            self._candidate_writer.append(record)
             self.candidates.append(record)
 
     def write_parquet(self) -> Path:
@@ -98,47 +101,6 @@ class DatasetStore:
         return self.parquet_path
 
 
-def _append(path: Path, record: dict[str, Any]) -> None:
-    with path.open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps(record) + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
 def read_records(path: str | Path) -> list[dict[str, Any]]:
-    """Every parsable line of a JSONL file (a torn line from a crash is skipped); [] if absent."""
-    path = Path(path)
-    if not path.is_file():
-        return []
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue
-    return out
-
-
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Records of a JSONL file; a torn last line is dropped (and cut from the file)."""
-    if not path.is_file():
-        return []
-    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-    records = []
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            records.append(json.loads(line))
-        except ValueError:
-            if i == len(lines) - 1:
-                _atomic_write(path, "".join(lines[:-1]))
-                break
-            raise StoreError(f"{path}: line {i + 1} is not JSON (only a torn last line is repaired)") from None
-    return records
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    """Every complete record of a JSONL file; [] if absent (see `cuda_agent.storage`)."""
+    return read_jsonl(path)

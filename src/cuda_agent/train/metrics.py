@@ -7,11 +7,12 @@ TRL trainer logs them to TensorBoard (default) or W&B and to an append-only `met
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from pathlib import Path
 from typing import Any, Iterable
+
+from ..storage import JsonlWriter, read_jsonl
 
 REWARDS = (-1, 1, 2, 3)
 
@@ -104,29 +105,20 @@ def merge_means(rows: list[dict[str, float]]) -> dict[str, float]:
 
 
 class JsonlLog:
-    """Append-only metrics file: one JSON object per logging step, flushed at once, so a run
-    killed at any point leaves every step it finished on disk."""
+    """Append-only metrics file: one JSON object per logging step, fsynced at once, so a run
+    killed at any point leaves every step it finished on disk (`cuda_agent.storage`)."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._writer = JsonlWriter(self.path)
         self.t0 = time.time()
 
     def write(self, step: int, values: dict[str, Any]) -> None:
         row = {"step": step, "wall_s": round(time.time() - self.t0, 3), **{k: _plain(v) for k, v in values.items()}}
-        with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(row) + "\n")
-            fh.flush()
+        self._writer.append(row)
 
-
-def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
-    rows = []
-    for line in Path(path).read_text().splitlines():
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue  # a torn last line
-    return rows
+    def close(self) -> None:
+        self._writer.close()
 
 
 def _plain(v: Any) -> Any:
