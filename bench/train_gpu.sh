@@ -93,14 +93,6 @@ train() {  # call 2: assemble the model, then demos -> RFT -> RL -> held-out; ev
   fi
   say "model assembled ($GGUF, sha256 ok); backend $BACKEND"
   cat "$ROOT/env.txt" >> "$OUT/run.log" 2>/dev/null
-  local extra_rl=()
-  for _ in $(seq 120); do [ -f "$ROOT/preflight.done" ] && break; sleep 1; done
-  cp "$ROOT/preflight.jsonl" "$OUT/preflight.jsonl" 2>/dev/null
-  grep -E "reward [-+][0-9]" "$ROOT/preflight.log" | tee -a "$OUT/run.log"
-  if grep -q "constant output" "$ROOT/preflight.jsonl" 2>/dev/null; then
-    say "the judge called a reference solution's output constant: RL runs with eval.guards.constant_output=false"
-    extra_rl+=(--set eval.guards.constant_output=false)
-  fi
   [ -s "$ROOT/demos.jsonl" ] || $PY -m cuda_agent train demos $TRAIN_TASKS -o "$ROOT/demos.jsonl" --backend "$BACKEND" 2>&1 | tee -a "$OUT/run.log"
   say "demos: $(wc -l < "$ROOT/demos.jsonl") rows"
   if [ ! -f "$ROOT/rft/final/config.json" ]; then
@@ -109,6 +101,14 @@ train() {  # call 2: assemble the model, then demos -> RFT -> RL -> held-out; ev
   fi
   cp "$ROOT/rft/metrics.jsonl" "$OUT/rft_metrics.jsonl" 2>/dev/null
   say "rft done"
+  local extra_rl=()  # the preflight (started by `stage`) ran beside RFT; RL needs its verdicts
+  for _ in $(seq 90); do [ -f "$ROOT/preflight.done" ] && break; sleep 1; done
+  cp "$ROOT/preflight.jsonl" "$OUT/preflight.jsonl" 2>/dev/null
+  say "preflight (reference solutions through the judge):"; grep -E "reward [-+][0-9]" "$ROOT/preflight.log" | tee -a "$OUT/run.log"
+  if grep -q "constant output" "$ROOT/preflight.jsonl" 2>/dev/null; then
+    say "the judge called a reference solution's output constant: RL runs with eval.guards.constant_output=false"
+    extra_rl+=(--set eval.guards.constant_output=false)
+  fi
   local budget=$(( DEADLINE - $(el) - HELDOUT_RESERVE ))
   [ $budget -lt 30 ] && budget=30
   timeout $(( budget + HELDOUT_RESERVE + 20 )) $PY -m cuda_agent train rl -c configs/train/rl_smollm2_gpu.yaml \
