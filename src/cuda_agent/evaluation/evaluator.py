@@ -19,11 +19,10 @@ from ..backends.base import torch_version
 from ..tasks import Task, Workload
 from ..workspace import Workspace, open_workspace
 from .baselines import Baseline, BaselineCache
-from .build import build_workspace, default_cache_dir, publish_library
+from .build import default_cache_dir
 from .config import EvalConfig
 from .records import EvalResult, SpeedupSummary, TimeMs, TimingStats, TrialCheck, WorkloadResult
 from .reward import describe, faster_over_workloads, milestone_reward, speedup_score
-from .static_checks import check_workspace
 from .timing import clearly_faster
 
 
@@ -55,27 +54,28 @@ def _run_stages(ws: Workspace, task: Task, backend: Backend, cfg: EvalConfig, ca
     if tampered:
         return _fail(result, "tamper", f"tampered: protected file(s) changed: {', '.join(tampered)}")
 
+    from ..languages import get_language
+
+    lang = get_language(ws.language)
     if cfg.guards.static_checks:
-        findings = check_workspace(ws.root, backend.name, backend.extension_name,
-                                   disabled_rules=frozenset(cfg.guards.disabled_rules))
+        findings = lang.check(ws.root, backend.name, disabled_rules=frozenset(cfg.guards.disabled_rules),
+                              cache_dir=cache_dir)
         if findings:
             result.findings = [f.model_dump() for f in findings]
             shown = "\n".join(f"  {f.file}:{f.line} [{f.rule}] {f.message}" for f in findings[:8])
             more = f"\n  ... and {len(findings) - 8} more" if len(findings) > 8 else ""
             return _fail(result, "guard", f"forbidden: {len(findings)} static check finding(s)\n{shown}{more}")
 
-    build = build_workspace(ws.root, backend, cache_dir=cache_dir, timeout_s=cfg.build_timeout_s)
+    build = lang.build(ws.root, backend, cache_dir=cache_dir, timeout_s=cfg.build_timeout_s)
     result.build = build
     result.phases["build"] = build.seconds
     if not build.ok:
         return _fail(result, "build", f"compile error:\n{build.log}")
     result.compiled = True
-    publish_library(ws.root, backend.extension_name, build.library)
+    lang.publish(ws.root, backend, build.library)
 
     if cfg.guards.symbols:
-        from .symbols import check_library
-
-        sym = check_library(build.library, backend.name)
+        sym = lang.check_artifact(build.library, backend.name, ws.root)
         if sym:
             result.findings = [f.model_dump() for f in sym]
             shown = "\n".join(f"  {f.file}:{f.line} [{f.rule}] {f.message}" for f in sym[:8])
@@ -179,11 +179,13 @@ def _run_workloads(ws: Workspace, task: Task, runs: list[tuple[Workload, bool]],
 
 def _judge_request(ws: Workspace, task: Task, backend: Backend, cfg: EvalConfig, cache_dir: Path, key: str,
                    library: str | None, *, source: str | None = None, source_hash: str | None = None) -> dict[str, Any]:
+    from ..languages import get_language
+
     return {
         "config": cfg.model_dump(mode="json"), "task_source": task.source if source is None else source,
         "task_hash": source_hash or task.content_hash,
         "precision": getattr(task, "precision", None), "atol": task.atol, "rtol": task.rtol,
-        "workspace": str(ws.root), "library": library, "extension": backend.extension_name,
+        "workspace": str(ws.root), "library": library, "extension": get_language(ws.language).extension_name(backend.name),
         "cache_dir": str(cache_dir), "baseline_key": key, "namespaces": cfg.guards.no_network,
         "address_space_limit": _address_space_limit(backend, cfg),
         "limits": {"file_size_bytes": cfg.guards.max_file_bytes, "open_files": 4096,
