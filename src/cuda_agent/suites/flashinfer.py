@@ -190,6 +190,7 @@ _ENTRY = r'''// main.cpp -- FlashInfer-Bench entry point (torch binding) generat
 // run(*inputs) calls ModelNew from model_new.py, whose `import {extension}` is answered by the ops
 // that kernels/*_binding.cpp register (REGISTER_BINDING) in the torch namespace {namespace}.
 #include <torch/extension.h>
+#include <pybind11/eval.h>
 #include <pybind11/pybind11.h>
 
 namespace py = pybind11;
