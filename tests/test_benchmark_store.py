@@ -55,7 +55,7 @@ def test_store_appends_and_survives_a_torn_line(tmp_path) -> None:
     store.append(TaskRecord(task="b", status="no_solution", reason="none"))
     lines = store.path.read_text().splitlines()
     assert len(lines) == 2 and all(json.loads(line)["task"] in ("a", "b") for line in lines)
-    assert store.latest()["a"].correct and store.latest()["b"].reward == -1
+    assert store.latest()[("a", 0)].correct and store.latest()[("b", 0)].reward == -1
 
 
 def test_resume_must_be_the_same_run(tmp_path) -> None:
@@ -171,13 +171,16 @@ def test_cli_report_compare_export_and_errors(tmp_path) -> None:
     from typer.testing import CliRunner
 
     from cuda_agent.cli import app
-    from cuda_agent.evaluation import TimingStats
+    from cuda_agent.evaluation import TimeMs, TimingStats
 
     def res(name: str, correct: bool, speed: float) -> EvalResult:
-        stats = TimingStats.of([1.0])
+        stats = TimingStats(median=1.0, mean=1.0, std=0.01, min=0.99, max=1.05, trials=50)
+        cand = TimingStats(median=1 / speed, mean=1 / speed, std=0.01 / speed, min=0.99 / speed, max=1.05 / speed,
+                           trials=50)
         return EvalResult(task=name, task_hash="h", backend="cpu", compiled=True, correct=correct,
                           reward=1 if correct else -1, speedup_vs_eager=speed if correct else None,
-                          speedup_vs_compile=speed if correct else None, eager_stats=stats, compile_stats=stats)
+                          speedup_vs_compile=speed if correct else None, eager_stats=stats, compile_stats=stats,
+                          candidate_stats=cand, time_ms=TimeMs(eager=1.0, compile=1.0, candidate=1 / speed))
 
     for run, ok_b in (("a", False), ("b", True)):
         store = ResultStore(tmp_path / run)
@@ -201,3 +204,8 @@ def test_cli_report_compare_export_and_errors(tmp_path) -> None:
     assert r.exit_code == 2 and "exactly one" in r.output
     r = runner.invoke(app, ["bench", "report", str(tmp_path / "nothing")])
     assert r.exit_code == 2 and "no such" in r.output
+    for bad, says in ((["--subset", "bogus"], "unknown subset"), (["--precision", "fp8"], "unknown precision"),
+                      (["--tolerance", "loose"], "unknown tolerance profile")):
+        r = runner.invoke(app, ["bench", "run", "examples", "--solutions", "reference", "--out",
+                                str(tmp_path / "o"), *bad])
+        assert r.exit_code == 2 and says in r.output, r.output

@@ -71,9 +71,38 @@ def test_config_files_load_and_bad_overrides_are_named(tmp_path):
     root = Path(__file__).resolve().parents[1] / "configs" / "train"
     gpu = load_config(RLConfig, root / "rl_smollm2_gpu.yaml")
     # the smoke config trains a 135M model for a few steps: a larger step than the paper's 3e-6 (stated in the file)
-    assert gpu.learning_rate == 2e-5 and (gpu.epsilon_low, gpu.epsilon_high) == (0.2, 0.28)
+    assert gpu.learning_rate == 5e-5 and (gpu.epsilon_low, gpu.epsilon_high) == (0.2, 0.28)
+    assert gpu.seal_shell is False  # the lent GPU has no bubblewrap (bench/train_gpu.sh)
+    assert load_config(RFTConfig, root / "rft_smollm2_gpu.yaml").stop_at_loss == 0.1
     assert load_config(RLConfig, root / "rl_tiny_cpu.yaml").backend == "cpu"
     with pytest.raises(ValueError, match="key=value"):
         load_config(RLConfig, None, ["steps"])
     with pytest.raises(Exception, match="no_such_field"):
         load_config(RLConfig, None, ["no_such_field=1"])
+
+
+def test_training_runs_where_bubblewrap_is_missing(tmp_path, monkeypatch):
+    """The lent GPU has no bubblewrap: demos never need a shell, and RL episodes with
+    seal_shell=false run bash unsealed; with the seal on, the missing tool is said, not hidden."""
+    from cuda_agent.agent import shell
+    from cuda_agent.agent.tools import ToolConfig
+    from cuda_agent.evaluation import EvalConfig
+    from cuda_agent.train.demos import example_solution_rows
+    from cuda_agent.train.models import resolve_tasks
+    from cuda_agent.train.trl_env import make_env_class
+
+    def missing() -> str:
+        raise shell.ShellUnavailable("the sealed bash tool needs bubblewrap")
+
+    monkeypatch.setattr(shell, "bwrap_path", missing)
+    (row,) = example_solution_rows(["examples:swish"], "cpu")
+    assert [c["function"]["name"] for c in row["messages"][2]["tool_calls"]][-1] == "write_file"
+    tasks = resolve_tasks(["examples:swish"])
+    unsealed = make_env_class(tasks, backend="cpu", eval_config=EvalConfig(backend="cpu"), workdir=str(tmp_path),
+                              tool_config=ToolConfig(shell=shell.ShellConfig(seal=False)))()
+    unsealed.reset(task_name=tasks[0].name)
+    assert "hello" in unsealed.bash(command="echo hello")
+    unsealed._cleanup()
+    sealed = make_env_class(tasks, backend="cpu", eval_config=EvalConfig(backend="cpu"), workdir=str(tmp_path))()
+    with pytest.raises(shell.ShellUnavailable, match="bubblewrap"):
+        sealed.reset(task_name=tasks[0].name)

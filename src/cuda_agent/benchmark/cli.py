@@ -38,6 +38,13 @@ def run_cmd(
     levels: Optional[list[int]] = typer.Option(None, "--level", help="keep these levels (repeatable)"),
     only: Optional[list[str]] = typer.Option(None, help="keep tasks matching these names or globs (repeatable)"),
     per_level: Optional[int] = typer.Option(None, help="at most N tasks per level, evenly spread"),
+    subset: Optional[str] = typer.Option(None, help="a curated KernelBench subset by name: 'representative' "
+                                                    "(its dataset.py LEVEL{1,2,3}_REPRESENTATIVE_IDS)"),
+    precision: Optional[str] = typer.Option(None, help="fp32, fp16 or bf16: reference, inputs and weights in this "
+                                                       "precision (default: as each task is written)"),
+    tolerance: str = typer.Option("paper", help="'paper' (atol = rtol = 1e-2) or 'kernelbench' (1e-4 fp32, "
+                                                "1e-2 fp16 / bf16)"),
+    samples: int = typer.Option(1, min=1, help="samples per task (pass@k): solutions sample_0..N-1, or N episodes"),
     interleave_levels: bool = typer.Option(False, help="run levels round-robin (a cut-short run covers all)"),
     gpus: Optional[str] = typer.Option(None, help="GPU indices for evaluation slots, e.g. 0,1 (default: all)"),
     eval_workers: int = typer.Option(1, help="evaluation slots on the cpu backend"),
@@ -57,7 +64,7 @@ def run_cmd(
     timing_budget: Optional[float] = typer.Option(None, help="seconds of timed rounds per evaluation"),
     min_rounds: Optional[int] = typer.Option(None, help="fewest timed rounds when the budget allows"),
     warmup_ms: Optional[float] = typer.Option(None, help="warm-up per model before timing"),
-    sample: int = typer.Option(0, help="KernelBench-named solutions: which sample_<S>"),
+    sample: int = typer.Option(0, help="solutions: the first sample_<S> to use (with --samples N: S..S+N-1)"),
     fresh: bool = typer.Option(False, help="discard what the run directory holds and start over"),
     report: bool = typer.Option(True, "--report/--no-report", help="write report.md/.html/.json at the end"),
     kernelbench_timing: Optional[Path] = typer.Option(None, help="KernelBench timing folder/file for the report"),
@@ -68,6 +75,7 @@ def run_cmd(
 
     from ..backends import default_backend_name
     from ..evaluation import EvalConfig, TimingConfig
+    from ..evaluation.config import TOLERANCE_PROFILES
     from ..tasks import TaskError
     from .local_pool import LocalPool, device_slots
     from .ray_pool import RayPool
@@ -81,7 +89,7 @@ def run_cmd(
     be = backend or default_backend_name()
     try:
         chosen = load_suite(suite, levels=levels or None, only=only, per_level=per_level,
-                            interleave=interleave_levels)
+                            interleave=interleave_levels, subset=subset, precision=precision)
         source = solution_source(solutions, sample) if solutions else None
     except (TaskError, SolutionError, ValueError) as exc:
         raise _fail(str(exc))
@@ -94,7 +102,8 @@ def run_cmd(
         timing_fields.update(min_trials=min_rounds, floor_trials=min(min_rounds, TimingConfig().floor_trials))
     if warmup_ms is not None:
         timing_fields["warmup_ms"] = warmup_ms
-    fields = {"backend": be, "measure": timing, "trials": trials, "timing": TimingConfig(**timing_fields)}
+    fields = {"backend": be, "measure": timing, "trials": trials, "timing": TimingConfig(**timing_fields),
+              "tolerance": tolerance}
     if not compile_baseline:
         fields["compile_mode"] = None
     if memory_limit_gb is not None:
@@ -105,6 +114,8 @@ def run_cmd(
         fields["rtol"] = rtol
     if timeout is not None:
         fields["worker_timeout_s"] = timeout
+    if tolerance not in TOLERANCE_PROFILES:
+        raise _fail(f"unknown tolerance profile {tolerance!r}; choose one of {', '.join(TOLERANCE_PROFILES)}")
     config = EvalConfig(**fields)
     options = dict(o.split("=", 1) for o in (policy_option or []) if "=" in o)
     if ray:
@@ -128,15 +139,15 @@ def run_cmd(
 
     try:
         records = run_benchmark(chosen, out, pool, backend=be, config=config, solutions=source, policy=policy,
-                                policy_options=options, fresh=fresh, on_record=show)
+                                policy_options=options, fresh=fresh, samples=list(range(samples)), on_record=show)
     except RunMismatch as exc:
         raise _fail(str(exc))
-    console.print(f"{len(records)}/{n} task(s) recorded in {out / 'results.jsonl'}")
+    console.print(f"{len(records)}/{n * samples} record(s) in {out / 'results.jsonl'}")
     if report:
         _write_reports(out, out, ["md", "html", "json"], kernelbench_timing)
     if bad:  # the report's rates are over the loaded tasks; these are failures too
         err.print(f"[red]{bad} of {n + bad} task(s) could not be loaded and are not in the table above[/]")
-    raise typer.Exit(int(ExitCode.OK if len(records) >= n and not bad else ExitCode.FAILED))
+    raise typer.Exit(int(ExitCode.OK if len(records) >= n * samples and not bad else ExitCode.FAILED))
 
 
 def _write_reports(run: Path, out_dir: Path, formats: list[str], kernelbench_timing: Optional[Path]) -> None:
@@ -153,6 +164,8 @@ def _write_reports(run: Path, out_dir: Path, formats: list[str], kernelbench_tim
         formats = [f for f in formats if f != "html"]
         err.print("[yellow]report.html skipped: its plots need matplotlib (pip install 'cuda-agent[bench]')[/]")
     rep = build_report(records, info, baselines)
+    for warning in rep.warnings:
+        err.print(f"[yellow]warning:[/] {escape(warning)}")
     header, rows = paper_table(rep)
     table = Table(title="KernelBench table (ours / paper)")
     for h in header:
@@ -204,7 +217,9 @@ def compare_cmd(
     def suite(info, recs):  # type: ignore[no-untyped-def]
         return {n: info.levels.get(n) for n in info.tasks} if info and info.tasks else None
 
-    cmp = compare_runs(rec_a, rec_b, str(run_a), str(run_b), suite(info_a, rec_a), suite(info_b, rec_b))
+    cfg = (info_b or info_a).config if (info_b or info_a) else None
+    kw = {"margin": cfg.margin, "confidence": cfg.timing.confidence} if cfg else {}
+    cmp = compare_runs(rec_a, rec_b, str(run_a), str(run_b), suite(info_a, rec_a), suite(info_b, rec_b), **kw)
     if json_out:
         print(cmp.model_dump_json(indent=1))
         return
@@ -221,18 +236,23 @@ def compare_cmd(
         agg.add_row(name.replace("_", " "), f"{va:.2f}x" if va else "-", f"{vb:.2f}x" if vb else "-", delta)
     console.print(agg)
     console.print("changes: " + ", ".join(f"{k} {v}" for k, v in sorted(cmp.counts.items())))
+    console.print("faster / slower: B's speedup interval clears A's by the margin (the reward's rule); "
+                  "'noisy': an interval too wide to resolve the margin")
     per = Table(title="per task")
-    for col in ("task", "change", "reward A", "reward B", "vs eager A", "vs eager B", "B/A"):
+    for col in ("task", "change", "reward A", "reward B", "vs eager A", "vs eager B", "B/A (point)", "noise"):
         per.add_column(col)
 
-    def x(v: float | None) -> str:
-        return "-" if v is None else f"{v:.2f}"
+    def x(v: float | None, bounds: tuple[float, float] | None = None) -> str:
+        if v is None:
+            return "-"
+        return f"{v:.2f}" + (f" [{bounds[0]:.2f}, {bounds[1]:.2f}]" if bounds and bounds[1] < 1e6 else "")
 
     for d in cmp.tasks:
         if all_tasks or d.change not in ("same",):
             per.add_row(d.task, d.change, "-" if d.reward_a is None else f"{d.reward_a:+d}",
-                        "-" if d.reward_b is None else f"{d.reward_b:+d}", x(d.speedup_vs_eager_a),
-                        x(d.speedup_vs_eager_b), x(d.ratio_vs_eager))
+                        "-" if d.reward_b is None else f"{d.reward_b:+d}", x(d.speedup_vs_eager_a, d.bounds_vs_eager_a),
+                        x(d.speedup_vs_eager_b, d.bounds_vs_eager_b), x(d.ratio_vs_eager),
+                        "noisy" if d.high_variance else "")
     console.print(per)
 
 

@@ -85,7 +85,7 @@ def build_stage(job: Job, directory: Path) -> TaskRecord | None:
         return None  # device stage's own build decides, and records a harness error if it fails too
     if result.stage not in PRE_WORKER_STAGES:
         return None  # it built this time after all (e.g. a timeout under load): evaluate on a device
-    return TaskRecord.for_task(job.task, mode=job.mode, origin=_origin(job), result=result,
+    return TaskRecord.for_task(job.task, sample=job.sample, mode=job.mode, origin=_origin(job), result=result,
                                wall_s=time.monotonic() - t0)
 
 
@@ -99,16 +99,16 @@ def device_stage(job: Job, directory: Path) -> TaskRecord:
             try:
                 episode = run_policy_episode(job.policy, job.task, ws.root, job.backend, cfg, job.policy_options)
             except Exception as exc:
-                return TaskRecord.for_task(job.task, mode="policy", origin=job.policy, status="episode_failed",
-                                           reason=f"the episode raised: {_describe(exc)}",
+                return TaskRecord.for_task(job.task, sample=job.sample, mode="policy", origin=job.policy,
+                                           status="episode_failed", reason=f"the episode raised: {_describe(exc)}",
                                            wall_s=time.monotonic() - t0)
         else:
             ws, cfg = materialize(job, directory)
         result: EvalResult = evaluate(ws, cfg)
     except Exception as exc:
         return _harness_error(job, "device stage", exc, t0)
-    return TaskRecord.for_task(job.task, mode=job.mode, origin=_origin(job), result=result, episode=episode,
-                               wall_s=time.monotonic() - t0)
+    return TaskRecord.for_task(job.task, sample=job.sample, mode=job.mode, origin=_origin(job), result=result,
+                               episode=episode, wall_s=time.monotonic() - t0)
 
 
 def _prechecks_pass(ws: Workspace, cfg: EvalConfig, backend_name: str) -> bool:
@@ -137,7 +137,8 @@ def _origin(job: Job) -> str:
 
 
 def _harness_error(job: Job, where: str, exc: BaseException, t0: float) -> TaskRecord:
-    return TaskRecord.for_task(job.task, mode=job.mode, origin=_origin(job), status="harness_error",
+    return TaskRecord.for_task(job.task, sample=job.sample, mode=job.mode, origin=_origin(job),
+                               status="harness_error",
                                reason=f"{where} failed: {_describe(exc)}", wall_s=time.monotonic() - t0)
 
 

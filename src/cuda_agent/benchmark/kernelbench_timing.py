@@ -6,21 +6,25 @@ Layout (KernelBench `results/timing/<hardware>/`): `baseline_time_torch.json` fo
 A task matches an entry by its level and file name (`level1/19_ReLU` -> level1, 19_ReLU.py).
 
 Speedups against imported baselines use the candidate's *mean* time, as KernelBench does,
-and only mean something on the same hardware: the report shows how our own eager times
-compare with the imported ones (`eager_ratio`) so a reader can judge that.
+and only mean something on the same hardware: the report warns when the imported files name
+other hardware than the run's devices (`hardware_warning`) and shows how our own eager times
+compare with the imported ones (`eager_ratio`). "Faster" and fast_p use the reward's rule
+(`evaluation.timing.clears`) over the interval the two means and their spreads allow.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
-from .metrics import FAST_P, MARGIN, clearly_faster_by_time, fast_p, geomean
-from .records import TaskRecord
+from ..evaluation.timing import clears, summary_interval
+from .metrics import CONFIDENCE, FAST_P, MARGIN, clearly_faster_by_time, geomean
+from .records import TaskRecord, primary
 
 EAGER_FILE = "baseline_time_torch.json"
 COMPILE_PREFIX = "baseline_time_torch_compile_"
@@ -115,7 +119,7 @@ def load_kernelbench_timing(path: str | Path, compile_mode: str = "inductor_defa
 def compare_with_imported(records: Iterable[TaskRecord], suite: dict[str, int | None], baselines: ImportedBaselines,
                           margin: float = MARGIN, thresholds: Sequence[float] = FAST_P) -> list[ImportedComparison]:
     """Per level and overall: rates, geomeans and fast_p of our candidates vs imported times."""
-    latest = {r.task: r for r in records}
+    latest = primary(records)
     scopes: dict[str, list[str]] = {}
     for name, level in suite.items():
         scopes.setdefault(f"level {level}" if level is not None else "no level", []).append(name)
@@ -129,8 +133,9 @@ def compare_with_imported(records: Iterable[TaskRecord], suite: dict[str, int | 
 def _compare_scope(scope: str, names: list[str], suite: dict[str, int | None], latest: dict[str, TaskRecord],
                    baselines: ImportedBaselines, margin: float, thresholds: Sequence[float]) -> ImportedComparison:
     c = ImportedComparison(scope=scope, tasks=len(names))
-    s_eager: list[float | None] = []
-    s_comp: list[float | None] = []
+    s_eager: list[float] = []
+    s_comp: list[float] = []
+    fast_eager = {p: 0 for p in thresholds}
     fe = fc = 0
     ratios = []
     for name in names:
@@ -139,34 +144,69 @@ def _compare_scope(scope: str, names: list[str], suite: dict[str, int | None], l
         c.matched_eager += e is not None
         c.matched_compile += k is not None
         r = latest.get(name)
-        t = _candidate_mean(r)
+        if r is not None and r.status == "skipped":
+            continue
         if e is not None and r is not None and r.result is not None and r.result.eager_stats is not None:
             ratios.append(r.result.eager_stats.mean / e.mean)
-        if t is None:
+        cand = _candidate_mean(r)
+        if cand is None:
             continue
         if e is not None:
-            s_eager.append(e.mean / t)
-            fe += clearly_faster_by_time(t, e.mean, margin)
+            s_eager.append(e.mean / cand[0])
+            fe += imported_clears(e, cand, 1.0, margin)
+            for p in thresholds:
+                fast_eager[p] += imported_clears(e, cand, p, margin)
         if k is not None:
-            s_comp.append(k.mean / t)
-            fc += clearly_faster_by_time(t, k.mean, margin)
+            s_comp.append(k.mean / cand[0])
+            fc += imported_clears(k, cand, 1.0, margin)
     if c.matched_eager:
         c.faster_than_eager_rate = fe / c.matched_eager
-        c.geomean_vs_eager = geomean(s for s in s_eager if s)
-        c.fast_p_eager = {f"{p:g}": fast_p(s_eager, c.matched_eager, p) for p in thresholds}
+        c.geomean_vs_eager = geomean(s_eager)
+        c.fast_p_eager = {f"{p:g}": fast_eager[p] / c.matched_eager for p in thresholds}
     if c.matched_compile:
         c.faster_than_compile_rate = fc / c.matched_compile
-        c.geomean_vs_compile = geomean(s for s in s_comp if s)
+        c.geomean_vs_compile = geomean(s_comp)
     c.eager_ratio = geomean(ratios)
     return c
 
 
-def _candidate_mean(r: TaskRecord | None) -> float | None:
+def imported_clears(base: TimingEntry, cand: tuple[float, float | None, int | None], p: float, margin: float,
+                    confidence: float = CONFIDENCE) -> bool:
+    """The reward's rule for a candidate mean (mean, std, rounds) against an imported mean:
+    over the interval of the two means when both spreads are known, else over the bare times."""
+    t, std, n = cand
+    if p <= 0:
+        return True
+    if base.std is None or not base.num_trials or std is None or not n:
+        return clearly_faster_by_time(t * p, base.mean, margin)
+    lo, _ = summary_interval((base.mean, base.std / math.sqrt(base.num_trials), base.num_trials),
+                             (t, std / math.sqrt(n), n), confidence)
+    return clears(lo, p, margin)
+
+
+def _candidate_mean(r: TaskRecord | None) -> tuple[float, float | None, int | None] | None:
+    """(mean ms, std, rounds) of a correct candidate; spread unknown when only a time was kept."""
     if r is None or not r.correct or r.result is None:
         return None
-    if r.result.candidate_stats is not None:
-        return r.result.candidate_stats.mean
-    return r.result.time_ms.candidate
+    st = r.result.candidate_stats
+    if st is not None:
+        return st.mean, st.std, st.trials
+    t = r.result.time_ms.candidate
+    return (t, None, None) if t else None
+
+
+def hardware_warning(baselines: ImportedBaselines, records: Iterable[TaskRecord]) -> str | None:
+    """A warning when the imported timings name other hardware than the devices this run's
+    records were measured on (speedups against them then compare two machines)."""
+    theirs = {t.hardware for t in (baselines.eager, baselines.compile) if t is not None and t.hardware}
+    ours = {r.result.device for r in records if r.result is not None and r.result.device}
+    if not theirs or not ours:
+        return None
+    norm = {h.strip().lower() for h in ours}
+    if {h.strip().lower() for h in theirs} <= norm and len(norm) == 1:
+        return None
+    return (f"imported baselines were measured on {', '.join(sorted(theirs))}; this run ran on "
+            f"{', '.join(sorted(ours))}: speedups against them compare different hardware")
 
 
 def export_kernelbench_timing(records: Iterable[TaskRecord], out_dir: str | Path,

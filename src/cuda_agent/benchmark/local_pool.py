@@ -96,7 +96,8 @@ class _Slot:
                 record = TaskRecord.model_validate_json(line)
                 return record.model_copy(update={"slot": self.spec.label, "attempts": attempt})
             self.close()
-        return TaskRecord.for_task(job.task, mode=job.mode, status="harness_error", slot=self.spec.label,
+        return TaskRecord.for_task(job.task, sample=job.sample, mode=job.mode, status="harness_error",
+                                   slot=self.spec.label,
                                    attempts=2, reason=f"evaluation slot {self.spec.label} died twice on this task; "
                                                       f"see {self.log_path}:\n{_tail(self.log_path)}")
 
@@ -132,7 +133,7 @@ class LocalPool:
         def slot_loop(slot: _Slot) -> None:
             try:
                 while (job := ready.get()) is not None:
-                    on_record(slot.evaluate(job, workdir / workspace_dirname(job.task.name)))
+                    on_record(slot.evaluate(job, workdir / workspace_dirname(job.key)))
             except BaseException as exc:  # a store write failed: stop, report at the end
                 errors.append(exc)
             finally:
@@ -149,7 +150,7 @@ class LocalPool:
                     if job.policy:
                         ready.put(job)
                     else:
-                        futures[builds.submit(build_stage, job, workdir / workspace_dirname(job.task.name))] = job
+                        futures[builds.submit(build_stage, job, workdir / workspace_dirname(job.key))] = job
                 for fut in as_completed(futures):
                     record = fut.result()
                     if record is None:

@@ -3,18 +3,26 @@
 Every rate is over all tasks of the suite in that scope: a task with no record (the run
 stopped early), no solution, a failed episode or a harness error counts as not compiled,
 not correct, not faster, reward −1 ("missing" in the reward counts when it has no record).
+A task `skipped` because this machine cannot run it (level 4 without its weights) is left out
+of every denominator and counted apart.
 
-* faster than eager / torch.compile: the environment's own decision fields
-  (`EvalResult.faster_than_eager`, `.faster_than_compile`), which call a candidate faster
-  only when the whole 99% confidence interval of its median per-round time ratio is below
-  1 − margin; an exact tie at the margin is therefore not faster. The environment's
-  `faster_than_compile` is the reward-3 condition: faster than eager *and* torch.compile.
-* geometric-mean speedups: over correct tasks that have a measured speedup.
-* fast_p (KernelBench): share of *all* tasks that are correct with speedup > p (strict, so
-  a speedup of exactly p does not count), for p in 0, 0.5, 0.8, 1, 1.5, 2; vs eager (as
-  KernelBench) and vs torch.compile.
-* where only times exist (baselines imported from KernelBench's timing JSON), "faster"
-  means t < (1 − margin) · t_base, the same "more than 5%" with the tie not counted.
+Noise: every speed claim uses the rule of `evaluation.timing.clears`, the reward's own: a
+speedup counts as more than p only when the lower end of its confidence interval is above
+p / (1 − margin).
+* faster than eager / torch.compile: the environment's own decisions (`EvalResult.faster_than_*`,
+  paired per-round ratios); `faster_than_compile` is the reward-3 condition.
+* fast_p (KernelBench): share of *all* tasks that are correct with a speedup that clears p,
+  for p in 0, 0.5, 0.8, 1, 1.5, 2, vs eager and vs torch.compile. The interval comes from the
+  record's per-model summaries (`speedup_bounds`); where the environment already decided
+  "faster" (paired, narrower) that decision also counts for every p <= 1. So fast_1 equals
+  the faster-than-eager rate, and identical code is never in it. KernelBench's own point
+  estimate (speedup > p, noise included) is kept beside it as `fast_p_*_point`.
+* high variance: a task whose interval is too wide to resolve the margin either way.
+* geometric-mean speedups: over correct tasks that have a measured speedup (point estimates).
+* pass@k: the unbiased estimator 1 − C(n − c, k) / C(n, k) per task over its n samples (c
+  correct), averaged over the scope's tasks (KernelBench's `calc_pass_at_k`; k > n uses n).
+* where only times exist (baselines imported from KernelBench's timing JSON), the same rule
+  over the imported mean and spread against the candidate's.
 """
 
 from __future__ import annotations
@@ -22,14 +30,19 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Iterable, Sequence
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from .records import TaskRecord
+from ..evaluation.timing import clears, median_se, summary_interval
+from .records import TaskRecord, by_sample, primary
 
 FAST_P = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0)
+PASS_K = (1, 5, 10, 100)
 MARGIN = 0.05
+CONFIDENCE = 0.99
 REWARDS = ("-1", "1", "2", "3")
+Baseline = Literal["eager", "compile"]
 
 
 class Metrics(BaseModel):
@@ -52,8 +65,15 @@ class Metrics(BaseModel):
     geomean_vs_eager_n: int = 0
     geomean_vs_compile: float | None = None
     geomean_vs_compile_n: int = 0
-    fast_p_eager: dict[str, float] = Field(default_factory=dict)
-    fast_p_compile: dict[str, float] = Field(default_factory=dict)
+    fast_p_eager: dict[str, float] = Field(default_factory=dict, description="noise-aware (the reward's rule)")
+    fast_p_compile: dict[str, float] = Field(default_factory=dict, description="noise-aware (the reward's rule)")
+    fast_p_eager_point: dict[str, float] = Field(default_factory=dict, description="KernelBench's point estimate")
+    fast_p_compile_point: dict[str, float] = Field(default_factory=dict, description="KernelBench's point estimate")
+    high_variance: int = Field(default=0, description="timed tasks whose interval vs eager cannot resolve the margin")
+    skipped: int = Field(default=0, description="tasks this machine could not run; not in `tasks`")
+    pass_at_k: dict[str, float] = Field(default_factory=dict, description="k -> mean unbiased pass@k")
+    samples_min: int = 0
+    samples_max: int = 0
     rewards: dict[str, int] = Field(default_factory=dict, description="-1 / 1 / 2 / 3 / missing")
     statuses: dict[str, int] = Field(default_factory=dict)
     episodes: int = Field(default=0, description="records that came from a policy episode")
@@ -68,7 +88,9 @@ class BenchMetrics(BaseModel):
     overall: Metrics
     levels: list[Metrics]
     margin: float = MARGIN
+    confidence: float = CONFIDENCE
     fast_p: list[float] = Field(default_factory=lambda: list(FAST_P))
+    pass_k: list[int] = Field(default_factory=list)
 
 
 def geomean(values: Iterable[float]) -> float | None:
@@ -79,23 +101,79 @@ def geomean(values: Iterable[float]) -> float | None:
 
 
 def fast_p(speedups: Sequence[float | None], total: int, p: float) -> float:
-    """KernelBench's fast_p: correct tasks (speedup given) with speedup > p, over `total`."""
+    """KernelBench's fast_p point estimate: correct tasks (speedup given) with speedup > p, over `total`."""
     if total <= 0:
         return 0.0
     return sum(1 for s in speedups if s is not None and s > p) / total
 
 
 def clearly_faster_by_time(t: float, t_base: float, margin: float = MARGIN) -> bool:
-    """'More than `margin` faster' from two times; an exact tie at the margin is not faster."""
+    """`clears(t_base / t, 1, margin)` for two bare times (no spread known), multiplied out so
+    an exact tie at the margin stays a tie (the quotient can round either way)."""
     return t > 0 and t_base > 0 and t < (1.0 - margin) * t_base
 
 
+def speedup_bounds(r: TaskRecord | None, baseline: Baseline, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
+    """Confidence interval of a correct record's speedup vs `baseline`, from the per-model
+    summaries it keeps (the medians the speedup is made of, their spread and rounds); None
+    when it was not timed against that baseline."""
+    if r is None or not r.correct or r.result is None:
+        return None
+    res = r.result
+    base_stats = res.eager_stats if baseline == "eager" else res.compile_stats
+    base_t = res.time_ms.eager if baseline == "eager" else res.time_ms.compile
+    cand, cand_t = res.candidate_stats, res.time_ms.candidate
+    if base_stats is None or cand is None or not base_t or not cand_t:
+        return None
+    return summary_interval((base_t, median_se(base_stats.std, base_stats.trials), base_stats.trials),
+                            (cand_t, median_se(cand.std, cand.trials), cand.trials), confidence)
+
+
+def counts_in_fast_p(r: TaskRecord | None, baseline: Baseline, p: float, margin: float = MARGIN,
+                     confidence: float = CONFIDENCE) -> bool:
+    """The noise-aware fast_p test of one task (see the module's docstring)."""
+    if r is None or not r.correct or r.result is None:
+        return False
+    point = r.speedup_vs_eager if baseline == "eager" else r.speedup_vs_compile
+    if point is None:
+        return False
+    if p <= 0:
+        return True
+    decided = r.result.faster_than_eager if baseline == "eager" else r.result.faster_than_compile
+    if decided and p <= 1:
+        return True
+    bounds = speedup_bounds(r, baseline, confidence)
+    return bounds is not None and clears(bounds[0], p, margin)
+
+
+def is_high_variance(bounds: tuple[float, float] | None, margin: float = MARGIN) -> bool:
+    """An interval wider than (1 + margin) / (1 − margin): it cannot tell a margin-sized change."""
+    return bounds is not None and (bounds[0] <= 0 or bounds[1] / bounds[0] > (1 + margin) / (1 - margin))
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k of one task with n samples, c correct: 1 − C(n − c, k) / C(n, k)
+    (Chen et al. 2021; KernelBench's `calc_pass_at_k`, whose k > n means k = n)."""
+    if n <= 0:
+        return 0.0
+    k = min(k, n)
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.prod(1.0 - k / i for i in range(n - c + 1, n + 1))
+
+
 def scope_metrics(scope: str, level: int | None, task_names: Sequence[str], records: dict[str, TaskRecord],
-                  thresholds: Sequence[float] = FAST_P) -> Metrics:
-    """Metrics over `task_names`, reading each task's record from `records` (absent = missing)."""
+                  thresholds: Sequence[float] = FAST_P, *, samples: dict[str, dict[int, TaskRecord]] | None = None,
+                  n_samples: int = 1, pass_k: Sequence[int] = (), margin: float = MARGIN,
+                  confidence: float = CONFIDENCE) -> Metrics:
+    """Metrics over `task_names`, reading each task's record from `records` (absent = missing;
+    `skipped` = left out). `samples` (task -> sample -> record) feeds pass@k, each task counted
+    with at least `n_samples` samples (a sample without a record failed)."""
+    skipped = [n for n in task_names if n in records and records[n].status == "skipped"]
+    task_names = [n for n in task_names if n not in set(skipped)]
     recs = [records[n] for n in task_names if n in records]
     n = len(task_names)
-    m = Metrics(scope=scope, level=level, tasks=n, recorded=len(recs), missing=n - len(recs))
+    m = Metrics(scope=scope, level=level, tasks=n, recorded=len(recs), missing=n - len(recs), skipped=len(skipped))
     m.compiled = sum(r.compiled for r in recs)
     m.correct = sum(r.correct for r in recs)
     m.faster_than_eager = sum(bool(r.correct and r.result and r.result.faster_than_eager) for r in recs)
@@ -107,8 +185,18 @@ def scope_metrics(scope: str, level: int | None, task_names: Sequence[str], reco
     comp = [r.speedup_vs_compile for r in recs]
     m.geomean_vs_eager, m.geomean_vs_eager_n = geomean(s for s in eager if s), sum(1 for s in eager if s)
     m.geomean_vs_compile, m.geomean_vs_compile_n = geomean(s for s in comp if s), sum(1 for s in comp if s)
-    m.fast_p_eager = {_p(p): fast_p(eager, n, p) for p in thresholds}
-    m.fast_p_compile = {_p(p): fast_p(comp, n, p) for p in thresholds}
+    for base, noisy, point in (("eager", m.fast_p_eager, m.fast_p_eager_point),
+                               ("compile", m.fast_p_compile, m.fast_p_compile_point)):
+        for p in thresholds:
+            noisy[_p(p)] = sum(counts_in_fast_p(r, base, p, margin, confidence) for r in recs) / n if n else 0.0
+            point[_p(p)] = fast_p(eager if base == "eager" else comp, n, p)
+    m.high_variance = sum(is_high_variance(speedup_bounds(r, "eager", confidence), margin) for r in recs)
+    if samples is not None and pass_k:
+        counts = [(max(n_samples, len(samples.get(t, {}))), sum(r.correct for r in samples.get(t, {}).values()))
+                  for t in task_names]
+        m.samples_min = min((c[0] for c in counts), default=0)
+        m.samples_max = max((c[0] for c in counts), default=0)
+        m.pass_at_k = {str(k): (sum(pass_at_k(ns, nc, k) for ns, nc in counts) / n if n else 0.0) for k in pass_k}
     m.rewards = {k: sum(1 for r in recs if str(r.reward) == k) for k in REWARDS}
     m.rewards["missing"] = m.missing
     for r in recs:
@@ -125,19 +213,27 @@ def scope_metrics(scope: str, level: int | None, task_names: Sequence[str], reco
 
 
 def compute_metrics(records: Iterable[TaskRecord], suite: dict[str, int | None] | None = None,
-                    thresholds: Sequence[float] = FAST_P) -> BenchMetrics:
+                    thresholds: Sequence[float] = FAST_P, *, n_samples: int = 1, margin: float = MARGIN,
+                    confidence: float = CONFIDENCE) -> BenchMetrics:
     """Per-level and overall metrics. `suite` (task name -> level, in order) is the
-    denominator; without it, the recorded tasks are the suite."""
-    latest = {r.task: r for r in records}
+    denominator; without it, the recorded tasks are the suite. Headline metrics read each
+    task's first sample; pass@k reads them all (`n_samples`: samples the run asked for)."""
+    records = list(records)
+    latest = primary(records)
+    samples = by_sample(records)
     if suite is None:
         suite = {name: r.level for name, r in latest.items()}
+    most = max([n_samples, *(len(v) for v in samples.values())])
+    ks = [k for k in PASS_K if k <= most] or [1]
     by_level: dict[int | None, list[str]] = {}
     for name, level in suite.items():
         by_level.setdefault(level, []).append(name)
-    levels = [scope_metrics(f"level {lv}" if lv is not None else "no level", lv, names, latest, thresholds)
+    kw = dict(samples=samples, n_samples=n_samples, pass_k=ks, margin=margin, confidence=confidence)
+    levels = [scope_metrics(f"level {lv}" if lv is not None else "no level", lv, names, latest, thresholds, **kw)
               for lv, names in sorted(by_level.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))]
-    overall = scope_metrics("overall", None, list(suite), latest, thresholds)
-    return BenchMetrics(overall=overall, levels=levels, fast_p=list(thresholds))
+    overall = scope_metrics("overall", None, list(suite), latest, thresholds, **kw)
+    return BenchMetrics(overall=overall, levels=levels, fast_p=list(thresholds), pass_k=ks, margin=margin,
+                        confidence=confidence)
 
 
 def _p(p: float) -> str:

@@ -36,11 +36,41 @@ def _data_uri(fig: Any) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
-def _times_axis(axis: Any) -> None:
-    """Log-2 axis labelled 0.5x, 1x, 2x ... rather than 2^-1, 2^0, 2^1."""
-    from matplotlib.ticker import FuncFormatter
+NICE = (0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.5, 0.67, 0.8, 0.9, 0.95, 1.0, 1.05, 1.1, 1.25, 1.5, 2.0, 3.0, 4.0,
+        5.0, 8.0, 10.0, 20.0, 50.0, 100.0)
 
+
+def log_ticks(lo: float, hi: float, most: int = 9) -> list[float]:
+    """Speedup values to label on a log axis spanning [lo, hi]: always 1x when in range, then
+    the nice values in range, thinned evenly (in log space) to at most `most`. A narrow range
+    (0.97x-1.03x, a reference run) still gets labelled values rather than no tick at all."""
+    lo, hi = min(lo, hi), max(lo, hi)
+    inside = [v for v in NICE if lo <= v <= hi]
+    if len(inside) < 2:  # narrower than the nice grid: label the ends and the middle
+        mid = math.sqrt(lo * hi)
+        return sorted({round(lo, 3), round(mid, 3), round(hi, 3)} | ({1.0} if lo <= 1 <= hi else set()))
+    if len(inside) > most:  # the nice value nearest each of `most` points evenly spaced in log space
+        a, b = math.log(inside[0]), math.log(inside[-1])
+        targets = [a + (b - a) * i / (most - 1) for i in range(most)]
+        keep = {min(inside, key=lambda v: abs(math.log(v) - t)) for t in targets}
+        if 1.0 in inside and 1.0 not in keep:  # 1x replaces its nearest neighbour
+            keep.discard(min(keep, key=lambda v: abs(math.log(v))))
+            keep.add(1.0)
+        inside = sorted(keep)
+    return inside
+
+
+def _times_axis(ax: Any, which: str) -> None:
+    """Label a log-2 speedup axis with values (0.8x, 1x, 1.25x, ...) rather than 2^-1, 2^0 or
+    nothing: matplotlib's log locator puts ticks only at powers of the base, so a range
+    inside one octave would carry no label."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+
+    axis = ax.yaxis if which == "y" else ax.xaxis
+    lo, hi = ax.get_ylim() if which == "y" else ax.get_xlim()
+    axis.set_major_locator(FixedLocator(log_ticks(lo, hi)))
     axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
+    axis.set_minor_formatter(NullFormatter())
 
 
 def _level_label(level: int | None) -> str:
@@ -67,9 +97,9 @@ def speedup_distribution(rows: Sequence[TaskRow], margin: float = MARGIN) -> str
     for patch, color in zip(box["boxes"], colors):
         patch.set(facecolor=color, alpha=0.25)
     ax.set_yscale("log", base=2)
-    _times_axis(ax.yaxis)
     ax.axhline(1.0, color="black", lw=0.8)
     ax.axhline(1 / (1 - margin), color="black", lw=0.6, ls="--")
+    _times_axis(ax, "y")
     ax.set_xticks([i * 3 + 0.5 for i in range(len(levels))], [_level_label(lv) for lv in levels])
     ax.set_ylabel("speedup (log scale)")
     ax.set_title("Speedup of correct tasks: vs eager (blue), vs torch.compile (purple)")
@@ -114,8 +144,8 @@ def per_task_bars(rows: Sequence[TaskRow]) -> str:
     ax.set_yticks(range(len(names)), names, fontsize=7)
     ax.invert_yaxis()
     ax.set_xscale("log", base=2)
-    _times_axis(ax.xaxis)
     ax.axvline(1.0, color="black", lw=0.8)
+    _times_axis(ax, "x")
     from matplotlib.patches import Patch
 
     ax.legend(handles=[Patch(color=c, label=f"reward {r:+d}") for r, c in _REWARD_COLORS.items()],

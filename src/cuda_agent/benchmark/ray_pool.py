@@ -27,7 +27,7 @@ def _scratch(run_id: str, task_name: str) -> Path:
 
 def _remote_build(job_json: str, run_id: str) -> str | None:
     job = Job.model_validate_json(job_json)
-    record = build_stage(job, _scratch(run_id, job.task.name))
+    record = build_stage(job, _scratch(run_id, job.key))
     return None if record is None else record.model_dump_json()
 
 
@@ -35,7 +35,7 @@ def _remote_device(job_json: str, run_id: str) -> str:
     import os
 
     job = Job.model_validate_json(job_json)
-    record = device_stage(job, _scratch(run_id, job.task.name))
+    record = device_stage(job, _scratch(run_id, job.key))
     gpus = os.environ.get("CUDA_VISIBLE_DEVICES", "")
     return record.model_copy(update={"slot": f"ray:{gpus or 'cpu'}"}).model_dump_json()
 
@@ -82,7 +82,7 @@ class RayPool:
             try:
                 out = ray.get(ref)
             except Exception as exc:  # the task raised or its worker kept dying: recorded, not raised
-                on_record(TaskRecord.for_task(job.task, mode=job.mode, status="harness_error",
+                on_record(TaskRecord.for_task(job.task, sample=job.sample, mode=job.mode, status="harness_error",
                                               slot="ray", reason=f"ray {stage} task failed: {exc}"[:4000]))
                 continue
             if stage == "build" and out is None:

@@ -2,12 +2,19 @@
 
 A record is what the append-only store keeps. A task that could not be evaluated (no
 solution, a failed episode, a harness failure) is still a record, with a status and a
-reason: failures are data, and every metric counts them against the run.
+reason: failures are data, and every metric counts them against the run. The one exception
+is `skipped`: a task this machine cannot run at all (a level-4 model whose weights or
+package are not here); it is listed with its reason and left out of every denominator,
+because nothing the candidate did decided it.
+
+A run may evaluate several samples per task (pass@k); a record's identity is (task, sample),
+and the headline metrics read each task's first sample (`primary`).
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -15,7 +22,13 @@ from pydantic import BaseModel, Field
 from ..evaluation import EvalConfig, EvalResult
 from ..tasks import Task
 
-Status = Literal["evaluated", "no_solution", "episode_failed", "harness_error"]
+Status = Literal["evaluated", "no_solution", "episode_failed", "harness_error", "skipped"]
+# Statuses a resumed run tries again: the harness's fault, or this machine's (never the candidate's).
+RETRIED = frozenset({"harness_error", "skipped"})
+# KernelBench counts a single-file solution as not compiled when importing it fails (its
+# load_inline build, a syntax error) or it defines no ModelNew; these mark that in a load failure.
+IMPORT_FAILURE_MARKERS = ("Error building extension", "defines no class ModelNew", "SyntaxError",
+                          "CalledProcessError")
 Mode = Literal["workspace", "single_file", "reference", "policy"]
 
 
@@ -37,6 +50,12 @@ class Job(BaseModel):
     candidate: Candidate | None = None
     policy: str | None = Field(default=None, description="episode spec, for policy runs")
     policy_options: dict[str, Any] = Field(default_factory=dict)
+    sample: int = Field(default=0, description="which sample of the task (pass@k runs evaluate several)")
+
+    @property
+    def key(self) -> str:
+        """Unique per (task, sample): names the job's workspace folder."""
+        return self.task.name if self.sample == 0 else f"{self.task.name}#sample{self.sample}"
 
     @property
     def mode(self) -> Mode:
@@ -59,6 +78,7 @@ class TaskRecord(BaseModel):
     task: str
     level: int | None = None
     problem_id: int | None = None
+    sample: int = 0
     task_hash: str = ""
     status: Status = "evaluated"
     reason: str = Field(default="", description="why there is no evaluation, when there is none")
@@ -75,7 +95,21 @@ class TaskRecord(BaseModel):
     # ---- the fields metrics read (a missing evaluation reads as a failure) --------------------
     @property
     def compiled(self) -> bool:
-        return bool(self.result and self.result.compiled)
+        """KernelBench's 'compiled': for a single-file solution, also that importing it (which
+        runs its load_inline build) worked and defined ModelNew."""
+        return bool(self.result and self.result.compiled) and self.compile_error is None
+
+    @property
+    def compile_error(self) -> str | None:
+        """The compiler's (or importer's) message when the candidate did not compile."""
+        res = self.result
+        if res is None:
+            return None
+        if res.stage == "build" and not res.compiled:
+            return (res.build.log if res.build and res.build.log else res.reason) or "build failed"
+        if self.mode == "single_file" and res.stage == "load" and any(m in res.reason for m in IMPORT_FAILURE_MARKERS):
+            return res.reason
+        return None
 
     @property
     def correct(self) -> bool:
@@ -105,6 +139,10 @@ class TaskRecord(BaseModel):
             head = f"{head.split(':', 1)[0]}: {lines[-1]}"
         return head
 
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.task, self.sample
+
     @classmethod
     def for_task(cls, task: Task, **fields: Any) -> TaskRecord:
         return cls(task=task.name, level=task.level, problem_id=task.problem_id, task_hash=task.content_hash,
@@ -123,10 +161,32 @@ class RunInfo(BaseModel):
     levels: dict[str, int | None] = Field(default_factory=dict, description="task name -> level")
     created_at: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="seconds"))
     device: str = ""
+    precision: str | None = Field(default=None, description="fp32 / fp16 / bf16 for every task, or None (as written)")
+    samples: list[int] = Field(default_factory=lambda: [0], description="samples evaluated per task")
+    subset: str | None = Field(default=None, description="curated subset name, if one was chosen")
     notes: dict[str, Any] = Field(default_factory=dict)
 
     def fingerprint(self) -> dict[str, Any]:
         """The parts that must match for a resumed run to continue the same measurement."""
         return {"suite": self.suite, "solutions": self.solutions, "policy": self.policy, "backend": self.backend,
                 "config": self.config.model_dump(mode="json", exclude={"cache_dir", "prespawn_worker"}),
-                "tasks": self.tasks}
+                "tasks": self.tasks, "precision": self.precision, "samples": self.samples}
+
+
+def primary(records: Iterable[TaskRecord]) -> dict[str, TaskRecord]:
+    """Each task's record of its lowest-numbered sample (a later write of the same sample
+    wins): what the headline metrics read."""
+    out: dict[str, TaskRecord] = {}
+    for r in records:
+        old = out.get(r.task)
+        if old is None or r.sample <= old.sample:
+            out[r.task] = r
+    return out
+
+
+def by_sample(records: Iterable[TaskRecord]) -> dict[str, dict[int, TaskRecord]]:
+    """task -> sample -> its latest record."""
+    out: dict[str, dict[int, TaskRecord]] = {}
+    for r in records:
+        out.setdefault(r.task, {})[r.sample] = r
+    return out

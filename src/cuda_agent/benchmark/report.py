@@ -14,9 +14,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from .kernelbench_timing import ImportedBaselines, ImportedComparison, compare_with_imported
-from .metrics import BenchMetrics, Metrics, compute_metrics
-from .records import RunInfo, TaskRecord
+from .kernelbench_timing import ImportedBaselines, ImportedComparison, compare_with_imported, hardware_warning
+from .metrics import CONFIDENCE, MARGIN, BenchMetrics, Metrics, compute_metrics, is_high_variance, speedup_bounds
+from .records import RunInfo, TaskRecord, by_sample, primary
 
 # SPEC §5: CUDA Agent paper, KernelBench on Hopper. Rates in %, geomeans vs torch.compile.
 PAPER = {
@@ -46,6 +46,11 @@ class TaskRow(BaseModel):
     tokens: int | None = None
     turns: int | None = None
     slot: str = ""
+    bounds_vs_eager: tuple[float, float] | None = Field(default=None, description="speedup interval vs eager")
+    high_variance: bool = False
+    samples: int = Field(default=0, description="samples recorded for this task")
+    samples_correct: int = 0
+    compile_error: str | None = Field(default=None, description="the compiler's message when it did not compile")
     summary: str
 
 
@@ -54,6 +59,7 @@ class Report(BaseModel):
     metrics: BenchMetrics
     imported: list[ImportedComparison] = Field(default_factory=list)
     imported_sources: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
     tasks: list[TaskRow]
 
 
@@ -62,19 +68,32 @@ def build_report(records: Sequence[TaskRecord], run: RunInfo | None = None,
     suite = dict(run.levels) if run and run.levels else {r.task: r.level for r in records}
     if run and run.tasks:
         suite = {n: suite.get(n) for n in run.tasks}
-    latest = {r.task: r for r in records}
-    rows = [_row(name, level, latest.get(name)) for name, level in suite.items()]
-    imported, sources = [], []
+    margin = run.config.margin if run else MARGIN
+    confidence = run.config.timing.confidence if run else CONFIDENCE
+    latest, samples = primary(records), by_sample(records)
+    rows = [_row(name, level, latest.get(name), samples.get(name, {}), margin, confidence)
+            for name, level in suite.items()]
+    imported, sources, warnings = [], [], []
     if baselines is not None:
-        imported = compare_with_imported(records, suite, baselines)
+        imported = compare_with_imported(records, suite, baselines, margin)
         sources = [t.source for t in (baselines.eager, baselines.compile) if t is not None]
-    return Report(run=run, metrics=compute_metrics(records, suite), imported=imported, imported_sources=sources,
+        warning = hardware_warning(baselines, records)
+        if warning:
+            warnings.append(warning)
+    metrics = compute_metrics(records, suite, n_samples=len(run.samples) if run else 1, margin=margin,
+                              confidence=confidence)
+    return Report(run=run, metrics=metrics, imported=imported, imported_sources=sources, warnings=warnings,
                   tasks=rows)
 
 
-def _row(name: str, level: int | None, r: TaskRecord | None) -> TaskRow:
+def _row(name: str, level: int | None, r: TaskRecord | None, samples: dict[int, TaskRecord], margin: float,
+         confidence: float) -> TaskRow:
     res = r.result if r else None
+    bounds = speedup_bounds(r, "eager", confidence)
     return TaskRow(task=name, level=level, status=r.status if r else "missing", reward=r.reward if r else None,
+                   bounds_vs_eager=bounds, high_variance=is_high_variance(bounds, margin), samples=len(samples),
+                   samples_correct=sum(s.correct for s in samples.values()),
+                   compile_error=r.compile_error if r else None,
                    compiled=bool(r and r.compiled), correct=bool(r and r.correct),
                    faster_than_eager=bool(res and res.correct and res.faster_than_eager),
                    faster_than_compile=bool(res and res.correct and res.faster_than_compile),
@@ -84,7 +103,18 @@ def _row(name: str, level: int | None, r: TaskRecord | None) -> TaskRow:
                    candidate_ms=res.time_ms.candidate if res else None,
                    tokens=r.episode.tokens if r and r.episode else None,
                    turns=r.episode.turns if r and r.episode else None,
-                   slot=r.slot if r else "", summary=_one_line(r.summary if r else "no record (run incomplete)"))
+                   slot=r.slot if r else "", summary=_one_line(_summary(r)))
+
+
+def _summary(r: TaskRecord | None) -> str:
+    if r is None:
+        return "no record (run incomplete)"
+    err = r.compile_error
+    if err is not None and r.mode == "single_file":
+        lines = [ln.strip() for ln in err.splitlines() if ln.strip()]
+        hit = next((ln for ln in lines if "error" in ln.lower() and "Traceback" not in ln), lines[0] if lines else "")
+        return f"did not compile (its load_inline build): {hit}"
+    return r.summary
 
 
 def write_reports(report: Report, out_dir: str | Path, formats: Sequence[str] = FORMATS) -> list[Path]:
@@ -136,6 +166,10 @@ def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 # ---- tables (shared by Markdown and HTML) ---------------------------------------------------
 NOT_TIMED = "not timed"
+FAST_P_NOTE = ("A task counts in fast_p when its whole confidence interval of the speedup is above p by the margin "
+               "(the reward's rule), so identical code is never counted; `point fast_1` is KernelBench's own "
+               "definition (point estimate > 1, noise included). High variance: tasks whose interval vs eager is "
+               "too wide to resolve the margin.")
 
 
 def _timed(report: Report) -> tuple[bool, bool]:
@@ -190,14 +224,39 @@ def metrics_table(report: Report) -> tuple[list[str], list[list[str]]]:
 
 
 def fast_p_table(report: Report) -> tuple[list[str], list[list[str]]]:
+    """Noise-aware fast_p (the reward's rule) and, beside it, KernelBench's point estimate."""
     ps = [f"{p:g}" for p in report.metrics.fast_p]
-    header = ["scope", "baseline", *[f"fast_{p}" for p in ps]]
+    header = ["scope", "baseline", *[f"fast_{p}" for p in ps], "point fast_1 (KernelBench)", "high variance"]
     rows = []
     te, tc = _timed(report)
     for m in _scopes(report):
-        rows.append([m.scope, "eager", *[_pct(m.fast_p_eager.get(p)) if te else NOT_TIMED for p in ps]])
-        rows.append([m.scope, "compile", *[_pct(m.fast_p_compile.get(p)) if tc else NOT_TIMED for p in ps]])
+        rows.append([m.scope, "eager", *[_pct(m.fast_p_eager.get(p)) if te else NOT_TIMED for p in ps],
+                     _pct(m.fast_p_eager_point.get("1")) if te else NOT_TIMED, str(m.high_variance) if te else "-"])
+        rows.append([m.scope, "compile", *[_pct(m.fast_p_compile.get(p)) if tc else NOT_TIMED for p in ps],
+                     _pct(m.fast_p_compile_point.get("1")) if tc else NOT_TIMED, "-"])
     return header, rows
+
+
+def pass_k_table(report: Report) -> tuple[list[str], list[list[str]]] | None:
+    """pass@k per scope, when a run evaluated several samples per task."""
+    if report.metrics.overall.samples_max <= 1:
+        return None
+    ks = [str(k) for k in report.metrics.pass_k]
+    header = ["scope", "tasks", "samples per task", *[f"pass@{k}" for k in ks]]
+    rows = [[m.scope, str(m.tasks),
+             f"{m.samples_min}" + (f"-{m.samples_max}" if m.samples_max != m.samples_min else ""),
+             *[_pct(m.pass_at_k.get(k)) for k in ks]] for m in _scopes(report)]
+    return header, rows
+
+
+def skipped_table(report: Report) -> tuple[list[str], list[list[str]]] | None:
+    rows = [[t.task, t.summary] for t in report.tasks if t.status == "skipped"]
+    return (["task (not counted: this machine cannot run it)", "reason"], rows) if rows else None
+
+
+def compile_errors(report: Report) -> list[tuple[str, str]]:
+    """(task, the compiler's message) for every task that did not compile."""
+    return [(t.task, t.compile_error) for t in report.tasks if t.compile_error]
 
 
 def rewards_table(report: Report) -> tuple[list[str], list[list[str]]]:
@@ -232,10 +291,20 @@ def imported_table(report: Report) -> tuple[list[str], list[list[str]]] | None:
     return header, rows
 
 
+def _bounds(t: TaskRow) -> str:
+    if t.bounds_vs_eager is None:
+        return "-"
+    lo, hi = t.bounds_vs_eager
+    text = f"{lo:.2f}-{hi:.2f}" if hi < 1e6 else f">{lo:.2f}"
+    return text + (" (high variance)" if t.high_variance else "")
+
+
 def tasks_table(report: Report) -> tuple[list[str], list[list[str]]]:
-    header = ["task", "level", "reward", "vs eager", "vs compile", "eager ms", "compile ms", "candidate ms", "result"]
+    conf = f"{100 * report.metrics.confidence:g}%"
+    header = ["task", "level", "reward", "vs eager", f"vs eager {conf} interval", "vs compile", "eager ms",
+              "compile ms", "candidate ms", "result"]
     rows = [[t.task, "-" if t.level is None else str(t.level), "-" if t.reward is None else f"{t.reward:+d}",
-             _x(t.speedup_vs_eager), _x(t.speedup_vs_compile), _ms(t.eager_ms), _ms(t.compile_ms),
+             _x(t.speedup_vs_eager), _bounds(t), _x(t.speedup_vs_compile), _ms(t.eager_ms), _ms(t.compile_ms),
              _ms(t.candidate_ms), t.summary] for t in report.tasks]
     return header, rows
 
@@ -252,9 +321,16 @@ def _run_lines(report: Report) -> list[str]:
     lines = [f"suite: `{run.suite}`",
              f"candidates: {'policy `' + run.policy + '`' if run.policy else '`' + run.solutions + '`'}",
              f"backend: {run.backend}; devices seen: {', '.join(_devices(report)) or '-'}",
-             f"evaluation: {cfg.trials} correctness trials, atol {cfg.atol:g} / rtol {cfg.rtol:g}, "
+             f"evaluation: {cfg.trials} correctness trials, tolerance profile {cfg.tolerance}"
+             + (f" (atol {cfg.atol:g} / rtol {cfg.rtol:g})" if cfg.tolerance == "paper" else
+                " (1e-4 fp32, 1e-2 fp16 / bf16)")
+             + f", precision {run.precision or 'as each task is written'}, "
              f"timing {'on' if cfg.measure else 'off'}, torch.compile mode {cfg.compile_mode or 'off'}, "
-             f"margin {cfg.margin:g}"]
+             f"margin {cfg.margin:g} at {100 * cfg.timing.confidence:g}% confidence"]
+    if run.subset:
+        lines.append(f"subset: KernelBench `{run.subset}`")
+    if len(run.samples) > 1:
+        lines.append(f"samples per task: {len(run.samples)} ({run.samples[0]}-{run.samples[-1]})")
     return lines
 
 
@@ -265,12 +341,19 @@ def _devices(report: Report) -> list[str]:
 # ---- Markdown -------------------------------------------------------------------------------------
 def to_markdown(report: Report) -> str:
     parts = ["# Benchmark report", "", *[f"- {line}" for line in _run_lines(report)], "",
+             *[f"> **Warning:** {w}\n" for w in report.warnings],
              "## KernelBench table (paper layout)", "",
              "Rates are over all tasks of the suite; paper numbers are CUDA Agent on Hopper (SPEC §5).", "",
              _md_table(*paper_table(report)), "", _md_table(*models_table(report)), "",
              "## All metrics", "", _md_table(*metrics_table(report)), "",
-             "## fast_p (share of all tasks that are correct with speedup > p)", "", _md_table(*fast_p_table(report)),
-             "", "## Rewards", "", _md_table(*rewards_table(report)), ""]
+             "## fast_p (share of all tasks that are correct with speedup > p)", "", FAST_P_NOTE, "",
+             _md_table(*fast_p_table(report)), "", "## Rewards", "", _md_table(*rewards_table(report)), ""]
+    pk = pass_k_table(report)
+    if pk:
+        parts += ["## pass@k over samples (unbiased estimator, per task, averaged)", "", _md_table(*pk), ""]
+    sk = skipped_table(report)
+    if sk:
+        parts += ["## Skipped (not charged to the candidate)", "", _md_table(*sk), ""]
     ep = episodes_table(report)
     if ep:
         parts += ["## Tokens and turns per task (policy episodes)", "", _md_table(*ep), ""]
@@ -281,6 +364,11 @@ def to_markdown(report: Report) -> str:
                   "against the imported means; meaningful only on the same hardware (last column).", "",
                   _md_table(*imp), ""]
     parts += ["## Per task", "", _md_table(*tasks_table(report)), ""]
+    errors = compile_errors(report)
+    if errors:
+        parts += ["## Compile errors", ""]
+        for task, text in errors:
+            parts += [f"### {task}", "", "~~~~", text.replace("~~~~", "~ ~ ~ ~"), "~~~~", ""]
     return "\n".join(parts)
 
 
@@ -311,10 +399,18 @@ def to_html(report: Report) -> str:
     parts = ["<!doctype html><html><head><meta charset='utf-8'><title>cuda-agent benchmark</title>",
              f"<style>{_CSS}</style></head><body><h1>Benchmark report</h1><ul>",
              *[f"<li>{html.escape(line)}</li>" for line in _run_lines(report)], "</ul>",
+             *[f"<p><strong>Warning:</strong> {html.escape(w)}</p>" for w in report.warnings],
              "<h2>KernelBench table (paper layout)</h2><p>Rates are over all tasks of the suite; paper numbers are "
              "CUDA Agent on Hopper.</p>", _html_table(*paper_table(report)), _html_table(*models_table(report)),
              "<h2>All metrics</h2>", _html_table(*metrics_table(report)),
-             "<h2>fast_p</h2>", _html_table(*fast_p_table(report)), "<h2>Rewards</h2>", _html_table(*rewards_table(report))]
+             "<h2>fast_p</h2>", f"<p>{html.escape(FAST_P_NOTE)}</p>", _html_table(*fast_p_table(report)),
+             "<h2>Rewards</h2>", _html_table(*rewards_table(report))]
+    pk = pass_k_table(report)
+    if pk:
+        parts += ["<h2>pass@k over samples</h2>", _html_table(*pk)]
+    sk = skipped_table(report)
+    if sk:
+        parts += ["<h2>Skipped (not charged to the candidate)</h2>", _html_table(*sk, wide_last=True)]
     ep = episodes_table(report)
     if ep:
         parts += ["<h2>Tokens and turns per task</h2>", _html_table(*ep)]
@@ -324,7 +420,12 @@ def to_html(report: Report) -> str:
                   + html.escape(", ".join(report.imported_sources)) + "</p>", _html_table(*imp)]
     for title, uri in figures:
         parts += [f"<h2>{html.escape(title)}</h2>", f"<img alt='{html.escape(title)}' src='{uri}'>"]
-    parts += ["<h2>Per task</h2>", _html_table(*tasks_table(report), wide_last=True),
+    parts += ["<h2>Per task</h2>", _html_table(*tasks_table(report), wide_last=True)]
+    errors = compile_errors(report)
+    if errors:
+        parts.append("<h2>Compile errors</h2>")
+        parts += [f"<h3>{html.escape(task)}</h3><pre>{html.escape(text)}</pre>" for task, text in errors]
+    parts += [
               "<script type='application/json' id='report-data'>",
               json.dumps(report.model_dump(mode="json")).replace("<", "\\u003c"), "</script></body></html>"]
     return "\n".join(parts)

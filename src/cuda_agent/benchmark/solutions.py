@@ -52,7 +52,7 @@ class SolutionSource(ABC):
     spec: str
 
     @abstractmethod
-    def candidate(self, task: Task, backend: str) -> Candidate | None: ...
+    def candidate(self, task: Task, backend: str, sample: int = 0) -> Candidate | None: ...
 
 
 class ReferenceSolutions(SolutionSource):
@@ -60,7 +60,7 @@ class ReferenceSolutions(SolutionSource):
 
     spec = "reference"
 
-    def candidate(self, task: Task, backend: str) -> Candidate | None:
+    def candidate(self, task: Task, backend: str, sample: int = 0) -> Candidate | None:
         return Candidate(mode="reference", origin="reference")
 
 
@@ -69,7 +69,7 @@ class ExampleSolutions(SolutionSource):
 
     spec = "examples"
 
-    def candidate(self, task: Task, backend: str) -> Candidate | None:
+    def candidate(self, task: Task, backend: str, sample: int = 0) -> Candidate | None:
         from ..examples import list_examples
 
         for ex in list_examples():
@@ -83,8 +83,10 @@ class DirectorySolutions(SolutionSource):
     path part (`level1/19_ReLU`, then `19_ReLU`):
       <key>/            a workspace, or a folder with model_new.py (+ kernels/)
       <key>.py          a single-file (load_inline) solution
-      level_<L>_problem_<P>_sample_<S>_kernel.py   KernelBench's own naming (sample 0 by default)
-    The first that exists wins."""
+      level_<L>_problem_<P>_sample_<S>_kernel.py   KernelBench's own naming
+    The first that exists wins. Sample S > 0 (pass@k runs) is looked up as <key>/sample_<S>/,
+    <key>/sample_<S>.py and KernelBench's name; sample 0 also as the plain names above.
+    `sample` offsets every lookup (`--sample 3` alone evaluates sample 3)."""
 
     def __init__(self, root: str | Path, sample: int = 0) -> None:
         self.root = Path(root)
@@ -93,8 +95,8 @@ class DirectorySolutions(SolutionSource):
         self.sample = sample
         self.spec = str(self.root.resolve())
 
-    def candidate(self, task: Task, backend: str) -> Candidate | None:
-        for path in self.paths(task):
+    def candidate(self, task: Task, backend: str, sample: int = 0) -> Candidate | None:
+        for path in self.paths(task, sample):
             if path.is_dir() and ((path / "model_new.py").is_file()):
                 return _folder_candidate(path, str(path))
             if path.is_file() and path.suffix == ".py":
@@ -102,13 +104,16 @@ class DirectorySolutions(SolutionSource):
                                  files={"model_new.py": _read(path), SINGLE_FILE_BINDING: SINGLE_FILE_BINDING_TEXT})
         return None
 
-    def paths(self, task: Task) -> list[Path]:
+    def paths(self, task: Task, sample: int = 0) -> list[Path]:
+        s = self.sample + sample
         keys = list(dict.fromkeys([task.name, task.name.rsplit("/", 1)[-1]]))
         out = []
         for key in keys:
-            out += [self.root / key, self.root / f"{key}.py"]
+            out += [self.root / key / f"sample_{s}", self.root / key / f"sample_{s}.py"]
+            if s == 0:
+                out += [self.root / key, self.root / f"{key}.py"]
         if task.level is not None and task.problem_id is not None:
-            out.append(self.root / f"level_{task.level}_problem_{task.problem_id}_sample_{self.sample}_kernel.py")
+            out.append(self.root / f"level_{task.level}_problem_{task.problem_id}_sample_{s}_kernel.py")
         return out
 
 

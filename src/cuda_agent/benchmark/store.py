@@ -70,9 +70,9 @@ class ResultStore:
                 continue  # a record from a newer or broken writer: skip, keep the rest
         return out
 
-    def latest(self) -> dict[str, TaskRecord]:
-        """The last record per task (a re-run task's newest record wins)."""
-        return {r.task: r for r in self.records()}
+    def latest(self) -> dict[tuple[str, int], TaskRecord]:
+        """The last record per (task, sample) (a re-run task's newest record wins)."""
+        return {r.key: r for r in self.records()}
 
     def repair(self) -> int:
         """Cut a torn last line now (an append does it anyway); the bytes removed."""

@@ -34,8 +34,11 @@ class FilterConfig(BaseModel):
                                  "workers share a device: the runtime filter's timings never overlap")
     quiet_timing: bool = Field(default=False, description="also hold every other device step off a running timer "
                                "(docs/data.md: consistent runtimes, ~5x fewer tasks per hour on an H100)")
-    first_call_cut: float = Field(default=10.0, gt=0, description="reject as too slow when the first forward "
-                                  "takes longer than this many times the window's upper bound")
+    first_call_cut: float = Field(default=10.0, gt=0, description="reject as too slow when the first forward, "
+                                  "and then a second (warm) one, take longer than this many times the window's "
+                                  "upper bound")
+    degenerate: bool = Field(default=True, description="run the degenerate-work checks (degenerate.py): "
+                             "redundant ops, random loss targets, overflow, degenerate domains, near-constant output")
 
     def shared_lock(self) -> str | None:
         """The lock file other device work holds (shared) under quiet timing; None otherwise."""
@@ -95,6 +98,15 @@ class SynthConfig(BaseModel):
     similarity_threshold: float = Field(default=0.9, gt=0, le=1.0)
     eval_sets: list[str] = Field(default_factory=list, description="task sources to stay away from "
                                  "(KernelBench checkout, files, tables)")
+    contamination_verdicts: list[str] = Field(
+        default_factory=lambda: ["same_ops", "same_primitives", "eval_composition"],
+        description="canonical-form verdicts that reject a task as equivalent to an evaluation task "
+                    "(canonical.py; 'eval_composition' = a chain of operators each of which is an evaluation task)")
+    semantic_dedup: bool = Field(default=True, description="reject a task whose canonical operator sequence "
+                                 "equals one already accepted (near_duplicate)")
+    devices: list[int] | None = Field(default=None, description="GPU indices the workers are spread over (worker "
+                                      "k uses devices[k % len]); one timing lock per device. None = the default "
+                                      "device")
     parquet_every: int = Field(default=50, ge=1, description="rewrite the parquet file every N accepted")
     generator: str = Field(default="catalogue", description="'catalogue' (sampled) or 'llm'")
     compose: ComposeConfig = Field(default_factory=ComposeConfig)

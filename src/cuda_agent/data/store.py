@@ -22,13 +22,14 @@ from ..storage import JsonlWriter, StoreError as _StorageError, atomic_write, re
 from .config import SynthConfig
 
 # Settings that may change between a run and its resumption (how much, how fast; not what).
-_RESUMABLE = ("count", "workers", "max_candidates", "time_budget_s", "candidate_timeout_s", "parquet_every")
+_RESUMABLE = ("count", "workers", "max_candidates", "time_budget_s", "candidate_timeout_s", "parquet_every", "devices")
 # Parquet column types: every row has every column, so the file has one stable schema.
 TASK_COLUMNS: dict[str, str] = {
     "ops": "string", "data_source": "string", "code": "string", "name": "string", "candidate": "int64",
     "seed": "int64", "generator": "string", "runtime_ms": "float64", "device": "string", "backend": "string",
     "input_shapes": "string", "output_shapes": "string", "filters": "string", "similarity_eval": "float64",
     "similar_eval_task": "string", "similarity_set": "float64", "torch_version": "string", "created": "string",
+    "nearest_eval": "string", "eval_score": "float64", "canonical_ops": "string", "first_call_ms": "float64",
 }
 
 

@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from .canonical import ContaminationIndex, OpForm, op_form
 from .catalogue import Catalogue, build_catalogue
 from .config import FilterConfig, SynthConfig
 from .filters import Reason, TaskCheck
@@ -61,20 +62,32 @@ class SynthStats:
 
 
 class EvalSet:
-    """Tasks to stay away from (contamination screen), fingerprinted once."""
+    """Tasks to stay away from (contamination screen): AST fingerprints and canonical operator
+    forms, both taken once from the sources given (e.g. a KernelBench checkout's path)."""
 
-    def __init__(self, sources: list[str]):
+    def __init__(self, sources: list[str], verdicts: list[str] | None = None):
         from ..tasks import load_tasks
 
         self.names: list[str] = []
         self.index = SimilarityIndex()
+        self.canonical = ContaminationIndex(*([verdicts] if verdicts is not None else []))
         for source in sources:
             for task in load_tasks(source, on_error="skip"):
                 try:
-                    self.index.add(fingerprint(task.source))
-                except SimilarityError:
+                    fp = fingerprint(task.source)
+                    form = op_form(task.source)
+                except (SimilarityError, SyntaxError):
                     continue
+                self.index.add(fp)
                 self.names.append(task.name)
+                self.canonical.add(task.name, form)
+
+
+def canonical_form(code: str) -> OpForm | None:
+    try:
+        return op_form(code)
+    except SyntaxError:
+        return None
 
 
 def synthesize(out_dir: str | Path, config: SynthConfig, *, catalogue: Catalogue | None = None,
@@ -103,12 +116,16 @@ def _synthesize(out_dir: str | Path, config: SynthConfig, *, catalogue: Catalogu
     versions = {"torch": torch.__version__, "catalogue": catalogue.key,
                 "transformers": catalogue.transformers_version, "backend": backend}
     store = DatasetStore(out_dir, config, versions)
-    evals = EvalSet(config.eval_sets)
+    evals = EvalSet(config.eval_sets, config.contamination_verdicts)
     accepted_index = SimilarityIndex()
     accepted_names: list[str] = []
+    accepted_ops: dict[tuple[str, ...], str] = {}  # canonical operator sequence -> first task with it
     for row in store.tasks:
         accepted_index.add(row["code"])
         accepted_names.append(row["name"])
+        form = canonical_form(row["code"])
+        if form is not None and form.ops:
+            accepted_ops.setdefault(form.ops, row["name"])
     filters = config.filters
     if config.workers > 1:  # workers share the device (or the cores): time one at a time
         filters = with_timing_lock(filters, Path(out_dir) / ".timing.lock")
@@ -139,16 +156,23 @@ def _synthesize(out_dir: str | Path, config: SynthConfig, *, catalogue: Catalogu
     def record(index: int, plan: Plan | None, check: TaskCheck, code: str | None, extra: dict[str, Any]) -> None:
         task_row = None
         with lock:
+            form = canonical_form(code) if code is not None else None
             if check.ok and code is not None:
                 dup = accepted_index.best(code)
                 if dup.score >= config.similarity_threshold:
                     check = check.model_copy(update={"ok": False, "reason": Reason.NEAR_DUPLICATE,
                                                      "detail": f"similarity {dup.score:.3f} to {accepted_names[dup.index]}"})
+                elif config.semantic_dedup and form is not None and form.ops in accepted_ops:
+                    check = check.model_copy(update={"ok": False, "reason": Reason.NEAR_DUPLICATE,
+                                                     "detail": "same operators in the same order as "
+                                                               f"{accepted_ops[form.ops]}"})
             if check.ok and code is not None and plan is not None:  # in-flight ones past `count` are kept too
                 name = f"synth-{config.seed}-{index:06d}"
                 task_row = _task_row(name, index, plan, code, check, config, backend, extra)
                 accepted_index.add(code)
                 accepted_names.append(name)
+                if form is not None and form.ops:
+                    accepted_ops.setdefault(form.ops, name)
                 stats.accepted += 1
             stats.candidates += 1
             if not check.ok:
@@ -171,16 +195,27 @@ def _synthesize(out_dir: str | Path, config: SynthConfig, *, catalogue: Catalogu
             fp = fingerprint(code)
         except SimilarityError as exc:
             return (Reason.LOAD_ERROR, str(exc)), {}
-        meta: dict[str, Any] = {}
+        form = canonical_form(code)
+        meta: dict[str, Any] = {"canonical_ops": list(form.ops) if form else None}
         if len(evals.index):
             m = evals.index.best(fp)
             meta.update(similarity_eval=round(m.score, 4), similar_eval_task=evals.names[m.index])
             if m.score >= config.similarity_threshold:
                 return (Reason.SIMILAR_TO_EVAL, f"similarity {m.score:.3f} to {evals.names[m.index]}"), meta
+        if len(evals.canonical) and form is not None:
+            near = evals.canonical.check(form)
+            meta.update(near.as_dict())
+            if near.verdict:
+                return (Reason.EQUIVALENT_TO_EVAL, f"{near.verdict}: {near.detail}"), meta
         m = accepted_index.best(fp)
         meta["similarity_set"] = round(m.score, 4)
         if m.score >= config.similarity_threshold:
             return (Reason.NEAR_DUPLICATE, f"similarity {m.score:.3f} to {accepted_names[m.index]}"), meta
+        if config.semantic_dedup and form is not None and form.ops:
+            with lock:
+                first = accepted_ops.get(form.ops)
+            if first is not None:
+                return (Reason.NEAR_DUPLICATE, f"same operators in the same order as {first}"), meta
         return None, meta
 
     runner = _CandidateRunner(config, backend, filters, planner, screen, record, policy)
@@ -301,6 +336,8 @@ def _task_row(name: str, index: int, plan: Plan, code: str, check: TaskCheck, co
         "filters": json.dumps([{"name": f.name, "ok": f.ok, "detail": f.detail} for f in check.filters]),
         "similarity_eval": extra.get("similarity_eval"), "similar_eval_task": extra.get("similar_eval_task"),
         "similarity_set": extra.get("similarity_set"), "torch_version": torch.__version__,
+        "nearest_eval": extra.get("nearest_eval"), "eval_score": extra.get("eval_score"),
+        "canonical_ops": json.dumps(extra.get("canonical_ops")), "first_call_ms": check.first_call_ms,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
 

@@ -83,10 +83,12 @@ class _Session:
         import torch
 
         from ..backends.sharing import view_bytes
-        from ..workspace.extension import install_extension_module
+        from ..languages import language_for_artifact
 
         raw = self.backend.open_arena(self.req["arena"], fds)  # before the syscall filter: the driver needs it
-        report = _enter_sandbox(self.req, self.backend)
+        # the loader comes from the artifact the evaluator built, never from the workspace's say-so
+        lang = None if self.req.get("reference_source") else language_for_artifact(self.req.get("library"))
+        report = _enter_sandbox(self.req, self.backend, lang)
         device = torch.device(self.backend.torch_device)
 
         def value(spec: dict[str, Any]) -> Any:
@@ -102,7 +104,7 @@ class _Session:
                 model_cls = module_from_source("reference_task", self.req["reference_source"]).Model
             else:
                 ws = Path(self.req["workspace"])
-                install_extension_module(self.req["extension"], self.req["library"])
+                lang.install(self.req["extension"], self.req["library"], ws)
                 sys.path.insert(0, str(ws))
                 module = _module_from_file("model_new", ws / "model_new.py")
                 model_cls = getattr(module, "ModelNew", None)
@@ -118,6 +120,14 @@ class _Session:
             self.models = {"candidate": self.model, "eager": self.model}
             if self.req.get("compile_mode"):
                 self.models["compile"] = torch.compile(self.model, mode=self.req["compile_mode"])
+            if lang is not None and lang.warm_up:  # JIT languages compile now, while processes may start
+                with torch.no_grad():
+                    self.model(*self.slots[0])
+                self.backend.synchronize()
+                if self.req.get("syscalls") and report.get("processes_while_loading"):
+                    from ..isolation import sandbox
+
+                    report["seccomp_after_load"] = sandbox.deny_syscalls().get("seccomp")
         except _Stop:
             raise
         except BaseException as exc:
@@ -190,21 +200,29 @@ def _module_from_file(name: str, path: Path) -> types.ModuleType:
     return module
 
 
-def _enter_sandbox(request: dict[str, Any], backend: Any) -> dict[str, Any]:
+def _enter_sandbox(request: dict[str, Any], backend: Any, lang: Any = None) -> dict[str, Any]:
     """Limits, then writes only to the scratch dir (and the device nodes the driver needs),
-    then the syscall filter: after CUDA started, before any candidate code exists."""
+    then the syscall filter: after CUDA started, before any candidate code exists. A language
+    that compiles while loading (Triton) may start its compilers until "ready": execution is
+    then limited by Landlock to those binaries, and the strict filter is stacked after."""
     from ..isolation import sandbox
 
+    scratch = Path(os.environ.get("HOME", "/nonexistent"))
+    needs = lang.sandbox_needs(scratch) if lang is not None else None
+    spawn = bool(needs and needs.processes_while_loading)
+    if needs:
+        os.environ.update(needs.environment)
     limits = request.get("limits", {})
     report = sandbox.apply_limits(limits.get("file_size_bytes"), limits.get("cpu_seconds"),
                                   limits.get("open_files"), limits.get("processes"),
                                   request.get("address_space_limit"))
     if request.get("filesystem"):
-        scratch = Path(os.environ.get("HOME", "/nonexistent"))
-        paths = [p for p in [scratch, *sandbox.device_write_paths(backend.name)] if p.exists()]
-        report.update(sandbox.restrict_writes(paths))
+        extra = list(needs.writable) if needs else []
+        paths = [p for p in [scratch, *sandbox.device_write_paths(backend.name), *extra] if p.exists()]
+        report.update(sandbox.restrict_writes(paths, executable=list(needs.executable) if spawn else None))
     if request.get("syscalls"):
-        report.update(sandbox.deny_syscalls())
+        report.update(sandbox.deny_syscalls(allow_processes=spawn))
+    report["processes_while_loading"] = spawn
     return report
 
 

@@ -7,6 +7,7 @@ the next and any failure ends the evaluation with reward -1 and a reason a perso
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from statistics import median
@@ -15,15 +16,13 @@ from typing import Any
 
 from ..backends import Backend, get_backend
 from ..backends.base import torch_version
-from ..tasks import Task
+from ..tasks import Task, Workload
 from ..workspace import Workspace, open_workspace
 from .baselines import Baseline, BaselineCache
 from ..isolation.paths import default_cache_dir
-from .build import build_workspace, publish_library
 from .config import EvalConfig
-from .records import EvalResult, TimeMs, TimingStats, TrialCheck
-from .reward import describe, milestone_reward, speedup_score
-from .static_checks import check_workspace
+from .records import EvalResult, SpeedupSummary, TimeMs, TimingStats, TrialCheck, WorkloadResult
+from .reward import describe, faster_over_workloads, milestone_reward, speedup_score
 from .timing import clearly_faster
 
 
@@ -55,50 +54,138 @@ def _run_stages(ws: Workspace, task: Task, backend: Backend, cfg: EvalConfig, ca
     if tampered:
         return _fail(result, "tamper", f"tampered: protected file(s) changed: {', '.join(tampered)}")
 
+    from ..languages import get_language
+
+    lang = get_language(ws.language)
     if cfg.guards.static_checks:
-        findings = check_workspace(ws.root, backend.name, backend.extension_name,
-                                   disabled_rules=frozenset(cfg.guards.disabled_rules))
+        findings = lang.check(ws.root, backend.name, disabled_rules=frozenset(cfg.guards.disabled_rules),
+                              cache_dir=cache_dir)
         if findings:
             result.findings = [f.model_dump() for f in findings]
             shown = "\n".join(f"  {f.file}:{f.line} [{f.rule}] {f.message}" for f in findings[:8])
             more = f"\n  ... and {len(findings) - 8} more" if len(findings) > 8 else ""
             return _fail(result, "guard", f"forbidden: {len(findings)} static check finding(s)\n{shown}{more}")
 
-    build = build_workspace(ws.root, backend, cache_dir=cache_dir, timeout_s=cfg.build_timeout_s)
+    build = lang.build(ws.root, backend, cache_dir=cache_dir, timeout_s=cfg.build_timeout_s)
     result.build = build
     result.phases["build"] = build.seconds
     if not build.ok:
         return _fail(result, "build", f"compile error:\n{build.log}")
     result.compiled = True
-    publish_library(ws.root, backend.extension_name, build.library)
+    lang.publish(ws.root, backend, build.library)
 
     if cfg.guards.symbols:
-        from .symbols import check_library
-
-        sym = check_library(build.library, backend.name)
+        sym = lang.check_artifact(build.library, backend.name, ws.root)
         if sym:
             result.findings = [f.model_dump() for f in sym]
             shown = "\n".join(f"  {f.file}:{f.line} [{f.rule}] {f.message}" for f in sym[:8])
             return _fail(result, "guard", f"forbidden: the built library imports {len(sym)} symbol(s) outside "
                                           f"the allowlist\n{shown}")
 
-    key = BaselineCache.key(task.content_hash, backend.device_key(), torch_version(), cfg.compile_mode,
-                            backend.name, cfg.timing.model_dump_json())
-    answer = _ask_judge(backend, _judge_request(ws, task, backend, cfg, cache_dir, key, build.library), cfg, result)
-    if answer is None:
-        return None
-    _take_answer(result, answer, cfg)
+    runs = task.evaluation_workloads()
+    if len(runs) == 1 and not runs[0][1]:  # one workload (KernelBench): the record as it always was
+        answer = _ask_workload(ws, task, task.workload_source(runs[0][0]), backend, cfg, cache_dir, build.library,
+                               result)
+        if answer is None:
+            return None
+        _take_answer(result, answer, cfg)
+    else:
+        _run_workloads(ws, task, runs, backend, cfg, cache_dir, build.library, result)
     tampered = ws.tampered_files()
     if tampered:  # the sandbox should make this impossible; checked anyway (a kernel without Landlock)
         _fail(result, "tamper", f"tampered during evaluation: protected file(s) changed: {', '.join(tampered)}")
 
 
+def _ask_workload(ws: Workspace, task: Task, source: str, backend: Backend, cfg: EvalConfig, cache_dir: Path,
+                  library: str | None, result: EvalResult) -> dict[str, Any] | None:
+    """The judge's answer for one workload's source (the task's own source: its own hash)."""
+    source_hash = task.content_hash if source == task.source else hashlib.sha256(source.encode()).hexdigest()
+    key = BaselineCache.key(source_hash, backend.device_key(), torch_version(), cfg.compile_mode,
+                            backend.name, cfg.timing.model_dump_json())
+    request = _judge_request(ws, task, backend, cfg, cache_dir, key, library, source=source, source_hash=source_hash)
+    return _ask_judge(backend, request, cfg, result)
+
+
+def _run_workloads(ws: Workspace, task: Task, runs: list[tuple[Workload, bool]], backend: Backend, cfg: EvalConfig,
+                   cache_dir: Path, library: str | None, result: EvalResult) -> None:
+    """Every workload judged in turn (the first failure ends it); the speed claim is over all
+    of them (`faster_over_workloads`). A held-out workload's values, reasons, trials and the
+    candidate's output stay out of the record: it is named by its position only."""
+    ratios: dict[str, list[list[float]]] = {"eager": [], "compile": []}
+    capped = False
+    for i, (workload, held) in enumerate(runs):
+        label = f"held-out {sum(h for _, h in runs[:i]) + 1}" if held else workload.name
+        sub = EvalResult(task=task.name, task_hash=task.content_hash, backend=backend.name)
+        answer = _ask_workload(ws, task, task.workload_source(workload), backend, cfg, cache_dir, library, sub)
+        got = _take_answer(sub, answer, cfg) if answer is not None else None
+        record = WorkloadResult(
+            name=label, held_out=held, params={} if held else dict(workload.params), correct=sub.correct,
+            stage=sub.stage, reason="" if held and not sub.correct else sub.reason, time_ms=sub.time_ms,
+            speedup_vs_eager=sub.speedup_vs_eager, speedup_vs_compile=sub.speedup_vs_compile,
+            faster_than_eager=sub.faster_than_eager, faster_than_compile=sub.faster_than_compile,
+            candidate_stats=sub.candidate_stats, calls_per_interval=sub.calls_per_interval,
+            baseline_cached=sub.baseline_cached, trials=[] if held else sub.trials)
+        result.workloads.append(record)
+        for phase, seconds in sub.phases.items():
+            result.phases[phase] = result.phases.get(phase, 0.0) + seconds
+        result.device = result.device or sub.device
+        result.sandbox = result.sandbox or sub.sandbox
+        result.flags.extend(f"{label}: {f}" for f in sub.flags)
+        if not held:
+            result.trials.extend(sub.trials)
+            result.worker_log = sub.worker_log
+        if not sub.correct:
+            why = (f"on a held-out workload (its inputs are not shown): the {sub.stage} stage failed" if held
+                   else f"on workload {workload.name!r}: {sub.reason}")
+            return _fail(result, sub.stage, why)
+        capped = capped or sub.reason.startswith("correct; speed not credited")
+        if got is not None:
+            ratios["eager"].append(got[0])
+            ratios["compile"].append(got[1])
+    result.correct = True
+    result.stage = "done"
+    result.reward = 1
+    result.reason = f"correct on all {len(runs)} workloads"
+    done = result.workloads
+    if not cfg.measure or not all(w.speedup_vs_eager for w in done):
+        result.speedup_score = speedup_score(True, None)
+        return None
+    result.speedups["eager"] = SpeedupSummary.of([w.speedup_vs_eager or 0.0 for w in done])
+    if all(w.speedup_vs_compile for w in done):
+        result.speedups["compile"] = SpeedupSummary.of([w.speedup_vs_compile or 0.0 for w in done])
+    has_compile = "compile" in result.speedups
+    result.time_ms = TimeMs(eager=sum(w.time_ms.eager or 0.0 for w in done),
+                            candidate=sum(w.time_ms.candidate or 0.0 for w in done),
+                            compile=sum(w.time_ms.compile or 0.0 for w in done) if has_compile else None)
+    fe = faster_over_workloads(ratios["eager"], cfg.margin, cfg.timing.confidence)
+    fc = has_compile and faster_over_workloads(ratios["compile"], cfg.margin, cfg.timing.confidence)
+    s_eager = result.speedups["eager"].geomean
+    s_compile = result.speedups["compile"].geomean if has_compile else None
+    result.faster_than_eager, result.faster_than_compile = fe, fe and fc
+    result.speedup_vs_eager, result.speedup_vs_compile = s_eager, s_compile
+    result.reward = milestone_reward(True, fe, fc)
+    result.speedup_score = speedup_score(True, s_compile)
+    worst = min(done, key=lambda w: w.speedup_vs_eager or 0.0)
+    result.reason = (describe(True, fe, fe and fc, s_eager, s_compile).replace(" (", " (geomean ", 1)
+                     + f" over {len(done)} workloads; worst {worst.speedup_vs_eager:.2f}x vs eager ({worst.name})")
+    if capped and result.reward > 1:
+        result.reward = 1
+        result.speedup_score = min(result.speedup_score, 0.0)
+        result.reason += "; speed not credited: a workload's time is below the speed-of-light bound"
+    if result.flags:
+        result.reason += "; " + "; ".join(result.flags)
+    return None
+
+
 def _judge_request(ws: Workspace, task: Task, backend: Backend, cfg: EvalConfig, cache_dir: Path, key: str,
-                   library: str | None) -> dict[str, Any]:
+                   library: str | None, *, source: str | None = None, source_hash: str | None = None) -> dict[str, Any]:
+    from ..languages import get_language
+
     return {
-        "config": cfg.model_dump(mode="json"), "task_source": task.source, "task_hash": task.content_hash,
+        "config": cfg.model_dump(mode="json"), "task_source": task.source if source is None else source,
+        "task_hash": source_hash or task.content_hash,
         "precision": getattr(task, "precision", None), "atol": task.atol, "rtol": task.rtol,
-        "workspace": str(ws.root), "library": library, "extension": backend.extension_name,
+        "workspace": str(ws.root), "library": library, "extension": get_language(ws.language).extension_name(backend.name),
         "cache_dir": str(cache_dir), "baseline_key": key, "namespaces": cfg.guards.no_network,
         "address_space_limit": _address_space_limit(backend, cfg),
         "limits": {"file_size_bytes": cfg.guards.max_file_bytes, "open_files": 4096,
@@ -123,7 +210,9 @@ def _ask_judge(backend: Backend, request: dict[str, Any], cfg: EvalConfig, resul
     return answer
 
 
-def _take_answer(result: EvalResult, answer: dict[str, Any], cfg: EvalConfig) -> None:
+def _take_answer(result: EvalResult, answer: dict[str, Any], cfg: EvalConfig) -> tuple[list[float], list[float]] | None:
+    """Fill `result` from the judge's answer; the per-round time ratios (candidate / eager,
+    candidate / compile) when it was timed."""
     result.device = str(answer.get("device", ""))
     result.phases.update(answer.get("phases") or {})
     result.sandbox = dict(answer.get("sandbox") or {})
@@ -138,7 +227,7 @@ def _take_answer(result: EvalResult, answer: dict[str, Any], cfg: EvalConfig) ->
         return _fail(result, "worker", "the judge reached no verdict")
     cached = Baseline.model_validate(answer["cached_baseline"]) if answer.get("cached_baseline") else None
     samples = answer.get("samples") if cfg.measure else None
-    _finish(result, cfg, samples, (samples or {}).get("compile"), cached)
+    ratios = _finish(result, cfg, samples, (samples or {}).get("compile"), cached)
     bound = answer.get("speed_of_light_ms")
     if samples and bound and median(samples["candidate"]) < bound and result.reward > 1:
         result.reward = 1
@@ -146,6 +235,7 @@ def _take_answer(result: EvalResult, answer: dict[str, Any], cfg: EvalConfig) ->
         result.reason = (f"correct; speed not credited: {median(samples['candidate']):.4g} ms twice below the "
                          f"{bound:.4g} ms lower bound the task's bytes and flops allow on this device (beyond the "
                          "speed of light: a timing hack, or a missing entry in the device table)")
+    return ratios
 
 
 def measure_baselines(workspace: Workspace | str | Path, config: EvalConfig | None = None) -> Baseline:
@@ -173,8 +263,10 @@ def measure_baselines(workspace: Workspace | str | Path, config: EvalConfig | No
 
 
 def _finish(result: EvalResult, cfg: EvalConfig, samples: dict[str, list[float]] | None,
-            compile_samples: list[float] | None, cached: Baseline | None) -> None:
+            compile_samples: list[float] | None, cached: Baseline | None) -> tuple[list[float], list[float]] | None:
+    """Reward and speedups from the samples; returns the per-round ratios (vs eager, vs compile)."""
     result.stage = "done"
+    ratios: tuple[list[float], list[float]] | None = None
     fe = fc = False
     s_eager = s_compile = None
     if samples is not None:
@@ -184,7 +276,8 @@ def _finish(result: EvalResult, cfg: EvalConfig, samples: dict[str, list[float]]
         result.candidate_stats = TimingStats.of(cand)
         c_med = median(cand)
         s_eager = median(eager) / c_med
-        fe = clearly_faster([cand[i] / eager[i] for i in range(n)], cfg.margin, cfg.timing.confidence)
+        ratios = ([cand[i] / eager[i] for i in range(n)], [])
+        fe = clearly_faster(ratios[0], cfg.margin, cfg.timing.confidence)
         compile_ref: list[float] | None = None
         if compile_samples:
             result.compile_stats = TimingStats.of(compile_samples)
@@ -196,7 +289,8 @@ def _finish(result: EvalResult, cfg: EvalConfig, samples: dict[str, list[float]]
             compile_ref = [cached.compile.median * drift] * n
         if compile_ref:
             s_compile = median(compile_ref) / c_med
-            fc = clearly_faster([cand[i] / compile_ref[i] for i in range(n)], cfg.margin, cfg.timing.confidence)
+            ratios[1].extend(cand[i] / compile_ref[i] for i in range(n))
+            fc = clearly_faster(ratios[1], cfg.margin, cfg.timing.confidence)
         result.time_ms = TimeMs(eager=median(eager), candidate=c_med,
                                 compile=median(compile_ref) if compile_ref else None)
     result.faster_than_eager, result.faster_than_compile = fe, fe and fc
@@ -206,6 +300,7 @@ def _finish(result: EvalResult, cfg: EvalConfig, samples: dict[str, list[float]]
     result.reason = describe(result.correct, fe, fe and fc, s_eager, s_compile)
     if result.flags:
         result.reason += "; " + "; ".join(result.flags)
+    return ratios
 
 
 def _fail(result: EvalResult, stage: str, reason: str) -> None:

@@ -60,6 +60,44 @@ class TimeMs(BaseModel):
     candidate: float | None = None
 
 
+class WorkloadResult(BaseModel):
+    """One workload of a multi-workload task: its verdict, times and speedups. A held-out
+    workload is named by its position only: its values and the candidate's messages about it
+    stay out of every record the agent can read."""
+
+    name: str
+    held_out: bool = False
+    params: dict[str, Any] = Field(default_factory=dict, description="the workload's values (empty when held out)")
+    correct: bool = False
+    stage: Stage = "done"
+    reason: str = ""
+    time_ms: TimeMs = Field(default_factory=TimeMs)
+    speedup_vs_eager: float | None = None
+    speedup_vs_compile: float | None = None
+    faster_than_eager: bool = False
+    faster_than_compile: bool = False
+    candidate_stats: TimingStats | None = None
+    calls_per_interval: int | None = None
+    baseline_cached: bool = False
+    trials: list[TrialCheck] = Field(default_factory=list)
+
+
+class SpeedupSummary(BaseModel):
+    """Per-workload speedups over one baseline, summarised three ways."""
+
+    geomean: float
+    mean: float = Field(description="arithmetic mean (FlashInfer-Bench's aggregate)")
+    worst: float
+    workloads: int
+
+    @classmethod
+    def of(cls, speedups: list[float]) -> "SpeedupSummary":
+        if not speedups or any(s <= 0 for s in speedups):
+            raise ValueError("speedups must be positive and at least one")
+        return cls(geomean=math.exp(sum(math.log(s) for s in speedups) / len(speedups)),
+                   mean=sum(speedups) / len(speedups), worst=min(speedups), workloads=len(speedups))
+
+
 class EvalResult(BaseModel):
     """The whole breakdown of one evaluation; `reward` is in {-1, 1, 2, 3}."""
 
@@ -92,3 +130,8 @@ class EvalResult(BaseModel):
     seconds: float = 0.0
     phases: dict[str, float] = Field(default_factory=dict,
                                      description="seconds per stage: build, start, reference, verify, time")
+    workloads: list[WorkloadResult] = Field(default_factory=list,
+                                            description="per workload, when the task has more than one (else empty)")
+    speedups: dict[str, SpeedupSummary] = Field(default_factory=dict,
+                                                description="'eager' / 'compile': geometric and arithmetic mean and "
+                                                "worst of the per-workload speedups (multi-workload tasks)")

@@ -7,6 +7,9 @@ than eager only; 3 more than `margin` faster than eager and torch.compile.
 from __future__ import annotations
 
 import math
+from typing import Sequence
+
+from .timing import median_interval
 
 
 def milestone_reward(correct: bool, faster_than_eager: bool, faster_than_compile: bool) -> int:
@@ -43,3 +46,17 @@ def describe(correct: bool, fe: bool, fc: bool, s_eager: float | None, s_compile
     if fe:
         return f"correct, faster than eager only{detail}"
     return f"correct, not faster{detail}"
+
+
+def faster_over_workloads(ratio_sets: Sequence[Sequence[float]], margin: float, confidence: float) -> bool:
+    """The speed claim over several workloads: each workload's paired per-round time ratios
+    (candidate / base) give an upper confidence bound of its median at a Bonferroni-adjusted
+    level (all k bounds hold together with `confidence`); the claim holds when the geometric
+    mean of those upper bounds is below 1 - margin. One workload: exactly `clearly_faster`."""
+    if not ratio_sets or any(not r for r in ratio_sets):
+        return False
+    level = 1 - (1 - confidence) / len(ratio_sets)
+    uppers = [median_interval(r, level)[1] for r in ratio_sets]
+    if any(u <= 0 for u in uppers):
+        return False
+    return math.exp(sum(math.log(u) for u in uppers) / len(uppers)) < 1 - margin

@@ -135,6 +135,10 @@ RULES: dict[str, str] = {
     "raw-syscall": "syscall() or a system-call instruction in kernels/ or the built library",
     "inline-asm": "host inline asm other than a compiler barrier (device PTX is fine)",
     "symbol-not-allowed": "the built library imports a symbol outside the allow-list",
+    "triton-host-language": "triton.language (tl.*) used in host code: it only means something inside @triton.jit",
+    "triton-device-call": "a @triton.jit function calls or names something other than tl.*, libdevice or jit functions",
+    "tensor-indexing": "a Triton launcher indexes or slices a tensor (torch compute on the host)",
+    "mutable-state": "a Triton launcher keeps state across calls: attribute/item assignment, mutable defaults or globals",
 }
 
 # ---- model_new.py policy ------------------------------------------------------------------

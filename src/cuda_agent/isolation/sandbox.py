@@ -37,6 +37,8 @@ _ENV_ALLOWED = (
     "LD_LIBRARY_PATH", "OMP_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_",
     "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "CC", "CXX",
     "CUDA_AGENT_CACHE", "VIRTUAL_ENV", "CONDA_PREFIX", "PYTHONPATH",
+    # Triton's tools and where its cache may live (languages/triton.py reads them)
+    "TRITON_PTXAS_PATH", "TRITON_LIBCUDA_PATH", "CUDA_AGENT_TRITON_CACHE_DIR", "CUDA_AGENT_TRITON_EXEC",
 )
 
 
@@ -110,6 +112,7 @@ _RULE_PATH_BENEATH = 1
 # filesystem rights that create, change or remove something (reading stays allowed)
 _FS_WRITE_V1 = sum(1 << b for b in (1, 4, 5, 6, 7, 8, 9, 10, 11, 12))  # write_file, remove_*, make_*
 _FS_REFER, _FS_TRUNCATE, _FS_WRITE_FILE = 1 << 13, 1 << 14, 1 << 1
+_FS_EXECUTE = 1 << 0
 _NET_BIND_TCP, _NET_CONNECT_TCP = 1 << 0, 1 << 1
 _SCOPE_ABSTRACT_UNIX, _SCOPE_SIGNAL = 1 << 0, 1 << 1
 
@@ -139,9 +142,10 @@ def landlock_abi() -> int:
     return max(0, int(version))
 
 
-def restrict_writes(writable: list[Path]) -> dict[str, Any]:
+def restrict_writes(writable: list[Path], executable: list[Path] | None = None) -> dict[str, Any]:
     """Irreversibly limit this thread (and every thread or process it starts later) to writing
-    under `writable`, with no TCP and no signals outside. Returns what was enforced."""
+    under `writable`, with no TCP and no signals outside. With `executable` (files or dirs),
+    execve is limited to those too (a JIT language's compilers). Returns what was enforced."""
     abi = landlock_abi()
     if abi < 1:
         return {"landlock": "unavailable (kernel without Landlock)"}
@@ -149,19 +153,21 @@ def restrict_writes(writable: list[Path]) -> dict[str, Any]:
     libc = _libc()
     libc.syscall.restype = ctypes.c_long
     fs = _FS_WRITE_V1 | (_FS_REFER if abi >= 2 else 0) | (_FS_TRUNCATE if abi >= 3 else 0)
+    handled = fs | (_FS_EXECUTE if executable is not None else 0)
     net = (_NET_BIND_TCP | _NET_CONNECT_TCP) if abi >= 4 else 0
     scoped = (_SCOPE_ABSTRACT_UNIX | _SCOPE_SIGNAL) if abi >= 6 else 0
-    attr = _RulesetAttr(fs, net, scoped)
+    attr = _RulesetAttr(handled, net, scoped)
     size = 8 if abi < 4 else (16 if abi < 6 else 24)
     ruleset = libc.syscall(ctypes.c_long(nums[0]), ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
     if ruleset < 0:
         return {"landlock": f"failed: {os.strerror(ctypes.get_errno())}"}
+    grants = [(p, fs) for p in writable] + [(p, _FS_EXECUTE) for p in executable or [] if os.path.exists(p)]
     try:
-        for path in writable:
+        for path, granted in grants:
             fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
             try:
                 # a single file (a device node) takes only the rights a file has
-                rights = fs if os.path.isdir(path) else fs & (_FS_WRITE_FILE | _FS_TRUNCATE)
+                rights = granted if os.path.isdir(path) else granted & (_FS_WRITE_FILE | _FS_TRUNCATE | _FS_EXECUTE)
                 rule = _PathBeneathAttr(rights, fd)
                 if libc.syscall(ctypes.c_long(nums[1]), ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH),
                                 ctypes.byref(rule), ctypes.c_uint32(0)) < 0:
@@ -174,7 +180,8 @@ def restrict_writes(writable: list[Path]) -> dict[str, Any]:
             return {"landlock": f"failed: {os.strerror(ctypes.get_errno())}"}
     finally:
         os.close(ruleset)
-    return {"landlock": f"abi {abi}", "writable": [str(p) for p in writable],
+    shown = {"executable": [str(p) for p, g in grants if g == _FS_EXECUTE]} if executable is not None else {}
+    return {"landlock": f"abi {abi}", "writable": [str(p) for p in writable], **shown,
             "tcp_blocked": bool(net), "signals_scoped": bool(scoped),
             "threads_at_restriction": _thread_count()}
 
@@ -288,11 +295,16 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_SockFilter))]
 
 
-def seccomp_program(machine: str, own_pid: int) -> list[tuple[int, int, int, int]]:
+_PROCESS_SYSCALLS = frozenset(("execve", "execveat", "fork", "vfork"))
+
+
+def seccomp_program(machine: str, own_pid: int, allow_processes: bool = False) -> list[tuple[int, int, int, int]]:
     """The classic-BPF filter, as (code, jt, jf, k): a foreign syscall ABI kills the process
     (int 0x80 on x86-64, x32); the calls above fail with EPERM; clone only makes threads
     (no new process, no namespace), clone3 is ENOSYS so glibc falls back to clone; signals
-    go only to this process; no terminal injection ioctls; everything else is allowed."""
+    go only to this process; no terminal injection ioctls; everything else is allowed.
+    `allow_processes`: the loading-time variant for JIT languages, which also lets the
+    process fork and exec (Landlock limits what it may execute); stack the strict one after."""
     arch, _, nr_clone, nr_clone3, nr_ioctl = _SECCOMP[machine]
     col = 0 if machine == "x86_64" else 1
     eperm, enosys = _RET_ERRNO | errno.EPERM, _RET_ERRNO | errno.ENOSYS
@@ -301,29 +313,36 @@ def seccomp_program(machine: str, own_pid: int) -> list[tuple[int, int, int, int
         prog += [(_JGE, 0, 1, 0x40000000), (_RET, 0, 0, _RET_KILL_PROCESS)]  # x32 ABI
     hot = [nums[col] for nums in _HOT_SYSCALLS]
     prog += [(_JEQ, len(hot) - i, 0, nr) for i, nr in enumerate(hot)] + [(_JA, 0, 0, 1), (_RET, 0, 0, _RET_ALLOW)]
-    for nums in _DENY_SYSCALLS.values():
+    for name, nums in _DENY_SYSCALLS.items():
+        if allow_processes and name in _PROCESS_SYSCALLS:
+            continue
         if nums[col] is not None:
             prog += [(_JEQ, 0, 1, nums[col]), (_RET, 0, 0, eperm)]
     prog += [(_JEQ, 0, 1, nr_clone3), (_RET, 0, 0, enosys)]
     for nums in _OWN_PID_SYSCALLS.values():
         prog += [(_JEQ, 0, 4, nums[col]), (_LD_ABS, 0, 0, _ARG0_OFF), (_JEQ, 0, 1, own_pid),
                  (_RET, 0, 0, _RET_ALLOW), (_RET, 0, 0, eperm)]
-    prog += [(_JEQ, 0, 5, nr_clone), (_LD_ABS, 0, 0, _ARG0_OFF), (_JSET, 2, 0, _CLONE_NEW_NAMESPACES),
-             (_JSET, 0, 1, _CLONE_THREAD), (_RET, 0, 0, _RET_ALLOW), (_RET, 0, 0, eperm)]
+    if allow_processes:  # new processes, never new namespaces
+        prog += [(_JEQ, 0, 4, nr_clone), (_LD_ABS, 0, 0, _ARG0_OFF), (_JSET, 1, 0, _CLONE_NEW_NAMESPACES),
+                 (_RET, 0, 0, _RET_ALLOW), (_RET, 0, 0, eperm)]
+    else:
+        prog += [(_JEQ, 0, 5, nr_clone), (_LD_ABS, 0, 0, _ARG0_OFF), (_JSET, 2, 0, _CLONE_NEW_NAMESPACES),
+                 (_JSET, 0, 1, _CLONE_THREAD), (_RET, 0, 0, _RET_ALLOW), (_RET, 0, 0, eperm)]
     prog += [(_JEQ, 0, 5, nr_ioctl), (_LD_ABS, 0, 0, _ARG1_OFF), (_JEQ, 2, 0, _TIOCSTI), (_JEQ, 1, 0, _TIOCLINUX),
              (_RET, 0, 0, _RET_ALLOW), (_RET, 0, 0, eperm)]
     return prog + [(_RET, 0, 0, _RET_ALLOW)]
 
 
-def deny_syscalls() -> dict[str, Any]:
+def deny_syscalls(allow_processes: bool = False) -> dict[str, Any]:
     """Irreversibly install the seccomp filter on every thread of this process (TSYNC: torch,
-    OpenMP and CUDA threads started before it are covered too). Returns what was enforced."""
+    OpenMP and CUDA threads started before it are covered too). Returns what was enforced.
+    Filters stack: a later call can only deny more."""
     machine = platform.machine()
     if machine not in _SECCOMP:
         return {"seccomp": f"unavailable (no syscall table for {machine})"}
     libc = _libc()
     libc.syscall.restype = ctypes.c_long
-    prog = seccomp_program(machine, os.getpid())
+    prog = seccomp_program(machine, os.getpid(), allow_processes)
     filters = (_SockFilter * len(prog))(*[_SockFilter(*ins) for ins in prog])
     fprog = _SockFprog(len(prog), filters)
     if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
@@ -335,8 +354,10 @@ def deny_syscalls() -> dict[str, Any]:
         return {"seccomp": f"failed: {why}"}
     col = 0 if machine == "x86_64" else 1
     return {"seccomp": f"on ({machine}, {len(prog)} instructions, all {threads} threads)",
-            "denied": sorted(n for n, nums in _DENY_SYSCALLS.items() if nums[col] is not None)
-            + ["clone without CLONE_THREAD", "clone3 (ENOSYS)", "signals to other processes"]}
+            "denied": sorted(n for n, nums in _DENY_SYSCALLS.items() if nums[col] is not None
+                             and not (allow_processes and n in _PROCESS_SYSCALLS))
+            + (["clone with namespace flags"] if allow_processes else ["clone without CLONE_THREAD"])
+            + ["clone3 (ENOSYS)", "signals to other processes"]}
 
 
 def apply_candidate_sandbox(scratch: Path, backend_name: str) -> dict[str, Any]:

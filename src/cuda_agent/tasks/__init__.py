@@ -12,6 +12,7 @@ from cuda_agent.tasks.loaders import (
     load_tasks,
 )
 from cuda_agent.tasks.task import Task, TaskError
+from cuda_agent.tasks.workloads import Workload, apply_workload
 
 __all__ = [
     "OPS6K_DATASET",
@@ -19,6 +20,8 @@ __all__ = [
     "OnError",
     "Task",
     "TaskError",
+    "Workload",
+    "apply_workload",
     "load_hf_dataset",
     "load_task",
     "load_task_dir",

@@ -32,6 +32,8 @@ _HF_ID = re.compile(r"[\w.-]+/[\w.-]+")
 # Optional table columns that map onto Task fields; any other extra column goes to metadata.
 _FIELD_COLUMNS = ("name", "level", "problem_id", "atol", "rtol")
 _OPS6K_COLUMNS = ("ops", "data_source", "code")
+# Columns holding a list of workloads ({"name", "params"}), as a list or its JSON text.
+_WORKLOAD_COLUMNS = ("workloads", "held_out")
 
 
 class LoadedTasks(list[Task]):
@@ -104,7 +106,8 @@ def load_task_table(path: str | Path, *, on_error: OnError = "raise") -> LoadedT
     """An Ops-6K style table (.parquet, or .jsonl / .json with one object per line).
 
     Required column: `code`. Ops-6K columns `ops` and `data_source` fill those fields;
-    `name`, `level`, `problem_id`, `atol`, `rtol` are honoured; other columns go to metadata.
+    `name`, `level`, `problem_id`, `atol`, `rtol` are honoured, and `workloads` / `held_out`
+    (lists of {"name", "params"}, or their JSON text); other columns go to metadata.
     Rows are named `{file stem}/{row:05d}` unless a `name` column says otherwise. A row's
     origin is `file#row=N` (0-based, as parquet tools count) or, in JSONL, `file:LINE` (1-based,
     as editors count).
@@ -165,8 +168,17 @@ def task_from_row(row: Mapping[str, Any], *, origin: str, default_name: str) -> 
     if not isinstance(code, str) or not code.strip():
         raise TaskError(origin, "row has no `code` (the KernelBench-format source)")
     fields = {col: row[col] for col in _FIELD_COLUMNS if row.get(col) is not None}
+    for col in _WORKLOAD_COLUMNS:
+        value = row.get(col)
+        if isinstance(value, str) and value.strip():
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise TaskError(origin, f"column {col!r} is not JSON: {exc}") from None
+        if value:
+            fields[col] = value
     name = str(fields.pop("name", default_name))
-    metadata = {k: v for k, v in row.items() if k not in _FIELD_COLUMNS + _OPS6K_COLUMNS}
+    metadata = {k: v for k, v in row.items() if k not in _FIELD_COLUMNS + _OPS6K_COLUMNS + _WORKLOAD_COLUMNS}
     try:
         return Task.from_source(
             code,
@@ -178,7 +190,7 @@ def task_from_row(row: Mapping[str, Any], *, origin: str, default_name: str) -> 
             **fields,
         )
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'task'}: {e['msg']}" for e in exc.errors())
         raise TaskError(origin, f"bad column value: {problems}") from None
 
 

@@ -3,15 +3,22 @@
 A task is plain source text; everything else (level, origin, hash) is metadata. The
 source is checked statically (AST) when the task is made, so a malformed file is rejected
 with a message naming the file and the problem before anything runs.
+
+A task may carry several workloads (input configurations, see workloads.py), some of them
+held out: never written into the agent's workspace (`Task.for_agent`), checked by the
+evaluation, so a kernel that hard-codes the shapes it was shown fails.
 """
 
 from __future__ import annotations
 
 import ast
 import hashlib
+import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
+
+from .workloads import Workload, apply_workload, check_workload
 
 REQUIRED_NAMES = ("Model", "get_inputs", "get_init_inputs")
 
@@ -43,12 +50,49 @@ class Task(BaseModel):
         default=None, description="run the reference, its inputs and the candidate's weights in this precision "
         "(None: as the task's code makes them)")
     metadata: dict[str, Any] = Field(default_factory=dict)
+    workloads: list[Workload] = Field(default_factory=list, description="input configurations shown to the agent; "
+                                      "empty: the source as written is the one workload")
+    held_out: list[Workload] = Field(default_factory=list, description="configurations the evaluation also checks "
+                                     "and the agent's workspace never holds (see for_agent)")
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def content_hash(self) -> str:
-        """sha256 of the source: the identity used by every cache (baselines, builds)."""
-        return hashlib.sha256(self.source.encode()).hexdigest()
+        """sha256 of the source (and of the visible workloads, when there are any): the
+        identity used by every cache (baselines, builds). A single-workload task hashes as it
+        always did; held-out workloads are left out so `for_agent()` keeps the identity."""
+        text = self.source
+        if self.workloads:
+            text += "\n#workloads " + json.dumps([w.model_dump() for w in self.workloads], sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    @model_validator(mode="after")
+    def _workloads_apply(self) -> "Task":
+        names = [w.name for w in [*self.workloads, *self.held_out]]
+        if len(set(names)) != len(names):
+            raise ValueError(f"task {self.name}: workload names repeat: {names}")
+        for w in [*self.workloads, *self.held_out]:
+            problem = check_workload(self.source, w)
+            if problem:
+                raise ValueError(f"task {self.name}: {problem}")
+        shown = {w.digest for w in self.workloads} or {Workload(name="as written").digest}
+        for w in self.held_out:
+            if w.digest in shown:
+                raise ValueError(f"task {self.name}: held-out workload {w.name!r} equals a visible one")
+        return self
+
+    def evaluation_workloads(self) -> list[tuple[Workload, bool]]:
+        """Every workload the evaluation checks, each with whether it is held out."""
+        shown = self.workloads or [Workload(name="default")]
+        return [(w, False) for w in shown] + [(w, True) for w in self.held_out]
+
+    def workload_source(self, workload: Workload) -> str:
+        """The task source as the judge runs it for `workload`."""
+        return apply_workload(self.source, workload)
+
+    def for_agent(self) -> "Task":
+        """This task without its held-out workloads: what a workspace may hold."""
+        return self.model_copy(update={"held_out": []})
 
     @classmethod
     def from_source(cls, source: str, *, name: str, origin: str = "", **fields: Any) -> "Task":

@@ -56,8 +56,14 @@ class RLConfig(_Cfg):
     save_total_limit: int | None = 3
     resume: bool = True
     workdir: str | None = Field(default=None, description="where episode workspaces live (default: temp)")
-    max_seconds: float | None = Field(default=None, description="stop training after this much wall time "
-                                      "(checked after each step; a lent GPU's budget)")
+    seal_shell: bool = Field(default=True, description="the episodes' bash tool in its own mount view (bubblewrap), "
+                             "as the agent runs it; false where bubblewrap is missing (the lent GPU machines): bash "
+                             "then runs with namespaces + Landlock write confinement, and the judge still sandboxes "
+                             "the candidate's code")
+    bash_timeout_s: float = Field(default=120.0, gt=0, description="default limit of one bash call in an episode")
+    max_seconds: float | None = Field(default=None, description="wall-time budget of training (a lent GPU's): "
+                                      "it stops after the step past which one more step as long as the longest "
+                                      "so far would overrun it; then final/ and held-out")
     eval_concurrency: int = Field(default=1, ge=1, description="final workspaces of a batch evaluated at once "
                                   "(builds dominate and are CPU-bound; timings on one GPU then overlap)")
     heldout_tasks: list[str] = Field(default_factory=list, description="tasks never trained on, measured with the "
@@ -83,6 +89,8 @@ class RFTConfig(_Cfg):
     save_steps: int = 50
     save_total_limit: int | None = 3
     resume: bool = True
+    stop_at_loss: float | None = Field(default=None, gt=0, description="end training at the first logged step whose "
+                                       "loss is at or below this (a policy that imitates, not one that recites)")
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
 
 

@@ -18,7 +18,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..agent.tools import ToolExecutor
+from ..agent.shell import ShellConfig
+from ..agent.tools import ToolConfig, ToolExecutor
 from ..tasks import Task
 from ..workspace import create_workspace
 from .prompting import initial_messages
@@ -49,7 +50,8 @@ def solution_episode(task: Task, files: dict[str, str], backend: str) -> dict[st
     with tempfile.TemporaryDirectory(prefix="demo-") as tmp:
         ws = create_workspace(task, Path(tmp) / "ws", backend)
         messages = initial_messages(ws)
-        executor = ToolExecutor.for_workspace(ws)
+        # only write_file runs here, never bash: no sealed shell needed (bubblewrap may be absent)
+        executor = ToolExecutor.for_workspace(ws, ToolConfig(shell=ShellConfig(seal=False)))
         try:
             results = [executor.execute("write_file", c["function"]["arguments"]) for c in calls]
         finally:

@@ -28,6 +28,8 @@ def run_rl(cfg: RLConfig) -> Path:
     from transformers.trainer_utils import get_last_checkpoint
     from trl import GRPOConfig, GRPOTrainer
 
+    from ..agent.shell import ShellConfig
+    from ..agent.tools import ToolConfig
     from ..backends import default_backend_name
     from .models import load_model_and_tokenizer, resolve_tasks
     from .prompting import initial_messages
@@ -47,8 +49,10 @@ def run_rl(cfg: RLConfig) -> Path:
     model, tokenizer = load_model_and_tokenizer(cfg.model, device)
     eval_cfg = cfg.eval.model_copy(update={"backend": backend})
     log = EpisodeLog()
-    env_cls = make_env_class([*tasks, *heldout], backend=backend, eval_config=eval_cfg, workdir=cfg.workdir,
-                             log=log, eval_concurrency=cfg.eval_concurrency)
+    tools = ToolConfig(bash_timeout_s=cfg.bash_timeout_s, bash_max_timeout_s=max(cfg.bash_timeout_s, 900.0),
+                       shell=ShellConfig(seal=cfg.seal_shell))
+    env_cls = make_env_class([*tasks, *heldout], backend=backend, eval_config=eval_cfg, tool_config=tools,
+                             workdir=cfg.workdir, log=log, eval_concurrency=cfg.eval_concurrency)
     dataset = Dataset.from_list(_rows(tasks, backend, initial_messages))
 
     batch = cfg.prompts_per_step * cfg.num_generations
@@ -78,9 +82,16 @@ def run_rl(cfg: RLConfig) -> Path:
             if logs:
                 jsonl.write(state.global_step, logs)
 
+        last_end = started
+        longest = 0.0
+
         def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> None:
-            if cfg.max_seconds is not None and time.monotonic() - started > cfg.max_seconds:
-                control.should_training_stop = True  # a lent machine's budget: end cleanly, save, measure
+            # a lent machine's budget: end cleanly (save, measure held-out) when the next step, as long
+            # as the longest so far (a rollout step; an update-only step is short), would overrun it
+            now = time.monotonic()
+            self.longest, self.last_end = max(self.longest, now - self.last_end), now
+            if cfg.max_seconds is not None and now - started + self.longest > cfg.max_seconds:
+                control.should_training_stop = True
 
     trainer_cls = _trainer_class(GRPOTrainer)
     trainer = trainer_cls(model=model, processing_class=tokenizer, args=args, train_dataset=dataset,

@@ -62,6 +62,9 @@ def run_rft(cfg: RFTConfig) -> Path:
         def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kw: Any) -> None:
             if logs:
                 jsonl.write(state.global_step, logs)
+            loss = (logs or {}).get("loss")
+            if cfg.stop_at_loss is not None and loss is not None and loss <= cfg.stop_at_loss:
+                control.should_training_stop = True  # the trainer then saves, and final/ is written below
 
     trainer = SFTTrainer(model=model, processing_class=tokenizer, args=args, train_dataset=dataset,
                          callbacks=[_Jsonl()])

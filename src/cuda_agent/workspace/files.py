@@ -43,6 +43,7 @@ class Workspace(BaseModel):
     task: Task
     backend: str
     manifest: dict[str, str]
+    language: str = "cpp"
 
     @property
     def fixed_files(self) -> list[str]:
@@ -59,11 +60,14 @@ class Workspace(BaseModel):
 
 
 def create_workspace(task: Task, directory: str | Path, backend: str, *, cache_dir: Path | None = None,
-                     overwrite: bool = False) -> Workspace:
-    """Lay out a fresh workspace for `task` in `directory`."""
+                     overwrite: bool = False, language: str = "cpp") -> Workspace:
+    """Lay out a fresh workspace for `task` in `directory`, in `language` (see languages/)."""
     from ..backends import get_backend
+    from ..languages import get_language
 
-    be = get_backend(backend)
+    get_backend(backend)
+    lang = get_language(language)
+    lang.check_backend(backend)
     root = Path(directory).resolve()
     if root.exists() and any(root.iterdir()):
         if not overwrite:
@@ -72,31 +76,50 @@ def create_workspace(task: Task, directory: str | Path, backend: str, *, cache_d
     (root / "kernels").mkdir(parents=True, exist_ok=True)
     (root / META_DIR).mkdir(exist_ok=True)
 
-    fixed: dict[str, str] = {
-        "SKILL.md": (TEMPLATES_DIR / f"SKILL.{backend}.md").read_text(),
-        "model.py": task.source,
-        "binding.cpp": (TEMPLATES_DIR / "binding.cpp").read_text(),
-        "binding_registry.h": (TEMPLATES_DIR / "binding_registry.h").read_text(),
-        f"{be.extension_name}.py": _loader_module(be.extension_name),
-    }
-    for script, verb in TOOL_SCRIPTS.items():
-        fixed[script] = _tool_script(verb)
+    fixed = lang.fixed_files(task, backend)
     manifest = {rel: _sha256(text.encode()) for rel, text in fixed.items()}
-    ws = Workspace(root=root, task=task, backend=backend, manifest=manifest)
-    meta = ws.model_dump_json(indent=1)
-    fixed_paths = {**fixed, META_FILE: meta}
-    for rel, text in fixed_paths.items():
+    ws = Workspace(root=root, task=task, backend=backend, manifest=manifest, language=language)
+    _write_fixed(root, {**fixed, META_FILE: ws.model_dump_json(indent=1)})
+    for rel, text in lang.starter_files(task, backend).items():
         path = root / rel
+        if overwrite or not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+    _record_outside(ws, cache_dir)
+    return ws
+
+
+def adopt_workspace(directory: str | Path, task: Task, backend: str, language: str, *,
+                    cache_dir: Path | None = None) -> Workspace:
+    """Take an existing directory laid out for `language` (e.g. the paper's agent_workdir) as
+    a workspace as it is: its fixed files are hashed as found and recorded outside it."""
+    from ..languages import get_language
+
+    lang = get_language(language)
+    lang.check_backend(backend)
+    root = Path(directory).resolve()
+    expected = list(lang.adoptable_files() or lang.fixed_files(task, backend))
+    missing = [rel for rel in expected if rel != "model.py" and not (root / rel).is_file()]
+    expected.append("model.py")
+    if missing or not (root / "model_new.py").is_file() or not (root / "kernels").is_dir():
+        raise WorkspaceError(f"{root} is not a {language} workspace: missing "
+                             f"{', '.join(missing or ['model_new.py or kernels/'])}")
+    manifest = {rel: _sha256((root / rel).read_bytes()) for rel in expected if (root / rel).is_file()}
+    ws = Workspace(root=root, task=task, backend=backend, manifest=manifest, language=language)
+    (root / META_DIR).mkdir(exist_ok=True)
+    (root / META_FILE).write_text(ws.model_dump_json(indent=1))
+    _record_outside(ws, cache_dir)
+    return ws
+
+
+def _write_fixed(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
         if path.exists():
             path.chmod(0o644)
         path.write_text(text)
-        mode = 0o555 if rel.endswith(".sh") else 0o444
-        path.chmod(mode)
-    starter = root / "model_new.py"
-    if overwrite or not starter.exists():
-        starter.write_text(_starter_model_new(task.source, be.extension_name))
-    _record_outside(ws, cache_dir)
-    return ws
+        path.chmod(0o555 if rel.endswith(".sh") else 0o444)
 
 
 def open_workspace(directory: str | Path, *, cache_dir: Path | None = None) -> Workspace:
@@ -118,6 +141,11 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def tool_scripts() -> dict[str, str]:
+    """compile.sh / verify.sh / profile.sh: the environment's own verbs on this workspace."""
+    return {script: _tool_script(verb) for script, verb in TOOL_SCRIPTS.items()}
+
+
 def _tool_script(verb: str) -> str:
     py = shlex.quote(sys.executable)
     return (
@@ -127,7 +155,7 @@ def _tool_script(verb: str) -> str:
     )
 
 
-def _loader_module(name: str) -> str:
+def loader_module(name: str) -> str:
     return (
         f'"""FIXED FILE (protected). `import {name}` loads the library ./compile.sh built from kernels/."""\n'
         "import os as _os\n\n"
@@ -137,7 +165,7 @@ def _loader_module(name: str) -> str:
     )
 
 
-def _starter_model_new(task_source: str, extension: str) -> str:
+def starter_model_new(task_source: str, extension: str) -> str:
     """The reference, renamed: a correct starting point the agent replaces op by op."""
     header = (
         f"# model_new.py -- yours to edit. Replace the torch computation below with ops from\n"
@@ -169,3 +197,6 @@ def _make_writable(root: Path) -> None:
             path.chmod(path.stat().st_mode | stat.S_IWUSR)
         except OSError:
             pass
+
+
+_starter_model_new = starter_model_new  # the name tests and older callers use

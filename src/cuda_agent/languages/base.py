@@ -1,0 +1,131 @@
+"""The candidate contract, per language: one small interface, one registry.
+
+A language says what a workspace holds (its fixed files and the agent's starting files),
+which static allowlist its sources are held to, how `kernels/` becomes one artifact, which
+allowlist that artifact is held to, and how the candidate process turns the artifact into
+the module `model_new.py` imports. Everything else (the judge, verification, timing, the
+reward) is one code path for every language.
+
+The artifact is self-describing (`Language.artifact_suffix`), so the judge forwards it as an
+opaque path and the candidate process picks the loader from it, never from a claim inside
+the workspace.
+"""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from ..evaluation.records import BuildResult
+    from ..evaluation.static_checks import Finding
+    from ..tasks import Task
+
+
+@dataclass(frozen=True)
+class SandboxNeeds:
+    """What a language's runtime needs from the candidate sandbox while the candidate loads
+    (Triton compiles kernels then). After loading, the candidate process stacks the strict
+    filter on top (`sandbox.deny_syscalls()`), so these hold only until "ready"."""
+
+    writable: tuple[Path, ...] = ()
+    executable: tuple[Path, ...] = ()
+    processes_while_loading: bool = False
+    environment: dict[str, str] = field(default_factory=dict)
+
+
+class Language(ABC):
+    """One language a candidate may be written in."""
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    backends: ClassVar[tuple[str, ...]]
+    artifact_suffix: ClassVar[str]
+    # run one forward on the first input slot before "ready" (JIT languages compile then)
+    warm_up: ClassVar[bool] = False
+
+    # ---- the workspace --------------------------------------------------------------
+    @abstractmethod
+    def extension_name(self, backend: str) -> str:
+        """The module model_new.py imports for this language on `backend`."""
+
+    @abstractmethod
+    def fixed_files(self, task: "Task", backend: str) -> dict[str, str]:
+        """Protected files (relative path -> text): tamper-checked by hash."""
+
+    def starter_files(self, task: "Task", backend: str) -> dict[str, str]:
+        """Files the agent starts from (written once, never protected)."""
+        from ..workspace.files import starter_model_new
+
+        return {"model_new.py": starter_model_new(task.source, self.extension_name(backend))}
+
+    def adoptable_files(self) -> tuple[str, ...] | None:
+        """Fixed files an existing directory must have to be adopted (None: all of fixed_files)."""
+        return None
+
+    def check_backend(self, backend: str) -> None:
+        if backend not in self.backends:
+            raise ValueError(f"the {self.name} language runs on {', '.join(self.backends)}, not {backend}")
+
+    # ---- the evaluator's side (no device) ---------------------------------------------
+    @abstractmethod
+    def check(self, root: Path, backend: str, *, disabled_rules: frozenset[str] = frozenset(),
+              cache_dir: Path | None = None) -> list["Finding"]:
+        """Static allowlist findings for the workspace's sources, before anything builds."""
+
+    @abstractmethod
+    def build(self, root: Path, backend: Any, *, cache_dir: Path, timeout_s: float) -> "BuildResult":
+        """`kernels/` into one artifact (BuildResult.library), outside the workspace."""
+
+    def check_artifact(self, artifact: str, backend: str, root: Path) -> list["Finding"]:
+        """Allowlist findings for the built artifact (e.g. a library's imported symbols)."""
+        return []
+
+    def publish(self, root: Path, backend: Any, artifact: str | None) -> None:
+        """Copy the artifact where the workspace's own loader finds it (agent convenience)."""
+
+    # ---- the candidate process's side ---------------------------------------------------
+    def sandbox_needs(self, scratch: Path) -> SandboxNeeds:
+        return SandboxNeeds()
+
+    @abstractmethod
+    def install(self, extension: str, artifact: str, workspace: Path) -> Any:
+        """Make `import <extension>` work in this process; return the module."""
+
+
+# name -> "module:Class", imported on first use so a language's heavy deps stay optional
+_REGISTRY: dict[str, str] = {
+    "cpp": "cuda_agent.languages.cpp:CppLanguage",
+    "triton": "cuda_agent.languages.triton:TritonLanguage",
+    "paper": "cuda_agent.languages.paper:PaperLanguage",
+}
+LANGUAGE_NAMES = tuple(_REGISTRY)
+DEFAULT_LANGUAGE = "cpp"
+
+
+def register_language(name: str, target: str) -> None:
+    """Add a language ("package.module:Class") to the registry."""
+    global LANGUAGE_NAMES
+    _REGISTRY[name] = target
+    LANGUAGE_NAMES = tuple(_REGISTRY)
+
+
+def get_language(name: str) -> Language:
+    try:
+        target = _REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown language {name!r}; choose one of {', '.join(_REGISTRY)}") from None
+    module, cls = target.split(":")
+    return getattr(importlib.import_module(module), cls)()
+
+
+def language_for_artifact(artifact: str | None) -> Language:
+    """The language whose build made `artifact` (longest matching suffix wins)."""
+    langs = [get_language(n) for n in _REGISTRY]
+    hits = [lang for lang in langs if artifact and artifact.endswith(lang.artifact_suffix)]
+    if not hits:
+        raise ValueError(f"no language builds an artifact like {artifact!r}")
+    return max(hits, key=lambda lang: len(lang.artifact_suffix))

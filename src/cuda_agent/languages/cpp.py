@@ -1,0 +1,64 @@
+"""C++ kernels (CUDA C++ on the cuda backend, C++/OpenMP on cpu): today's contract.
+
+kernels/*.cu|.cpp + kernels/*_binding.cpp registering torch ops through REGISTER_BINDING,
+linked into one library that `model_new.py` imports as `cuda_extension` / `cpu_extension`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .base import Language
+
+
+class CppLanguage(Language):
+    name = "cpp"
+    title = "CUDA C++ (C++/OpenMP on the cpu backend)"
+    backends = ("cuda", "cpu")
+    artifact_suffix = ".so"
+
+    def extension_name(self, backend: str) -> str:
+        from ..backends import get_backend
+
+        return get_backend(backend).extension_name
+
+    def fixed_files(self, task: Any, backend: str) -> dict[str, str]:
+        from ..workspace.files import TEMPLATES_DIR, loader_module, tool_scripts
+
+        ext = self.extension_name(backend)
+        return {
+            "SKILL.md": (TEMPLATES_DIR / f"SKILL.{backend}.md").read_text(),
+            "model.py": task.source,
+            "binding.cpp": (TEMPLATES_DIR / "binding.cpp").read_text(),
+            "binding_registry.h": (TEMPLATES_DIR / "binding_registry.h").read_text(),
+            f"{ext}.py": loader_module(ext),
+            **tool_scripts(),
+        }
+
+    def check(self, root: Path, backend: str, *, disabled_rules: frozenset[str] = frozenset(),
+              cache_dir: Path | None = None) -> list[Any]:
+        from ..evaluation.static_checks import check_workspace
+
+        return check_workspace(root, backend, self.extension_name(backend), disabled_rules=disabled_rules,
+                               cache_dir=cache_dir)
+
+    def build(self, root: Path, backend: Any, *, cache_dir: Path, timeout_s: float) -> Any:
+        from ..evaluation.build import build_workspace
+
+        return build_workspace(root, backend, cache_dir=cache_dir, timeout_s=timeout_s)
+
+    def check_artifact(self, artifact: str, backend: str, root: Path) -> list[Any]:
+        from ..evaluation.symbols import check_library
+
+        return check_library(artifact, backend)
+
+    def publish(self, root: Path, backend: Any, artifact: str | None) -> None:
+        from ..evaluation.build import publish_library
+
+        publish_library(root, backend.extension_name, artifact)
+
+    def install(self, extension: str, artifact: str, workspace: Path) -> Any:
+        from ..workspace.extension import install_extension_module
+
+        return install_extension_module(extension, artifact)

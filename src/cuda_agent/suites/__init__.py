@@ -1,0 +1,1 @@
+"""Benchmark suites read through their own packages: FlashInfer-Bench (`suites.flashinfer`)."""
