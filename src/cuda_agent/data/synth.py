@@ -179,6 +179,8 @@ def _synthesize(out_dir: str | Path, config: SynthConfig, *, catalogue: Catalogu
             candidate = {"index": index, "ops": plan.ops if plan else [], "data_source": plan.data_source if plan else "",
                          "status": "accepted" if task_row else "rejected", "reason": check.reason,
                          "detail": check.detail[:2000], "runtime_ms": check.runtime_ms, "code": code,
+                         "first_call_ms": check.first_call_ms, "warm_call_ms": check.warm_call_ms,
+                         "worker_task": check.worker_task,
                          "filters": [f.model_dump() for f in check.filters], "seconds": round(check.seconds, 3),
                          "elapsed_s": round(stats.elapsed_s, 2), **extra}
             store.add_candidate(candidate, task_row)
