@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# One device-tool call: probe the catalogue, synthesise a few hundred tasks on the GPU, audit them.
-#   run: bash bench/data_gpu.sh   (carry: .whl .carry-data; KernelBench levels 1-3 in .carry-data/KernelBench)
-# Env knobs (for a local smoke run): BACKEND, COUNT, WORKERS, BUDGET_S, AUDIT_S, COMPILE_BACKEND, QUIET=1 (--quiet-timing).
-# RESUME_TAR=<data_run.tar.gz from an earlier call>: continue that run (synth and audit both resume).
+# Data synthesis at scale on one GPU host (1-8 GPUs), resumable across 10-minute device calls:
+# catalogue, synth (workers spread over every GPU), audit, reports; everything lands in $OUT.
+#   run: bash bench/data_gpu.sh        carry: .whl .carry-data   (KernelBench levels 1-3 in .carry-data/KernelBench)
+# Resume: put the previous call's $OUT/data_run.tar.gz at .carry-data/resume/data_run.tar.gz (or RESUME_TAR=path);
+# each call continues synth until COUNT are accepted, then the audit, then writes the reports.
+# Env: COUNT (2000), CALL_S (seconds this call may use, 540), WORKERS_PER_GPU (8), WORKERS (overrides),
+#      AUDIT_WORKERS_PER_GPU (8), BACKEND (cuda), COMPILE_BACKEND (inductor), QUIET=1 (--quiet-timing), TIMEOUT (90),
+#      EVAL (.carry-data/KernelBench), SKIP_AUDIT=1.
 set -uo pipefail
+T0=$SECONDS
 if ls .whl/*.whl >/dev/null 2>&1 && ! python3 -c "import pydantic" 2>/dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
   export PYTHONPATH=/tmp/site:$PWD/src
@@ -12,25 +17,58 @@ else
 fi
 export PYTHONUNBUFFERED=1 CUDA_AGENT_CACHE=${CUDA_AGENT_CACHE:-/root/.cache/cuda-agent}
 OUT=${OUT:-/tmp/data-gpu-out}; mkdir -p "$OUT"
-BACKEND=${BACKEND:-cuda}; COUNT=${COUNT:-400}; QUIET=${QUIET:-}; WORKERS=${WORKERS:-8}; BUDGET_S=${BUDGET_S:-200}
-AUDIT_S=${AUDIT_S:-150}; COMPILE_BACKEND=${COMPILE_BACKEND:-inductor}
+BACKEND=${BACKEND:-cuda}; COUNT=${COUNT:-2000}; CALL_S=${CALL_S:-540}; QUIET=${QUIET:-}; TIMEOUT=${TIMEOUT:-90}
+COMPILE_BACKEND=${COMPILE_BACKEND:-inductor}; EVAL=${EVAL:-.carry-data/KernelBench}
+NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true); [ "$BACKEND" = cuda ] && [ "$NGPU" -ge 1 ] || NGPU=1
+DEVICES=$(seq -s, 0 $((NGPU - 1)))
+WORKERS=${WORKERS:-$(( ${WORKERS_PER_GPU:-8} * NGPU ))}; AUDIT_WORKERS=${AUDIT_WORKERS:-$(( ${AUDIT_WORKERS_PER_GPU:-8} * NGPU ))}
+DEV_ARG=(); [ "$BACKEND" = cuda ] && DEV_ARG=(--devices "$DEVICES")
 RUN=/tmp/data-run-$BACKEND; rm -rf "$RUN"
-[ -n "${RESUME_TAR:-}" ] && tar -xzf "$RESUME_TAR" -C /tmp
+RESUME_TAR=${RESUME_TAR:-.carry-data/resume/data_run.tar.gz}
+CALL=1
+if [ -f "$RESUME_TAR" ]; then
+  tar -xzf "$RESUME_TAR" -C /tmp || exit 1
+  CALL=$(( $(cat "$RUN/.calls" 2>/dev/null || echo 1) + 1 ))
+  [ -d "$RUN/.catalogue-cache" ] && mkdir -p "$CUDA_AGENT_CACHE/data" && cp -n "$RUN"/.catalogue-cache/* "$CUDA_AGENT_CACHE/data/" 2>/dev/null
+fi
+mkdir -p "$RUN"; echo "$CALL" > "$RUN/.calls"
+left() { echo $(( CALL_S - (SECONDS - T0) )); }
 PY=${PYTHON:-python3}
+LOG="$OUT/log_call$CALL.txt"
 {
+  echo "== call $CALL: $NGPU GPU(s) [$DEVICES], $WORKERS synth workers, $AUDIT_WORKERS audit workers, count $COUNT"
   nvidia-smi -L 2>/dev/null; $PY -c "import torch, sys; print('torch', torch.__version__, 'python', sys.version.split()[0])"
   echo "== catalogue"; t0=$SECONDS; $PY -m cuda_agent data catalogue --json; echo "catalogue wall $((SECONDS - t0)) s"
-  echo "== synth"; t0=$SECONDS
-  $PY -m cuda_agent data synth "$RUN" --count "$COUNT" --seed 0 --backend "$BACKEND" --workers "$WORKERS" \
-      --eval-set .carry-data/KernelBench --time-budget "$BUDGET_S" --timeout 90 --compile-backend "$COMPILE_BACKEND" ${QUIET:+--quiet-timing}
-  echo "synth wall $((SECONDS - t0)) s"; t0=$SECONDS
-  echo "== audit (stopped after ${AUDIT_S} s if not done; rows are saved as they finish)"
-  timeout "$AUDIT_S" $PY -m cuda_agent data audit "$RUN/tasks.parquet" --out "$RUN/audit.jsonl" --backend "$BACKEND" \
-      --workers "$WORKERS" --eval-set .carry-data/KernelBench --timeout 90 --compile-backend "$COMPILE_BACKEND" ${QUIET:+--quiet-timing} --json
-  echo "audit exit $? after $((SECONDS - t0)) s"
-  $PY -c "from cuda_agent.data.report import audit_report; print(open(audit_report('$RUN/audit.jsonl')).read()[:3000])"
-} 2>&1 | tee "$OUT/log.txt"
-cp "$RUN/summary.json" "$OUT/summary.json" 2>/dev/null
-cp "$RUN/report.md" "$OUT/report.md" 2>/dev/null
+  mkdir -p "$RUN/.catalogue-cache"; cp "$CUDA_AGENT_CACHE"/data/catalogue-*.json "$RUN/.catalogue-cache/" 2>/dev/null
+  accepted=$( [ -f "$RUN/tasks.jsonl" ] && wc -l < "$RUN/tasks.jsonl" || echo 0 )
+  if [ "$accepted" -lt "$COUNT" ] && [ "$(left)" -gt 150 ]; then
+    budget=$(( $(left) - 130 ))  # in-flight candidates finish (up to TIMEOUT) after dispatch stops
+    echo "== synth ($accepted accepted so far; dispatching for ${budget} s)"; t0=$SECONDS
+    timeout $(( $(left) - 20 )) $PY -m cuda_agent data synth "$RUN" --count "$COUNT" --seed 0 --backend "$BACKEND" \
+        --workers "$WORKERS" "${DEV_ARG[@]}" --eval-set "$EVAL" --time-budget "$budget" --timeout "$TIMEOUT" \
+        --compile-backend "$COMPILE_BACKEND" ${QUIET:+--quiet-timing} --no-report
+    echo "synth exit $? after $((SECONDS - t0)) s"
+  fi
+  accepted=$( [ -f "$RUN/tasks.jsonl" ] && wc -l < "$RUN/tasks.jsonl" || echo 0 )
+  echo "accepted: $accepted of $COUNT"
+  if [ "$accepted" -ge "$COUNT" ] && [ -z "${SKIP_AUDIT:-}" ] && [ "$(left)" -gt 90 ]; then
+    echo "== audit (until $(( $(left) - 60 )) s from now; rows are saved as they finish and resume next call)"; t0=$SECONDS
+    timeout $(( $(left) - 60 )) $PY -m cuda_agent data audit "$RUN/tasks.parquet" --out "$RUN/audit.jsonl" \
+        --backend "$BACKEND" --workers "$AUDIT_WORKERS" "${DEV_ARG[@]}" --eval-set "$EVAL" --timeout "$TIMEOUT" \
+        --compile-backend "$COMPILE_BACKEND" ${QUIET:+--quiet-timing} --json
+    echo "audit exit $? after $((SECONDS - t0)) s; rows audited: $(wc -l < "$RUN/audit.jsonl" 2>/dev/null || echo 0)"
+  fi
+  echo "== reports"
+  [ -f "$RUN/candidates.jsonl" ] && $PY -m cuda_agent data report "$RUN" >/dev/null
+  AUD=(); [ -f "$RUN/audit.jsonl" ] && AUD=(--audit "$RUN/audit.jsonl")
+  [ -f "$RUN/tasks.jsonl" ] && $PY -m cuda_agent data set-report "$RUN/tasks.jsonl" --out "$RUN" --eval-set "$EVAL" "${AUD[@]}"
+  [ -f "$RUN/audit.jsonl" ] && $PY -c "from cuda_agent.data.report import audit_report; audit_report('$RUN/audit.jsonl')"
+  $PY bench/data_first_call.py "$RUN/candidates.jsonl" "$RUN/audit.jsonl" > "$RUN/first_call.json" 2>/dev/null
+  echo "call $CALL done after $((SECONDS - T0)) s"
+} 2>&1 | tee "$LOG"
+for f in summary.json report.md dataset_report.md nearest_eval.jsonl audit.md first_call.json tasks.parquet; do
+  cp "$RUN/$f" "$OUT/" 2>/dev/null
+done
+[ -d "$RUN/plots" ] && cp -r "$RUN/plots" "$OUT/"
 tar -czf "$OUT/data_run.tar.gz" -C /tmp "$(basename "$RUN")"
 ls -la "$OUT"

@@ -188,3 +188,29 @@ def test_eval_set_takes_a_path(tmp_path: Path) -> None:
     assert len(evals.canonical) == len(EVAL)
     got = evals.canonical.check(op_form(GENERATED["ReLU as an nn.ReLU module"][0]))
     assert got.verdict == SAME_OPS and got.name.endswith("19_ReLU")
+
+
+def test_set_report_names_the_nearest_task_of_every_row(tmp_path: Path) -> None:
+    import json
+
+    from cuda_agent.data.set_report import dataset_report
+
+    evals = tmp_path / "eval" / "level1"
+    evals.mkdir(parents=True)
+    for name, source in EVAL.items():
+        (evals / f"{name.split('/')[1]}.py").write_text(source)
+    rows = [{"ops": "['torch.nn.ReLU']", "data_source": "torch#1", "code": GENERATED["ReLU as an nn.ReLU module"][0],
+             "name": "gen-relu", "runtime_ms": 2.5, "input_shapes": "[[16, 16384]]"},
+            {"ops": "['torch.nn.Linear', 'torch.nn.functional.gelu']", "data_source": "torch#2",
+             "code": NOT_CONTAMINATED["Linear then GELU"], "name": "gen-lin-gelu", "runtime_ms": 4.0,
+             "input_shapes": "[[16, 16384]]"}]
+    table = tmp_path / "tasks.jsonl"
+    table.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    report = dataset_report(table, tmp_path / "out", eval_sets=[str(tmp_path / "eval")], sample=2)
+    nearest = [json.loads(line) for line in (tmp_path / "out" / "nearest_eval.jsonl").read_text().splitlines()]
+    assert [n["name"] for n in nearest] == ["gen-relu", "gen-lin-gelu"]
+    assert nearest[0]["nearest_eval"].endswith("19_ReLU") and nearest[0]["eval_verdict"] == SAME_OPS
+    assert nearest[1]["eval_verdict"] == "" and nearest[1]["eval_score"] < 1.0
+    text = report.read_text()
+    assert "| 2 | 1 | 50.0% | 83.8% |" in text  # composition beside Ops-6K's published mix
+    assert "| same_ops | 1 |" in text and "gen-lin-gelu" in text and "```python" in text

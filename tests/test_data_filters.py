@@ -71,7 +71,8 @@ def check(worker: DataWorker, source: str, **cfg) -> TaskCheck:
 def test_good_task_passes_every_filter(worker: DataWorker) -> None:
     result = check(worker, GOOD, early_exit=False)
     assert result.ok, result.failures()
-    assert [f.name for f in result.filters] == ["runs", "finite", "non_constant", "varied_inputs", "input_sensitive",
+    assert [f.name for f in result.filters] == ["runs", "finite", "non_constant", "not_degenerate", "varied_inputs",
+                                                "input_sensitive",
                                                 "parameters_used", "deterministic", "not_stochastic", "runtime",
                                                 "compile"]
     assert result.input_shapes == [[8, 64]] and result.output_shapes == [[8, 32]]
@@ -140,5 +141,82 @@ def test_far_too_slow_first_call_is_cut_before_the_other_checks(worker: DataWork
     slow = BAD[Reason.TOO_SLOW].replace("time.sleep(0.15)", "time.sleep(0.7)")
     result = check(worker, slow, window_ms=(0.0, 50.0))
     assert result.reason == Reason.TOO_SLOW
-    assert "first call" in result.detail
+    assert "first call" in result.detail and "warm call" in result.detail  # judged after a warm re-call
     assert [f.name for f in result.filters] == ["runs"]
+    assert result.first_call_ms >= 700 and result.warm_call_ms >= 700
+
+
+# ---- degenerate work (degenerate.py): the issue's examples, each with its reason ----------------
+def _task(init: str, forward: str, inputs: str, args: str = "x") -> str:
+    init = "\n".join("        " + line for line in init.splitlines())
+    forward = "\n".join("        " + line for line in forward.splitlines())
+    return (HEADER + f"\nclass Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n{init}\n\n"
+            f"    def forward(self, {args}):\n{forward}\n\n\ndef get_inputs():\n    return {inputs}\n\n\n"
+            "def get_init_inputs():\n    return []\n")
+
+
+DEGENERATE = {
+    "softmax twice (module with implicit dim, then torch.special)": (
+        _task("self.softmax = nn.Softmax()", "x = self.softmax(x)\nreturn torch.special.softmax(x, -1)",
+              "[torch.randn(32, 256)]"), Reason.REDUNDANT_OP),
+    "relu twice": (_task("self.fc = nn.Linear(256, 256)", "x = torch.relu(self.fc(x))\nreturn F.relu(x)",
+                         "[torch.randn(32, 256)]"), Reason.REDUNDANT_OP),
+    "relu of a softmax (identity on its domain)": (
+        _task("", "return torch.relu(torch.softmax(x, -1)) + 0", "[torch.randn(32, 256)]"), Reason.REDUNDANT_OP),
+    "MultiLabelSoftMarginLoss on randn targets": (
+        _task("self.loss = nn.MultiLabelSoftMarginLoss()", "x = torch.cummin(x, -1)[0]\nreturn self.loss(x, target)",
+              "[torch.randn(16, 8, 8, 8), torch.randn(16, 8, 8, 8)]", "x, target"), Reason.RANDOM_TARGET),
+    "hfft2 -> celu -> topk -> sinc -> shifted_chebyshev_polynomial_t": (
+        _task("", "x = torch.fft.hfft2(x)\nx = torch.celu(x)\nx = torch.topk(x, 2)[0]\nx = torch.sinc(x)\n"
+                  "return torch.special.shifted_chebyshev_polynomial_t(x, 2)", "[torch.randn(16, 8, 32, 32)]"),
+        Reason.DEGENERATE_DOMAIN),
+    "attention of a 2-D tensor with itself": (
+        _task("", "x = F.scaled_dot_product_attention(x, x, x)\nreturn F.pairwise_distance(x, x2)",
+              "[torch.randn(128, 512), torch.randn(128, 512)]", "x, x2"), Reason.SELF_ATTENTION),
+    "overflow hidden by a later clamp": (
+        _task("", "return torch.clamp(torch.exp(x * 100), max=1.0)", "[torch.randn(32, 256)]"), Reason.OVERFLOW),
+    "output within the check's tolerance of a constant (softmax over 65,536 values)": (
+        _task("", "return torch.softmax(x, -1)", "[torch.randn(4, 65536)]"), Reason.NEAR_CONSTANT),
+    "output constant to 1e-3 of its magnitude": (
+        _task("self.ln = nn.LayerNorm(256)", "return torch.cos(x) * 1e-3 + 1e3", "[torch.randn(32, 256)]"),
+        Reason.NEAR_CONSTANT),
+}
+NOT_DEGENERATE = {
+    "linear -> gelu": _task("self.fc = nn.Linear(256, 128)", "return F.gelu(self.fc(x))", "[torch.randn(32, 256)]"),
+    "conv -> softmax over channels": _task("self.conv = nn.Conv2d(3, 16, 3)", "return torch.softmax(self.conv(x), 1)",
+                                           "[torch.randn(4, 3, 16, 16)]"),
+    "BCE on targets in [0, 1]": _task("", "return F.binary_cross_entropy(torch.sigmoid(x), y)",
+                                      "[torch.randn(32, 256), torch.rand(32, 256)]", "x, y"),
+    "MSE on randn targets (any real target is meaningful)": _task("", "return F.mse_loss(torch.tanh(x), y)",
+                                                                  "[torch.randn(32, 256), torch.randn(32, 256)]",
+                                                                  "x, y"),
+    "batched self-attention (3-D)": _task("self.mha = nn.MultiheadAttention(64, 4)", "return self.mha(x, x, x)[0]",
+                                          "[torch.randn(16, 4, 64)]"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DEGENERATE))
+def test_degenerate_work_rejected_with_its_reason(worker: DataWorker, case: str) -> None:
+    source, reason = DEGENERATE[case]
+    result = check(worker, source, compile=False)
+    assert result.reason == reason, (case, result.reason, result.detail)
+    assert result.filters[-1].name == "not_degenerate"
+
+
+@pytest.mark.parametrize("case", sorted(NOT_DEGENERATE))
+def test_sound_work_passes_the_degenerate_checks(worker: DataWorker, case: str) -> None:
+    result = check(worker, NOT_DEGENERATE[case], compile=False)
+    assert result.ok, (case, result.reason, result.detail)
+
+
+def test_cold_first_call_is_retimed_warm_not_rejected(worker: DataWorker) -> None:
+    """A first call past the cut that is fast when warm (a worker's cold start) passes; both
+    times are recorded."""
+    cold = GOOD.replace("import torch\n", "import time\nimport torch\n", 1).replace(
+        "class Model", "COLD = [True]\n\nclass Model").replace(
+        "return torch.relu(self.linear(x))",
+        "if COLD[0]:\n            COLD[0] = False\n            time.sleep(0.7)\n        return torch.relu(self.linear(x))")
+    result = check(worker, cold, window_ms=(0.0, 50.0), compile=False)
+    assert result.ok, (result.reason, result.detail)
+    assert result.first_call_ms is not None and result.first_call_ms >= 700
+    assert result.warm_call_ms is not None and result.warm_call_ms < 500

@@ -5,9 +5,11 @@ plan        sample which operators a task composes (seeded, reproducible)
 compose     run a plan, size it to the runtime window, render KernelBench-format code
 filters     the execution checks of SPEC §3, each reject with a reason code
 similarity  the AST similarity screen (contamination, near-duplicates)
+canonical   the canonical operator form: semantic contamination and de-duplication
+degenerate  degenerate-work checks on a trace of forward (redundant ops, random targets ...)
 synth       the resumable generation loop; store writes parquet + JSONL
 audit       re-run every filter on an existing data set
-report      Markdown stats with plots
+report      Markdown stats with plots; set_report: a data set beside Ops-6K, with a readable sample
 
 Names are imported on first use, so `cuda_agent.data.cli` (and `cuda-agent --help`) does not
 pay for torch.
@@ -26,7 +28,8 @@ _EXPORTS = {
     "SynthConfig": "config",
     "FilterResult": "filters", "Reason": "filters", "TaskCheck": "filters",
     "Plan": "plan", "Planner": "plan",
-    "audit_report": "report", "synth_report": "report",
+    "audit_report": "report", "synth_report": "report", "dataset_report": "set_report",
+    "ContaminationIndex": "canonical", "OpForm": "canonical", "op_form": "canonical", "canonical_name": "canonical",
     "Fingerprint": "similarity", "SimilarityIndex": "similarity", "fingerprint": "similarity",
     "SynthStats": "synth", "synthesize": "synth",
 }

@@ -45,7 +45,7 @@ class AuditSummary:
 
 def audit(dataset: str | Path, out: str | Path, *, backend: str | None = None, filters: FilterConfig | None = None,
           eval_sets: list[str] | None = None, similarity_threshold: float = 0.9, workers: int = 1,
-          timeout_s: float = 300.0, limit: int | None = None,
+          timeout_s: float = 300.0, limit: int | None = None, devices: list[int] | None = None,
           progress: Callable[[int, int, dict[str, Any]], None] | None = None) -> AuditSummary:
     """Audit `dataset`, appending one JSON line per row to `out`; returns the totals."""
     from ..backends import default_backend_name
@@ -58,16 +58,16 @@ def audit(dataset: str | Path, out: str | Path, *, backend: str | None = None, f
     tasks = list(loaded)[:limit] if limit else list(loaded)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    if workers > 1:
-        from .synth import with_timing_lock
+    from .synth import device_env, device_of, filters_by_device
 
-        cfg = with_timing_lock(cfg, out.with_suffix(".timing.lock"))
+    by_device = filters_by_device(cfg, workers, devices, out.with_suffix(".timing.lock"))
     done = {r["name"]: r for r in read_records(out)}  # a torn line: that row is audited again
     rows: dict[str, dict[str, Any]] = {}
     for err in loaded.rejected:  # rows the loaders could not even read
         rows[err.origin] = {"name": err.origin, "origin": err.origin, "ok": False,
                             "failures": [{"filter": "load", "reason": Reason.LOAD_ERROR, "detail": err.problem}]}
-    screens = _screen(tasks, eval_sets or [], similarity_threshold)
+    nearest: dict[str, dict[str, Any]] = {}
+    screens = _screen(tasks, eval_sets or [], similarity_threshold, nearest)
     lock = threading.Lock()
     todo = [t for t in tasks if t.name not in done]
     summary = AuditSummary(out=str(out))
@@ -84,9 +84,11 @@ def audit(dataset: str | Path, out: str | Path, *, backend: str | None = None, f
             if progress:
                 progress(len(done), total, row)
 
-    def run() -> None:
+    def run(slot: int) -> None:
         from .pool import DataWorker, WorkerDied, WorkerError
 
+        device = device_of(slot, devices)
+        cfg = by_device[device]
         worker: DataWorker | None = None
         threads = max(1, (os.cpu_count() or 1) // workers)
         try:
@@ -98,7 +100,7 @@ def audit(dataset: str | Path, out: str | Path, *, backend: str | None = None, f
                 if worker is None or worker.worn_out:
                     if worker is not None:
                         worker.close()
-                    worker = DataWorker(backend, threads=threads)
+                    worker = DataWorker(backend, threads=threads, extra_env=device_env(device))
                 try:
                     reply = worker.request({"op": "check", "source": task.source, "filters": cfg.model_dump(mode="json")},
                                            timeout_s)
@@ -110,12 +112,12 @@ def audit(dataset: str | Path, out: str | Path, *, backend: str | None = None, f
                     check = TaskCheck(ok=False, reason=reason, detail=exc.reason)
                 except WorkerError as exc:
                     check = TaskCheck(ok=False, reason=Reason.RUNTIME_ERROR, detail=exc.message)
-                record(_row(task, check, screens.get(task.name, [])))
+                record(_row(task, check, screens.get(task.name, []), nearest.get(task.name, {})))
         finally:
             if worker is not None:
                 worker.close()
 
-    threads_ = [threading.Thread(target=run, daemon=True) for _ in range(max(1, workers))]
+    threads_ = [threading.Thread(target=run, args=(k,), daemon=True) for k in range(max(1, workers))]
     for t in threads_:
         t.start()
     for t in threads_:
@@ -131,15 +133,36 @@ def audit(dataset: str | Path, out: str | Path, *, backend: str | None = None, f
     return summary
 
 
-def _screen(tasks: list[Any], eval_sets: list[str], threshold: float) -> dict[str, list[dict[str, str]]]:
-    """Similarity failures per task: near-duplicates of an earlier row, near-copies of eval tasks."""
+def _screen(tasks: list[Any], eval_sets: list[str], threshold: float,
+            nearest: dict[str, dict[str, Any]] | None = None) -> dict[str, list[dict[str, str]]]:
+    """Similarity failures per task: near-duplicates of an earlier row (AST, or the same canonical
+    operator sequence), near-copies of / equivalents to eval tasks; `nearest` gets each row's
+    nearest evaluation task."""
+    from .canonical import op_form
     from .synth import EvalSet
 
     found: dict[str, list[dict[str, str]]] = {}
     evals = EvalSet(eval_sets) if eval_sets else None
     seen = SimilarityIndex()
     seen_names: list[str] = []
+    seen_ops: dict[tuple[str, ...], str] = {}
     for task in tasks:
+        try:
+            form = op_form(task.source)
+        except SyntaxError:
+            form = None
+        if form is not None and form.ops:
+            first = seen_ops.setdefault(form.ops, task.name)
+            if first != task.name:
+                found.setdefault(task.name, []).append({"filter": "duplicate", "reason": Reason.NEAR_DUPLICATE,
+                                                        "detail": f"same operators in the same order as {first}"})
+        if form is not None and evals is not None and len(evals.canonical):
+            near = evals.canonical.check(form)
+            if nearest is not None:
+                nearest[task.name] = near.as_dict()
+            if near.verdict:
+                found.setdefault(task.name, []).append({"filter": "contamination", "reason": Reason.EQUIVALENT_TO_EVAL,
+                                                        "detail": f"{near.verdict}: {near.detail}"})
         try:
             fp = fingerprint(task.source)
         except SimilarityError as exc:
@@ -161,7 +184,7 @@ def _screen(tasks: list[Any], eval_sets: list[str], threshold: float) -> dict[st
     return found
 
 
-def _row(task: Any, check: TaskCheck, screen: list[dict[str, str]]) -> dict[str, Any]:
+def _row(task: Any, check: TaskCheck, screen: list[dict[str, str]], nearest: dict[str, Any]) -> dict[str, Any]:
     failures = [{"filter": f.name, "reason": f.reason, "detail": f.detail[:500]}
                 for f in check.filters if not f.ok and f.reason != "skipped"]
     if not check.filters and not check.ok:  # the worker died or errored before any filter
@@ -169,7 +192,8 @@ def _row(task: Any, check: TaskCheck, screen: list[dict[str, str]]) -> dict[str,
     failures += screen
     return {"name": task.name, "origin": task.origin, "ops": task.ops, "data_source": task.data_source,
             "ok": not failures, "failures": failures, "runtime_ms": check.runtime_ms,
-            "device": check.device, "seconds": round(check.seconds, 3)}
+            "device": check.device, "seconds": round(check.seconds, 3), "first_call_ms": check.first_call_ms,
+            "warm_call_ms": check.warm_call_ms, "worker_task": check.worker_task, **nearest}
 
 
 def _write(path: Path, row: dict[str, Any]) -> None:

@@ -37,6 +37,15 @@ def _filters(window: Optional[tuple[float, float]], compile_check: bool, compile
                         quiet_timing=quiet_timing)
 
 
+def _devices(text: Optional[str]) -> Optional[list[int]]:
+    if not text:
+        return None
+    try:
+        return [int(d) for d in text.split(",") if d.strip()]
+    except ValueError:
+        raise fail(f"--devices takes GPU indices separated by commas, got {text!r}")
+
+
 @data_app.command()
 def catalogue(
     refresh: bool = typer.Option(False, help="probe again even if a cached catalogue exists"),
@@ -103,6 +112,7 @@ def synth(
     llm_model: Optional[str] = typer.Option(None, help="--generator llm: model id"),
     llm_base_url: Optional[str] = typer.Option(None, help="--generator llm: OpenAI-compatible endpoint"),
     report: bool = typer.Option(True, "--report/--no-report", help="write report.md with plots at the end"),
+    devices: Optional[str] = typer.Option(None, help="GPU indices to spread the workers over, e.g. 0,1,2,3"),
 ) -> None:
     """Generate an Ops-6K-style data set: parquet + JSONL, every reject explained."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -115,7 +125,7 @@ def synth(
     try:
         config = SynthConfig(count=count, seed=seed, backend=backend, workers=workers, max_candidates=max_candidates,
                              time_budget_s=time_budget, candidate_timeout_s=timeout, similarity_threshold=threshold,
-                             eval_sets=eval_set, generator=generator,
+                             eval_sets=eval_set, generator=generator, devices=_devices(devices),
                              compose=ComposeConfig(include_transformers=transformers),
                              filters=_filters(window, compile_check, compile_backend, atol, rtol, quiet_timing))
     except ValueError as exc:
@@ -171,6 +181,7 @@ def audit(
     limit: Optional[int] = typer.Option(None, help="audit only the first N rows"),
     show: int = typer.Option(20, help="failing rows to list"),
     json_out: bool = typer.Option(False, "--json", help="print the totals as JSON"),
+    devices: Optional[str] = typer.Option(None, help="GPU indices to spread the workers over, e.g. 0,1,2,3"),
 ) -> None:
     """Re-run every filter on an existing data set; report failures per row and in total.
     Exit 0 when every row passes, 1 when some fail."""
@@ -188,7 +199,7 @@ def audit(
             summary = run_audit(dataset, out, backend=backend,
                                 filters=_filters(window, compile_check, compile_backend, atol, rtol, quiet_timing),
                                 eval_sets=eval_set, similarity_threshold=threshold, workers=workers,
-                                timeout_s=timeout, limit=limit,
+                                timeout_s=timeout, limit=limit, devices=_devices(devices),
                                 progress=lambda i, n, row: bar.update(task, completed=i, total=n))
     except TaskError as exc:
         raise fail(str(exc))
@@ -223,6 +234,25 @@ def report(run_dir: Path = typer.Argument(..., help="a synthesis output director
     if not (run_dir / "candidates.jsonl").is_file():
         raise fail(f"{run_dir} has no candidates.jsonl (not a synthesis output directory)")
     console.print(f"report: {synth_report(run_dir)}")
+
+
+@data_app.command("set-report")
+def set_report(
+    dataset: str = typer.Argument(..., help="a parquet / JSONL table or a directory of task files"),
+    out: Path = typer.Option(Path("."), help="folder for dataset_report.md and nearest_eval.jsonl"),
+    eval_set: list[str] = typer.Option([], help="evaluation tasks (e.g. a KernelBench checkout); repeatable"),
+    audit_file: Optional[Path] = typer.Option(None, "--audit", help="an audit JSONL of the same set"),
+    sample: int = typer.Option(100, help="rows in the readable sample"),
+) -> None:
+    """Distributions beside Ops-6K, the nearest evaluation task of every row, a readable sample."""
+    from ..tasks import TaskError
+    from .set_report import dataset_report
+
+    try:
+        path = dataset_report(dataset, out, eval_sets=eval_set, audit_jsonl=audit_file, sample=sample)
+    except TaskError as exc:
+        raise fail(str(exc))
+    console.print(f"report: {path}")
 
 
 @data_app.command()

@@ -101,8 +101,9 @@ class Planner:
                 assert v is not None
                 if not last and (not v.float_output or v.out_rank < 1):
                     continue  # only the last operator may return a scalar or a non-float
-                if j > 0 and (v.positive_input or op.name == steps[-1].op):
-                    continue  # domain-restricted ops only see the task's own (positive) input
+                if j > 0 and (v.positive_input or _same_op(op.name, steps[-1].op)):
+                    continue  # domain-restricted ops only see the task's own (positive) input; no
+                    # operator twice in a row under any spelling (nn.Softmax then torch.special.softmax)
                 pool.append(op)
             if not pool:
                 return None
@@ -130,6 +131,12 @@ class Planner:
                 assert v is not None
                 return v
         raise KeyError(step.op)
+
+
+def _same_op(a: str, b: str) -> bool:
+    from .canonical import canonical_name
+
+    return a == b or (canonical_name(a) or a) == (canonical_name(b) or b)
 
 
 def _log_uniform(rng: random.Random, lo: float, hi: float) -> float:

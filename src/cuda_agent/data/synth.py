@@ -126,9 +126,7 @@ def _synthesize(out_dir: str | Path, config: SynthConfig, *, catalogue: Catalogu
         form = canonical_form(row["code"])
         if form is not None and form.ops:
             accepted_ops.setdefault(form.ops, row["name"])
-    filters = config.filters
-    if config.workers > 1:  # workers share the device (or the cores): time one at a time
-        filters = with_timing_lock(filters, Path(out_dir) / ".timing.lock")
+    filters = filters_by_device(config.filters, config.workers, config.devices, Path(out_dir) / ".timing.lock")
     stats = SynthStats(wanted=config.count, accepted=len(store.tasks), resumed=len(store.candidates))
     for c in store.candidates:
         stats.candidates += 1
@@ -181,6 +179,8 @@ def _synthesize(out_dir: str | Path, config: SynthConfig, *, catalogue: Catalogu
             candidate = {"index": index, "ops": plan.ops if plan else [], "data_source": plan.data_source if plan else "",
                          "status": "accepted" if task_row else "rejected", "reason": check.reason,
                          "detail": check.detail[:2000], "runtime_ms": check.runtime_ms, "code": code,
+                         "first_call_ms": check.first_call_ms, "warm_call_ms": check.warm_call_ms,
+                         "worker_task": check.worker_task,
                          "filters": [f.model_dump() for f in check.filters], "seconds": round(check.seconds, 3),
                          "elapsed_s": round(stats.elapsed_s, 2), **extra}
             store.add_candidate(candidate, task_row)
@@ -219,7 +219,7 @@ def _synthesize(out_dir: str | Path, config: SynthConfig, *, catalogue: Catalogu
         return None, meta
 
     runner = _CandidateRunner(config, backend, filters, planner, screen, record, policy)
-    threads = [threading.Thread(target=runner.loop, args=(next_index,), daemon=True) for _ in range(config.workers)]
+    threads = [threading.Thread(target=runner.loop, args=(next_index, k), daemon=True) for k in range(config.workers)]
     for t in threads:
         t.start()
     for t in threads:
@@ -236,7 +236,7 @@ def _synthesize(out_dir: str | Path, config: SynthConfig, *, catalogue: Catalogu
 class _CandidateRunner:
     """One thread per worker process: takes candidate indices until there are none."""
 
-    def __init__(self, config: SynthConfig, backend: str, filters: Any, planner: Planner,
+    def __init__(self, config: SynthConfig, backend: str, filters: dict[int | None, FilterConfig], planner: Planner,
                  screen: Callable[[str], Screen],
                  record: Callable[..., None], policy: Any):
         self.config, self.backend, self.filters, self.planner = config, backend, filters, planner
@@ -244,19 +244,21 @@ class _CandidateRunner:
         self.errors: list[str] = []
         self.worker_failures = 0  # consecutive candidates lost to the worker, not to a filter
 
-    def loop(self, next_index: Callable[[], int | None]) -> None:
+    def loop(self, next_index: Callable[[], int | None], slot: int = 0) -> None:
         from .pool import DataWorker
 
         threads = max(1, (os.cpu_count() or 1) // self.config.workers)
+        device = device_of(slot, self.config.devices)
+        filters = self.filters[device]
         worker: DataWorker | None = None
         try:
             while (index := next_index()) is not None:
                 if worker is None or worker.worn_out:
                     if worker is not None:
                         worker.close()
-                    worker = DataWorker(self.backend, threads=threads)
+                    worker = DataWorker(self.backend, threads=threads, extra_env=device_env(device))
                 try:
-                    worker = self._one(index, worker)
+                    worker = self._one(index, worker, filters)
                 except Exception as exc:  # noqa: BLE001 - a bug here must stop the run, loudly
                     self.errors.append(f"candidate {index}: {type(exc).__name__}: {exc}")
                     return
@@ -264,7 +266,7 @@ class _CandidateRunner:
             if worker is not None:
                 worker.close()
 
-    def _one(self, index: int, worker: Any) -> Any:
+    def _one(self, index: int, worker: Any, filters: FilterConfig) -> Any:
         """Run one candidate; returns the worker to use next (replaced if this one died)."""
         from .pool import WorkerDied, WorkerError
 
@@ -279,10 +281,10 @@ class _CandidateRunner:
             if self.config.generator == "llm":
                 from .llm import llm_candidate
 
-                check, code, extra = llm_candidate(plan, worker, self.policy, self.filters, self.screen,
+                check, code, extra = llm_candidate(plan, worker, self.policy, filters, self.screen,
                                                    self.config.candidate_timeout_s)
             else:
-                check, code, extra = self._catalogue_candidate(plan, worker)
+                check, code, extra = self._catalogue_candidate(plan, worker, filters)
         except WorkerDied as exc:
             worker.close()
             reason = Reason.TIMEOUT if "timed out" in exc.reason else Reason.CRASHED
@@ -299,10 +301,11 @@ class _CandidateRunner:
         self.record(index, plan, check, code, extra)
         return worker
 
-    def _catalogue_candidate(self, plan: Plan, worker: Any) -> tuple[TaskCheck, str | None, dict[str, Any]]:
+    def _catalogue_candidate(self, plan: Plan, worker: Any,
+                             filters: FilterConfig) -> tuple[TaskCheck, str | None, dict[str, Any]]:
         request = {"op": "synth", "plan": plan.model_dump(mode="json"),
                    "compose": self.config.compose.model_dump(mode="json"),
-                   "filters": self.filters.model_dump(mode="json")}
+                   "filters": filters.model_dump(mode="json")}
         worker.requests += 1
         worker.send(request)
         reply = worker.receive(self.config.candidate_timeout_s)
@@ -316,6 +319,27 @@ class _CandidateRunner:
         result = worker.receive(self.config.candidate_timeout_s)
         meta.update(sized_ms=result.get("sized_ms"), compose_s=result.get("compose_s"))
         return TaskCheck.model_validate(result["check"]), result.get("code"), meta
+
+
+def device_of(slot: int, devices: list[int] | None) -> int | None:
+    """The GPU worker `slot` runs on: spread round-robin over `devices` (None = the default one)."""
+    return devices[slot % len(devices)] if devices else None
+
+
+def device_env(device: int | None) -> dict[str, str] | None:
+    return {"CUDA_VISIBLE_DEVICES": str(device)} if device is not None else None
+
+
+def filters_by_device(filters: FilterConfig, workers: int, devices: list[int] | None,
+                      lock: Path) -> dict[int | None, FilterConfig]:
+    """One timing lock per device, for the workers sharing it (timings on one device never
+    overlap; devices time independently)."""
+    out: dict[int | None, FilterConfig] = {}
+    for device in (devices or [None]):
+        sharing = sum(1 for k in range(workers) if device_of(k, devices) == device)
+        path = lock if device is None else lock.with_name(f"{lock.name}.{device}")
+        out[device] = with_timing_lock(filters, path) if sharing > 1 else filters
+    return out
 
 
 def with_timing_lock(filters: FilterConfig, path: Path) -> FilterConfig:
