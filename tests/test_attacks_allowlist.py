@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from cuda_agent.backends import get_backend
-from cuda_agent.evaluation.build import build_workspace
-from cuda_agent.evaluation.static_checks import RULES, check_model_new, check_workspace
-from cuda_agent.evaluation.symbols import check_library, classify, qualname
+from cuda_agent.languages.build import build_workspace
+from cuda_agent.languages.checks import RULES, check_model_new, check_workspace
+from cuda_agent.languages.symbols import check_library, classify, qualname
 
 from .conftest import RELU_BINDING, RELU_KERNEL
 

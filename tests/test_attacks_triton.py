@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cuda_agent.evaluation.static_checks import RULES
+from cuda_agent.languages.checks import RULES
 from cuda_agent.languages import get_language
 from cuda_agent.languages.triton_checks import check_triton_file
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cuda_agent.evaluation.static_checks import (
+from cuda_agent.languages.checks import (
     RULES,
     Finding,
     check_kernel_source,

@@ -123,7 +123,7 @@ def test_timing_stats():
 
 
 def test_starter_renames_every_reference_to_the_class():
-    from cuda_agent.workspace.files import _starter_model_new
+    from cuda_agent.languages.base import starter_model_new as _starter_model_new
 
     src = ("import torch.nn as nn\nclass Model(nn.Module):\n    def __init__(self):\n"
            "        super(Model, self).__init__()\n    def forward(self, x):\n        return x\n")

@@ -17,7 +17,7 @@ from cuda_agent.evaluation.records import SpeedupSummary
 from cuda_agent.evaluation.reward import faster_over_workloads
 from cuda_agent.evaluation.timing import clearly_faster
 from cuda_agent.tasks import Task, Workload, apply_workload, load_tasks
-from cuda_agent.workspace import create_workspace
+from cuda_agent.workspace import create_workspace, open_workspace
 
 from .conftest import RELU_BINDING, RELU_KERNEL, RELU_MODEL_NEW
 
@@ -94,6 +94,17 @@ def test_for_agent_drops_held_out_and_keeps_the_identity(tmp_path):
     text = "".join(p.read_text(errors="ignore") for p in ws.root.rglob("*") if p.is_file())
     assert "4099" not in text and "3001" not in text and "secret" not in text
     assert [w for w, held in task.evaluation_workloads() if held] == task.held_out
+
+
+def test_a_workspace_made_from_the_full_task_shows_the_agent_no_held_out_workload(tmp_path):
+    """The trusted record outside keeps the held-out workloads (every evaluation checks them);
+    nothing inside the workspace, which the agent reads, names them."""
+    task = _task(workloads=[Workload(name="a", params={"rows": 2})],
+                 held_out=[Workload(name="secret", params={"rows": 4099, "cols": 3001})])
+    ws = create_workspace(task, tmp_path / "ws", "cpu", cache_dir=tmp_path / "cache")
+    text = "".join(p.read_text(errors="ignore") for p in ws.root.rglob("*") if p.is_file())
+    assert "4099" not in text and "3001" not in text and "secret" not in text
+    assert open_workspace(ws.root, cache_dir=tmp_path / "cache").task.held_out == task.held_out
 
 
 def test_table_rows_carry_workloads(tmp_path):

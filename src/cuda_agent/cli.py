@@ -26,20 +26,10 @@ RTOL_HELP = "relative tolerance of the correctness check (default 1e-2, or the t
 
 def _config(backend: Optional[str], timing: bool, compile_baseline: bool, trials: int,
             atol: Optional[float], rtol: Optional[float], guards: bool = True, timeout: Optional[float] = None):
-    from .evaluation import EvalConfig, GuardConfig
+    from .evaluation import EvalConfig
 
-    fields = {"backend": backend, "measure": timing, "trials": trials}
-    if timeout is not None:
-        fields["worker_timeout_s"] = timeout
-    if not guards:
-        fields["guards"] = GuardConfig.off()
-    if not compile_baseline:
-        fields["compile_mode"] = None
-    if atol is not None:
-        fields["atol"] = atol
-    if rtol is not None:
-        fields["rtol"] = rtol
-    return EvalConfig(**fields)
+    return EvalConfig.from_options(backend, measure=timing, trials=trials, compile_baseline=compile_baseline,
+                                   guards=guards, atol=atol, rtol=rtol, timeout_s=timeout)
 
 
 @app.command()
@@ -84,7 +74,7 @@ def build(directory: Path = typer.Argument(Path("."), help="workspace directory"
           json_out: bool = typer.Option(False, "--json", help="print the result as JSON")) -> None:
     """Compile kernels/ into the extension (cached, parallel)."""
     from .backends import get_backend
-    from .evaluation.build import build_workspace, publish_library
+    from .languages.build import build_workspace, publish_library
     from .workspace import open_workspace
 
     ws = open_workspace(directory)

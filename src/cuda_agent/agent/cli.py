@@ -5,7 +5,6 @@ Only typer and rich are imported here; the agent loads inside the command.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any, Optional
 
@@ -71,7 +70,7 @@ def optimize(
     from ..backends import default_backend_name
     from ..evaluation import EvalConfig
     from ..tasks import TaskError
-    from .batch import BatchSummary, EpisodeWorkerDied, run_batch
+    from .batch import EpisodeWorkerDied, run_batch
     from .loop import AgentConfig
     from .policies.base import PolicyError
 
@@ -86,8 +85,7 @@ def optimize(
     if pcfg.smoke_test:
         console.print(SMOKE_WARNING)
     n_workers, devices = _slots(be, workers)
-    eval_cfg = EvalConfig(backend=be, trials=trials, compile_mode="default" if compile_baseline else None,
-                          **({"worker_timeout_s": eval_timeout} if eval_timeout is not None else {}))
+    eval_cfg = EvalConfig.from_options(be, trials=trials, compile_baseline=compile_baseline, timeout_s=eval_timeout)
     acfg = AgentConfig(backend=be, max_turns=max_turns, context_tokens=context_tokens, eval=eval_cfg,
                        nudges=nudges if nudges is not None else (2 if pcfg.kind == "local" else 0),
                        max_seconds=max_seconds, max_total_tokens=max_total_tokens, max_cost_usd=max_cost or None,
@@ -161,25 +159,12 @@ def resolve_policy(kind: Optional[str], model: Optional[str], base_url: Optional
     """Flags first, then the environment; with nothing configured, the offline smoke-test model."""
     from .policies.base import PolicyConfig
 
-    if kind is None:
-        if script is not None:
-            kind = "scripted"
-        elif base_url or os.environ.get("OPENAI_API_KEY"):
-            kind = "openai"
-        elif os.environ.get("ANTHROPIC_API_KEY"):
-            kind = "anthropic"
-        else:
-            kind = "local"  # a --model that is a HF folder / .gguf, or the offline default
-    from .policies.local import SMOLLM2_FILE
-
-    smoke = kind == "local" and (not model or Path(model).name == SMOLLM2_FILE)
-    key_env = api_key_env or {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}.get(kind)
-    if tool_format not in ("native", "text"):
-        raise typer.BadParameter("--tool-format is 'native' or 'text'")
-    return PolicyConfig(kind=kind, model=model, base_url=base_url, api_key_env=key_env,  # type: ignore[arg-type]
-                        tool_format="text" if smoke and not model else tool_format, temperature=temperature,  # type: ignore[arg-type]
-                        max_tokens=max_tokens or (512 if kind == "local" else 8192), timeout_s=timeout,
-                        max_retries=retries, script=str(script) if script else None, smoke_test=smoke)
+    try:
+        return PolicyConfig.from_options(kind, model, script=str(script) if script else None, base_url=base_url,
+                                         api_key_env=api_key_env, tool_format=tool_format, temperature=temperature,
+                                         max_tokens=max_tokens, timeout_s=timeout, max_retries=retries)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
 
 
 def summary_table(s: Any) -> Table:

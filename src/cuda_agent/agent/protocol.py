@@ -34,17 +34,7 @@ def policy_config(policy: str | dict[str, Any] | PolicyConfig, **fields: Any) ->
         return policy.model_copy(update=fields) if fields else policy
     if isinstance(policy, dict):
         return PolicyConfig(**{**policy, **fields})
-    kind, _, model = policy.partition(":")
-    base: dict[str, Any] = {"kind": kind}
-    if kind == "scripted" and model:
-        base["script"] = model
-    elif model:
-        base["model"] = model
-    if kind == "local" and not model:
-        base.update(smoke_test=True, tool_format="text", max_tokens=512)
-    if kind in ("openai", "anthropic"):
-        base["api_key_env"] = f"{kind.upper()}_API_KEY"
-    return PolicyConfig(**{**base, **fields})
+    return PolicyConfig.parse(policy, **fields)
 
 
 def run_in_workspace(*, task: Task, workspace: str | Path, backend: str, config: EvalConfig | None = None,

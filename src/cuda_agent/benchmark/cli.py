@@ -74,7 +74,7 @@ def run_cmd(
     import os
 
     from ..backends import default_backend_name
-    from ..evaluation import EvalConfig, TimingConfig
+    from ..evaluation import EvalConfig
     from ..evaluation.config import TOLERANCE_PROFILES
     from ..tasks import TaskError
     from .local_pool import LocalPool, device_slots
@@ -95,28 +95,11 @@ def run_cmd(
         raise _fail(str(exc))
     for bad in chosen.rejected:
         err.print(f"[yellow]could not load (counted as failed):[/] {escape(bad)}")
-    timing_fields = {}
-    if timing_budget is not None:
-        timing_fields["budget_s"] = timing_budget
-    if min_rounds is not None:  # also lowers the floor that slow models get
-        timing_fields.update(min_trials=min_rounds, floor_trials=min(min_rounds, TimingConfig().floor_trials))
-    if warmup_ms is not None:
-        timing_fields["warmup_ms"] = warmup_ms
-    fields = {"backend": be, "measure": timing, "trials": trials, "timing": TimingConfig(**timing_fields),
-              "tolerance": tolerance}
-    if not compile_baseline:
-        fields["compile_mode"] = None
-    if memory_limit_gb is not None:
-        fields["memory_limit_gb"] = memory_limit_gb
-    if atol is not None:
-        fields["atol"] = atol
-    if rtol is not None:
-        fields["rtol"] = rtol
-    if timeout is not None:
-        fields["worker_timeout_s"] = timeout
     if tolerance not in TOLERANCE_PROFILES:
         raise _fail(f"unknown tolerance profile {tolerance!r}; choose one of {', '.join(TOLERANCE_PROFILES)}")
-    config = EvalConfig(**fields)
+    config = EvalConfig.from_options(be, measure=timing, trials=trials, compile_baseline=compile_baseline, atol=atol,
+                                     rtol=rtol, tolerance=tolerance, timeout_s=timeout, memory_limit_gb=memory_limit_gb,
+                                     timing_budget_s=timing_budget, min_rounds=min_rounds, warmup_ms=warmup_ms)
     options = dict(o.split("=", 1) for o in (policy_option or []) if "=" in o)
     if ray:
         pool = RayPool(be, address=ray_address, num_cpus=ray_cpus)

@@ -113,7 +113,7 @@ def device_stage(job: Job, directory: Path) -> TaskRecord:
 
 def _prechecks_pass(ws: Workspace, cfg: EvalConfig, backend_name: str) -> bool:
     """The static checks and the build, exactly as `evaluate` runs them first."""
-    from ..evaluation.static_checks import check_workspace
+    from ..languages.checks import check_workspace
 
     backend = get_backend(backend_name)
     if cfg.guards.static_checks and check_workspace(ws.root, backend.name, backend.extension_name,

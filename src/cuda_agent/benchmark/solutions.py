@@ -160,7 +160,7 @@ def reference_config(cfg: EvalConfig) -> EvalConfig:
 def single_file_config(cfg: EvalConfig, workspace: Path, backend: str, extension: str) -> EvalConfig:
     """Relax exactly what `load_inline` needs, and only when the static checks' sole
     `forbidden-import` findings are imports of torch.utils.cpp_extension."""
-    from ..evaluation.static_checks import check_workspace
+    from ..languages.checks import check_workspace
 
     guards = cfg.guards
     if guards.static_checks:

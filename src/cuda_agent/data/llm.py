@@ -69,8 +69,7 @@ def llm_candidate(plan: Plan, worker: Any, policy: Any, filters: Any,
 def default_policy(kind: str | None = None, model: str | None = None, base_url: str | None = None) -> Any:
     """The agent's policy chosen the agent's way: flags, then environment (OPENAI_API_KEY,
     ANTHROPIC_API_KEY), else its offline smoke-test model (which writes poor code)."""
-    from ..agent.cli import resolve_policy
-    from ..agent.policies import make_policy
+    from ..agent.policies import PolicyConfig, make_policy
 
-    config = resolve_policy(kind, model, base_url, None, "native", None, 4096, 600.0, 2, None)
-    return make_policy(config)
+    return make_policy(PolicyConfig.from_options(kind, model, base_url=base_url, max_tokens=4096, timeout_s=600.0,
+                                                 max_retries=2))

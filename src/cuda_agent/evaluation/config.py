@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, Field, field_validator
 
 
@@ -86,6 +88,31 @@ class EvalConfig(BaseModel):
         if v not in TOLERANCE_PROFILES:
             raise ValueError(f"unknown tolerance profile {v!r}; choose one of {', '.join(TOLERANCE_PROFILES)}")
         return v
+
+    @classmethod
+    def from_options(cls, backend: str | None = None, *, measure: bool = True, trials: int | None = None,
+                     compile_baseline: bool = True, guards: bool = True, atol: float | None = None,
+                     rtol: float | None = None, tolerance: str | None = None, timeout_s: float | None = None,
+                     memory_limit_gb: float | None = None, timing_budget_s: float | None = None,
+                     min_rounds: int | None = None, warmup_ms: float | None = None) -> "EvalConfig":
+        """The one place command-line options become a config: an option left as None keeps
+        the default, so every command means the same by the same flag."""
+        timing: dict[str, Any] = {}
+        if timing_budget_s is not None:
+            timing["budget_s"] = timing_budget_s
+        if min_rounds is not None:  # also lowers the floor that slow models get
+            timing.update(min_trials=min_rounds, floor_trials=min(min_rounds, TimingConfig().floor_trials))
+        if warmup_ms is not None:
+            timing["warmup_ms"] = warmup_ms
+        given = {"trials": trials, "atol": atol, "rtol": rtol, "tolerance": tolerance, "worker_timeout_s": timeout_s,
+                 "memory_limit_gb": memory_limit_gb}
+        fields: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
+        fields.update(backend=backend, measure=measure, timing=TimingConfig(**timing))
+        if not compile_baseline:
+            fields["compile_mode"] = None
+        if not guards:
+            fields["guards"] = GuardConfig.off()
+        return cls(**fields)
 
     def trial_seeds(self) -> list[int]:
         """Distinct, reproducible seeds for the correctness trials."""

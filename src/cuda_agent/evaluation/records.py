@@ -8,19 +8,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from ..languages.build import BuildResult  # noqa: F401  (a build's record is part of every result)
+
 Stage = Literal["tamper", "guard", "build", "load", "verify", "time", "worker", "done"]
-
-
-class BuildResult(BaseModel):
-    ok: bool
-    library: str | None = Field(default=None, description="path of the linked extension")
-    log: str = Field(default="", description="compiler output trimmed to what fixes the error")
-    seconds: float = 0.0
-    phases: dict[str, float] = Field(default_factory=dict,
-                                     description="seconds per stage: build, start, reference, verify, time")
-    compiled_units: int = 0
-    cached_units: int = 0
-    timed_out: bool = False
 
 
 class TimingStats(BaseModel):

@@ -24,7 +24,7 @@ class CppLanguage(Language):
         return get_backend(backend).extension_name
 
     def fixed_files(self, task: Any, backend: str) -> dict[str, str]:
-        from ..workspace.files import TEMPLATES_DIR, loader_module, tool_scripts
+        from .base import TEMPLATES_DIR, loader_module, tool_scripts
 
         ext = self.extension_name(backend)
         return {
@@ -38,27 +38,27 @@ class CppLanguage(Language):
 
     def check(self, root: Path, backend: str, *, disabled_rules: frozenset[str] = frozenset(),
               cache_dir: Path | None = None) -> list[Any]:
-        from ..evaluation.static_checks import check_workspace
+        from .checks import check_workspace
 
         return check_workspace(root, backend, self.extension_name(backend), disabled_rules=disabled_rules,
                                cache_dir=cache_dir)
 
     def build(self, root: Path, backend: Any, *, cache_dir: Path, timeout_s: float) -> Any:
-        from ..evaluation.build import build_workspace
+        from .build import build_workspace
 
         return build_workspace(root, backend, cache_dir=cache_dir, timeout_s=timeout_s)
 
     def check_artifact(self, artifact: str, backend: str, root: Path) -> list[Any]:
-        from ..evaluation.symbols import check_library
+        from .symbols import check_library
 
         return check_library(artifact, backend)
 
     def publish(self, root: Path, backend: Any, artifact: str | None) -> None:
-        from ..evaluation.build import publish_library
+        from .build import publish_library
 
         publish_library(root, backend.extension_name, artifact)
 
     def install(self, extension: str, artifact: str, workspace: Path) -> Any:
-        from ..workspace.extension import install_extension_module
+        from .extension import install_extension_module
 
         return install_extension_module(extension, artifact)

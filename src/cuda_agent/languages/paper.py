@@ -76,7 +76,7 @@ class PaperLanguage(Language):
 
     def check(self, root: Path, backend: str, *, disabled_rules: frozenset[str] = frozenset(),
               cache_dir: Path | None = None) -> list[Any]:
-        from ..evaluation import static_checks as sc
+        from . import checks as sc
 
         root = Path(root)
         found = sc.check_workspace(root, backend, EXTENSION, preprocess=False)
@@ -92,8 +92,8 @@ class PaperLanguage(Language):
         return sorted((f for f in kept if f.rule not in disabled_rules), key=lambda f: (f.file, f.line))
 
     def build(self, root: Path, backend: Any, *, cache_dir: Path, timeout_s: float) -> Any:
-        from ..evaluation.build import BuildError
-        from ..evaluation.records import BuildResult
+        from .build import BuildError
+        from .build import BuildResult
 
         t0 = time.monotonic()
         try:
@@ -104,8 +104,8 @@ class PaperLanguage(Language):
                            cached_units=total - compiled)
 
     def check_artifact(self, artifact: str, backend: str, root: Path) -> list[Any]:
-        from ..evaluation import symbols
-        from ..evaluation.static_checks import Finding
+        from . import symbols
+        from .checks import Finding
 
         found = []
         names = symbols.undefined_symbols(Path(artifact))
@@ -151,7 +151,7 @@ def _paper_include_allowed(f: Any) -> bool:
 
 def _build(root: Path, backend: Any, cache: Path, deadline: float) -> tuple[Path, int, int]:
     from ..backends.base import digest, host_compiler, torch_include_dirs
-    from ..evaluation.build import BuildError, _run
+    from .build import BuildError, _run
 
     kdir = root / "kernels"
     files = sorted(p for p in kdir.iterdir() if p.is_file()) if kdir.is_dir() else []

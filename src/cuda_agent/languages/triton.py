@@ -45,14 +45,14 @@ class TritonLanguage(Language):
         return EXTENSION
 
     def fixed_files(self, task: Any, backend: str) -> dict[str, str]:
-        from ..workspace.files import TEMPLATES_DIR, tool_scripts
+        from .base import TEMPLATES_DIR, tool_scripts
 
         return {"SKILL.md": (TEMPLATES_DIR / "SKILL.triton.md").read_text(), "model.py": task.source,
                 f"{EXTENSION}.py": _loader_module(), **tool_scripts()}
 
     def check(self, root: Path, backend: str, *, disabled_rules: frozenset[str] = frozenset(),
               cache_dir: Path | None = None) -> list[Any]:
-        from ..evaluation.static_checks import Finding, check_model_new
+        from .checks import Finding, check_model_new
         from .triton_checks import check_triton_workspace
 
         root = Path(root)
@@ -67,7 +67,7 @@ class TritonLanguage(Language):
         return sorted((f for f in found if f.rule not in disabled_rules), key=lambda f: (f.file, f.line))
 
     def build(self, root: Path, backend: Any, *, cache_dir: Path, timeout_s: float) -> Any:
-        from ..evaluation.records import BuildResult
+        from .build import BuildResult
 
         t0 = time.monotonic()
         kdir = Path(root) / "kernels"

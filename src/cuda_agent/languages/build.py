@@ -22,11 +22,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from pydantic import BaseModel, Field
+
 from ..backends import Backend
 from ..backends.base import digest, host_compiler
 from ..isolation.paths import default_cache_dir
-from ..workspace.files import TEMPLATES_DIR
-from .records import BuildResult
+from .base import TEMPLATES_DIR
+
+class BuildResult(BaseModel):
+    ok: bool
+    library: str | None = Field(default=None, description="path of the linked extension")
+    log: str = Field(default="", description="compiler output trimmed to what fixes the error")
+    seconds: float = 0.0
+    phases: dict[str, float] = Field(default_factory=dict,
+                                     description="seconds per stage: build, start, reference, verify, time")
+    compiled_units: int = 0
+    cached_units: int = 0
+    timed_out: bool = False
+
+
 
 HEADER_SUFFIXES = (".h", ".hpp", ".cuh", ".inl")
 FLAGS_LINE = re.compile(r"^\s*//\s*@flags:\s*(.*)$", re.MULTILINE)

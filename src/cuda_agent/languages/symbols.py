@@ -34,7 +34,7 @@ from pathlib import Path
 from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 
-from .static_checks import Finding
+from .checks import Finding
 
 # ---- denied, with a reason ------------------------------------------------------------------
 _DENY: list[tuple[str, re.Pattern[str], str]] = [(rule, re.compile(rx), why) for rule, rx, why in [
