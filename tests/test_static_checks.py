@@ -17,7 +17,7 @@ from cuda_agent.languages.checks import (
 )
 
 PKG = Path(__file__).resolve().parents[1] / "src" / "cuda_agent"
-TEMPLATES = PKG / "workspace" / "templates"
+TEMPLATES = PKG / "languages" / "templates"
 EXT = {"cuda": "cuda_extension", "cpu": "cpu_extension"}
 
 

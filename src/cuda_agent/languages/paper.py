@@ -26,10 +26,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .base import Language
+from .base import TEMPLATES_DIR, Language
 
 EXTENSION = "cuda_extension"
-TEMPLATE = Path(__file__).resolve().parents[1] / "workspace" / "templates" / "paper"
+TEMPLATE = TEMPLATES_DIR / "paper"
 # the files the paper's release fixes (SKILL.md: "NO modifications to utils/ ..., binding.cpp
 # or binding_registry.h")
 PAPER_FIXED = ("SKILL.md", "binding.cpp", "binding_registry.h", "utils/__init__.py", "utils/compile.py",
