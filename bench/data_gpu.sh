@@ -23,15 +23,15 @@ NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true); [ "$BACKEND" = cuda 
 DEVICES=$(seq -s, 0 $((NGPU - 1)))
 WORKERS=${WORKERS:-$(( ${WORKERS_PER_GPU:-8} * NGPU ))}; AUDIT_WORKERS=${AUDIT_WORKERS:-$(( ${AUDIT_WORKERS_PER_GPU:-8} * NGPU ))}
 DEV_ARG=(); [ "$BACKEND" = cuda ] && DEV_ARG=(--devices "$DEVICES")
-RUN=/tmp/data-run-$BACKEND; rm -rf "$RUN"
+RUN=/tmp/data-run-$BACKEND; STATE=/tmp/data-state-$BACKEND; rm -rf "$RUN" "$STATE"  # STATE: not in RUN (the store wants it clean)
 RESUME_TAR=${RESUME_TAR:-.carry-data/resume/data_run.tar.gz}
 CALL=1
 if [ -f "$RESUME_TAR" ]; then
   tar -xzf "$RESUME_TAR" -C /tmp || exit 1
-  CALL=$(( $(cat "$RUN/.calls" 2>/dev/null || echo 1) + 1 ))
-  [ -d "$RUN/.catalogue-cache" ] && mkdir -p "$CUDA_AGENT_CACHE/data" && cp -n "$RUN"/.catalogue-cache/* "$CUDA_AGENT_CACHE/data/" 2>/dev/null
+  CALL=$(( $(cat "$STATE/calls" 2>/dev/null || echo 1) + 1 ))
+  [ -d "$STATE/catalogue" ] && mkdir -p "$CUDA_AGENT_CACHE/data" && cp -n "$STATE"/catalogue/* "$CUDA_AGENT_CACHE/data/" 2>/dev/null
 fi
-mkdir -p "$RUN"; echo "$CALL" > "$RUN/.calls"
+mkdir -p "$STATE"; echo "$CALL" > "$STATE/calls"
 left() { echo $(( CALL_S - (SECONDS - T0) )); }
 PY=${PYTHON:-python3}
 LOG="$OUT/log_call$CALL.txt"
@@ -39,7 +39,7 @@ LOG="$OUT/log_call$CALL.txt"
   echo "== call $CALL: $NGPU GPU(s) [$DEVICES], $WORKERS synth workers, $AUDIT_WORKERS audit workers, count $COUNT"
   nvidia-smi -L 2>/dev/null; $PY -c "import torch, sys; print('torch', torch.__version__, 'python', sys.version.split()[0])"
   echo "== catalogue"; t0=$SECONDS; $PY -m cuda_agent data catalogue --json; echo "catalogue wall $((SECONDS - t0)) s"
-  mkdir -p "$RUN/.catalogue-cache"; cp "$CUDA_AGENT_CACHE"/data/catalogue-*.json "$RUN/.catalogue-cache/" 2>/dev/null
+  mkdir -p "$STATE/catalogue"; cp "$CUDA_AGENT_CACHE"/data/catalogue-*.json "$STATE/catalogue/" 2>/dev/null
   accepted=$( [ -f "$RUN/tasks.jsonl" ] && wc -l < "$RUN/tasks.jsonl" || echo 0 )
   if [ "$accepted" -lt "$COUNT" ] && [ "$(left)" -gt 150 ]; then
     budget=$(( $(left) - 130 ))  # in-flight candidates finish (up to TIMEOUT) after dispatch stops
@@ -63,12 +63,13 @@ LOG="$OUT/log_call$CALL.txt"
   AUD=(); [ -f "$RUN/audit.jsonl" ] && AUD=(--audit "$RUN/audit.jsonl")
   [ -f "$RUN/tasks.jsonl" ] && $PY -m cuda_agent data set-report "$RUN/tasks.jsonl" --out "$RUN" --eval-set "$EVAL" "${AUD[@]}"
   [ -f "$RUN/audit.jsonl" ] && $PY -c "from cuda_agent.data.report import audit_report; audit_report('$RUN/audit.jsonl')"
-  $PY bench/data_first_call.py "$RUN/candidates.jsonl" "$RUN/audit.jsonl" > "$RUN/first_call.json" 2>/dev/null
+  $PY bench/data_first_call.py "$RUN/candidates.jsonl" "$RUN/audit.jsonl" > "$STATE/first_call.json" 2>/dev/null
   echo "call $CALL done after $((SECONDS - T0)) s"
 } 2>&1 | tee "$LOG"
-for f in summary.json report.md dataset_report.md nearest_eval.jsonl audit.md first_call.json tasks.parquet; do
+for f in summary.json report.md dataset_report.md nearest_eval.jsonl audit.md tasks.parquet; do
   cp "$RUN/$f" "$OUT/" 2>/dev/null
 done
+cp "$STATE/first_call.json" "$OUT/" 2>/dev/null
 [ -d "$RUN/plots" ] && cp -r "$RUN/plots" "$OUT/"
-tar -czf "$OUT/data_run.tar.gz" -C /tmp "$(basename "$RUN")"
+mkdir -p "$RUN"; tar -czf "$OUT/data_run.tar.gz" -C /tmp "$(basename "$RUN")" "$(basename "$STATE")"
 ls -la "$OUT"

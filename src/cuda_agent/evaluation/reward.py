@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-from .timing import median_interval
+from .timing import clears, median_interval
 
 
 def milestone_reward(correct: bool, faster_than_eager: bool, faster_than_compile: bool) -> int:
@@ -59,4 +59,4 @@ def faster_over_workloads(ratio_sets: Sequence[Sequence[float]], margin: float, 
     uppers = [median_interval(r, level)[1] for r in ratio_sets]
     if any(u <= 0 for u in uppers):
         return False
-    return math.exp(sum(math.log(u) for u in uppers) / len(uppers)) < 1 - margin
+    return clears(math.exp(-sum(math.log(u) for u in uppers) / len(uppers)), 1.0, margin)
