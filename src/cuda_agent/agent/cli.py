@@ -210,11 +210,12 @@ def _load(specs: list[str]) -> list[Any]:
 
 
 def _slots(backend: str, workers: Optional[int]) -> tuple[int, list[str] | None]:
+    """Episode workers and the devices they rotate over: by default one worker per GPU."""
     if backend != "cuda":
         return workers or 1, None
-    import torch
+    from ..backends.devices import visible_gpu_count
 
-    n = torch.cuda.device_count()
+    n = visible_gpu_count()
     devices = [str(i) for i in range(n)] or None
     return workers or max(1, n), devices
 

@@ -41,11 +41,17 @@ from .trajectory import (Evaluation, FileDiff, Message, StopReason, TaskInfo, To
 
 BEST, BEST_CHECK, WORKSPACE = "best", "best_check", "workspace"
 
+EVAL_MAX_TURNS = 200
+"""Turns per episode when evaluating (SPEC §2: up to 200 at evaluation, 150 in training)."""
+TRAIN_MAX_TURNS = 150
+"""Turns per episode in training (shorter rollouts; SPEC §2)."""
+
+
 class AgentConfig(BaseModel):
     """One episode's settings (recorded in the trajectory). Defaults follow the paper (SPEC §2)."""
 
     backend: str | None = Field(default=None, description="'cuda' or 'cpu'; None: the local device")
-    max_turns: int = Field(default=200, ge=1)
+    max_turns: int = Field(default=EVAL_MAX_TURNS, ge=1)
     context_tokens: int = Field(default=131_072, ge=1024, description="the model's context window")
     keep_recent_turns: int = Field(default=3, ge=1, description="turns never compacted (unless nothing else fits)")
     overflow_retries: int = Field(default=3, ge=0, description="compactions per turn after 'prompt too long'")

@@ -15,45 +15,15 @@ import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
 from pathlib import Path
 
+
+from ..backends.devices import SlotSpec, device_slots  # noqa: F401  (device_slots: re-exported with the pool)
 from .jobs import build_stage, workspace_dirname
 from .records import Job, TaskRecord
 
 OnRecord = Callable[[TaskRecord], None]
 _SRC_ROOT = str(Path(__file__).resolve().parents[2])
-
-
-@dataclass(frozen=True)
-class SlotSpec:
-    """One evaluation slot: a label for records and the environment that pins its device."""
-
-    label: str
-    env: dict[str, str] = field(default_factory=dict)
-
-
-def device_slots(backend: str, devices: list[int] | None = None, cpu_slots: int = 1) -> list[SlotSpec]:
-    """One slot per GPU (all visible ones unless `devices` says which), or `cpu_slots` on CPU."""
-    if backend != "cuda":
-        return [SlotSpec(f"cpu:{i}") for i in range(max(1, cpu_slots))]
-    if devices is None:
-        devices = list(range(visible_gpu_count()))
-    if not devices:
-        raise RuntimeError("the cuda backend needs at least one visible GPU")
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    physical = [d.strip() for d in visible.split(",")] if visible else None
-    out = []
-    for d in devices:
-        dev = physical[d] if physical and d < len(physical) else str(d)
-        out.append(SlotSpec(f"cuda:{dev}", {"CUDA_VISIBLE_DEVICES": dev}))
-    return out
-
-
-def visible_gpu_count() -> int:
-    import torch
-
-    return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
 class _Slot:

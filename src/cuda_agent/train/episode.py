@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..agent.loop import TRAIN_MAX_TURNS
 from ..agent.policies.text_calls import parse_tool_calls
 from ..agent.tools import ToolConfig, ToolExecutor, tool_schemas
 from ..agent.trajectory import ToolCall
@@ -46,7 +47,7 @@ class TokenServer(Protocol):
 @dataclass(kw_only=True)
 class EpisodeConfig:
     backend: str = "cuda"
-    max_turns: int = 150
+    max_turns: int = TRAIN_MAX_TURNS
     response_length: int = 131_072 - 8_192
     max_tool_output_chars: int = 30_000
     workdir: str | None = None

@@ -21,6 +21,7 @@ from typing import Any
 
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
+from ..agent.loop import TRAIN_MAX_TURNS
 from ..evaluation import EvalConfig
 from .episode import EpisodeConfig, TokenEpisode
 from .evaluator import Evaluator, shared_evaluator
@@ -57,7 +58,7 @@ class CudaAgentLoop(AgentLoopBase):
         ours = _plain(self.config.get("cuda_agent", {}) or {})
         multi = self.rollout_config.multi_turn
         self.episode_config = EpisodeConfig(
-            max_turns=int(multi.get("max_assistant_turns") or ours.get("max_turns", 150)),
+            max_turns=int(multi.get("max_assistant_turns") or ours.get("max_turns", TRAIN_MAX_TURNS)),
             response_length=int(self.rollout_config.response_length),
             max_tool_output_chars=int(ours.get("max_tool_output_chars", 30_000)),
             workdir=ours.get("workdir") or os.environ.get("CUDA_AGENT_EPISODES"),

@@ -26,6 +26,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from ..agent.loop import TRAIN_MAX_TURNS
+
 CONTEXT_STAGE1 = 32_768
 CONTEXT_AGENTIC = 131_072
 PROMPT_AGENTIC = 8_192
@@ -55,7 +57,7 @@ class RecipeConfig(BaseModel):
     critic_warmup_steps: int = 20
     sft_epochs: int = 2
     sft_lr: float = 1e-5
-    max_turns: int = 150
+    max_turns: int = TRAIN_MAX_TURNS
     rollout_engine: str = "vllm"
     tensor_parallel: int = 4
     ppo_mini_batch_size: int = 256
