@@ -19,7 +19,8 @@ import traceback
 from pathlib import Path
 
 from ..backends import get_backend
-from ..evaluation import EvalConfig, EvalResult, build_workspace, evaluate
+from ..evaluation import EvalConfig, EvalResult, evaluate
+from ..languages.build import build_workspace
 from ..workspace import Workspace, create_workspace
 from .policy import run_policy_episode
 from .records import Job, TaskRecord

@@ -12,7 +12,7 @@ _LAZY = {"evaluate": "evaluator", "measure_baselines": "evaluator", "build_works
          "milestone_reward": "reward"}
 
 __all__ = ["evaluate", "measure_baselines", "EvalConfig", "GuardConfig", "TimingConfig", "EvalResult", "BuildResult", "TimeMs",
-           "TimingStats", "TrialCheck", "build_workspace", "BuildError",
+           "TimingStats", "TrialCheck",
            "milestone_reward"]
 
 
