@@ -22,6 +22,7 @@ from cuda_agent.benchmark import (
     load_suite,
     run_benchmark,
     solution_source,
+    to_markdown,
     write_reports,
 )
 from cuda_agent.evaluation import EvalConfig, TimingConfig
@@ -230,6 +231,33 @@ def test_reference_as_solution_is_the_harness_check(tmp_path, cache_dir) -> None
         # than the judge's in-process baseline (docs/guards.md, "Costs"), so no lower bound here
         assert 0.05 < r.speedup_vs_eager < 2.0  # the point estimate; reward 1 (above) is the verdict
     assert ResultStore(tmp_path / "run").info().config.guards.static_checks  # relaxed per job, not in the run
+
+
+def test_reference_twice_has_no_fast_1_and_compare_calls_nothing_faster(tmp_path, cache_dir) -> None:
+    """The issue's check on CPU: the reference as its own solution, run twice. Point speedups
+    scatter far from 1.0 on a shared box; the noise-aware fast_p and `compare` must not turn
+    that into speed. A task needing a package this machine lacks is skipped, not charged."""
+    from cuda_agent.benchmark import compare_runs, compute_metrics
+
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    (tasks / "relu.py").write_text(RELU_TASK)
+    (tasks / "tanh.py").write_text(RELU_TASK.replace("torch.relu(x)", "torch.tanh(x) * 2"))
+    (tasks / "hinge.py").write_text(HINGE_TASK)
+    (tasks / "needs_pkg.py").write_text("import not_a_real_package_cuda_agent\n" + RELU_TASK)
+    runs = []
+    for name in ("a", "b"):
+        recs = run_benchmark(load_suite(tasks), tmp_path / name, LocalPool(device_slots("cpu"), build_workers=1),
+                             backend="cpu", config=fast_config(cache_dir), solutions=solution_source("reference"))
+        runs.append(recs)
+        by = {r.task: r for r in recs}
+        assert by["needs_pkg"].status == "skipped" and "not_a_real_package_cuda_agent" in by["needs_pkg"].reason
+        m = compute_metrics(recs).overall
+        assert (m.tasks, m.skipped, m.pass_rate) == (3, 1, 1.0)
+        assert m.fast_p_eager["1"] == 0.0 and m.faster_than_eager_rate == 0.0
+    cmp = compare_runs(*runs)
+    assert not {"faster", "slower"} & set(cmp.counts), cmp.counts
+    assert cmp.counts.get("skipped") == 1
 
 
 # ---- the policy seam ------------------------------------------------------------------------------

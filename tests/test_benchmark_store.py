@@ -131,6 +131,58 @@ def test_directory_solutions_lookup(tmp_path) -> None:
     assert src.candidate(Task.from_source(TASK, name="level3/1_Y", level=3, problem_id=1), "cpu") is None
     assert solution_source("examples").candidate(load_suite("examples").tasks[0], "cpu").mode == "workspace"
     assert solution_source("reference").candidate(task, "cpu").mode == "reference"
+    # samples (pass@k): KernelBench's naming, then our <task>/sample_S.py; sample 0 keeps the plain names
+    (tmp_path / "level_2_problem_3_sample_1_kernel.py").write_text("# sample 1\n")
+    (tmp_path / "20_LeakyReLU").mkdir()
+    (tmp_path / "20_LeakyReLU" / "sample_2.py").write_text("# sample 2\n")
+    assert src.candidate(third, "cpu", 1).files["model_new.py"] == "# sample 1\n"
+    assert src.candidate(other, "cpu", 2).files["model_new.py"] == "# sample 2\n"
+    assert src.candidate(other, "cpu", 1) is None  # the plain 20_LeakyReLU.py is sample 0 only
+    assert DirectorySolutions(tmp_path, sample=1).candidate(third, "cpu").files["model_new.py"] == "# sample 1\n"
+    from cuda_agent.benchmark import Job
+
+    jobs = [Job(task=third, backend="cpu", config=EvalConfig(), sample=s) for s in (0, 1)]
+    assert jobs[0].key == "level2/3_X" and len({workspace_dirname(j.key) for j in jobs}) == 2
+
+
+def test_suite_subset_precision_and_unmet_requirements(tmp_path) -> None:
+    from cuda_agent.benchmark.suite import unmet_requirements
+
+    root = tmp_path / "KernelBench"
+    for level, pid in ((1, 1), (1, 2), (2, 8), (4, 1)):
+        (root / f"level{level}").mkdir(parents=True, exist_ok=True)
+        (root / f"level{level}" / f"{pid}_T.py").write_text(TASK)
+    rep = load_suite(root, subset="representative", precision="fp16")
+    assert [t.name for t in rep.tasks] == ["level1/1_T", "level2/8_T"]  # 1.2 and 4.1 are not in the list
+    assert {t.precision for t in rep.tasks} == {"fp16"} and rep.subset == "representative"
+    with pytest.raises(ValueError, match="unknown subset"):
+        load_suite(root, subset="nope")
+    # level 4's pattern: the model name travels through get_init_inputs() into Model.__init__
+    l4 = """
+import torch
+from transformers import AutoModelForCausalLM
+class Model(torch.nn.Module):
+    def __init__(self, model_name):
+        super().__init__()
+        self.model = AutoModelForCausalLM.from_pretrained(model_name)
+    def forward(self, x):
+        return self.model(x).logits
+model_name = "org/not-cached-model-cuda-agent"
+def get_inputs():
+    return [torch.randint(0, 10, (1, 8))]
+def get_init_inputs():
+    return [model_name]
+"""
+    why = unmet_requirements(Task.from_source(l4, name="level4/1_T"))
+    import importlib.util
+
+    if importlib.util.find_spec("transformers") is None:
+        assert why is not None and "transformers" in why
+    else:
+        assert why is not None and "org/not-cached-model-cuda-agent (config + weights)" in why and "no network" in why
+    missing = unmet_requirements(Task.from_source("import no_such_pkg_cuda_agent\n" + TASK, name="x"))
+    assert missing is not None and "no_such_pkg_cuda_agent" in missing
+    assert unmet_requirements(Task.from_source(TASK, name="ok")) is None
 
 
 def test_workspace_dirnames_are_safe_and_distinct() -> None:

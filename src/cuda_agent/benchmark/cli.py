@@ -117,8 +117,10 @@ def run_cmd(
 
     def show(r) -> None:  # type: ignore[no-untyped-def]
         progress["k"] += 1
-        console.print(f"  [{progress['k']}/{n}] {escape(r.task)}: reward {r.reward:+d}  {escape(r.summary[:100])}  "
-                      f"({r.slot})")
+        verdict = "skipped" if r.status == "skipped" else f"reward {r.reward:+d}"
+        sample = f" sample {r.sample}" if samples > 1 else ""
+        console.print(f"  [{progress['k']}/{n * samples}] {escape(r.task)}{sample}: {verdict}  "
+                      f"{escape(r.summary[:100])}  ({r.slot})")
 
     try:
         records = run_benchmark(chosen, out, pool, backend=be, config=config, solutions=source, policy=policy,

@@ -76,8 +76,8 @@ def compare_runs(a: Sequence[TaskRecord], b: Sequence[TaskRecord], label_a: str 
 
 def _diff(name: str, level: int | None, a: TaskRecord | None, b: TaskRecord | None, in_a: bool,
           in_b: bool, margin: float, confidence: float) -> TaskDiff:
-    d = TaskDiff(task=name, level=level, change="same", reward_a=a.reward if a else None,
-                 reward_b=b.reward if b else None,
+    d = TaskDiff(task=name, level=level, change="same", reward_a=a.reward if a and a.status != "skipped" else None,
+                 reward_b=b.reward if b and b.status != "skipped" else None,
                  speedup_vs_eager_a=a.speedup_vs_eager if a else None,
                  speedup_vs_eager_b=b.speedup_vs_eager if b else None,
                  speedup_vs_compile_a=a.speedup_vs_compile if a else None,

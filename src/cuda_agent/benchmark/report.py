@@ -90,7 +90,8 @@ def _row(name: str, level: int | None, r: TaskRecord | None, samples: dict[int, 
          confidence: float) -> TaskRow:
     res = r.result if r else None
     bounds = speedup_bounds(r, "eager", confidence)
-    return TaskRow(task=name, level=level, status=r.status if r else "missing", reward=r.reward if r else None,
+    return TaskRow(task=name, level=level, status=r.status if r else "missing",
+                   reward=r.reward if r and r.status != "skipped" else None,
                    bounds_vs_eager=bounds, high_variance=is_high_variance(bounds, margin), samples=len(samples),
                    samples_correct=sum(s.correct for s in samples.values()),
                    compile_error=r.compile_error if r else None,
@@ -295,7 +296,7 @@ def _bounds(t: TaskRow) -> str:
     if t.bounds_vs_eager is None:
         return "-"
     lo, hi = t.bounds_vs_eager
-    text = f"{lo:.2f}-{hi:.2f}" if hi < 1e6 else f">{lo:.2f}"
+    text = f"{lo:.2f}-{hi:.2f}" if hi < 1e6 and lo > 0.005 else "unbounded"
     return text + (" (high variance)" if t.high_variance else "")
 
 
