@@ -10,7 +10,7 @@ import pytest
 from cuda_agent.data import device_lock
 from cuda_agent.data.config import FilterConfig
 from cuda_agent.data.filters import Reason, TaskCheck
-from cuda_agent.data.pool import DataWorker, WorkerDied
+from cuda_agent.data.data_worker import DataWorker, WorkerDied
 
 HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
 

@@ -13,7 +13,7 @@ import pytest
 
 from cuda_agent.tasks import Task
 from cuda_agent.train.episode import EpisodeConfig, TokenEpisode
-from cuda_agent.train.evaluator import LocalEvaluator, candidate_files, evaluate_files
+from cuda_agent.train.eval_pool import LocalEvaluator, candidate_files, evaluate_files
 from tests.conftest import RELU_BINDING, RELU_KERNEL, RELU_MODEL_NEW, RELU_TASK
 
 pytest.importorskip("transformers")

@@ -296,7 +296,7 @@ def test_stages_chain_through_verls_checkpoint_layout_and_model_merger(recipe, t
 
 # ---- 5. one evaluation pool for N agent-loop workers ----------------------------------------------
 def test_pool_size_is_the_declared_resource_whatever_the_worker_count():
-    from cuda_agent.train.evaluator import eval_pool_size
+    from cuda_agent.train.eval_pool import eval_pool_size
 
     assert eval_pool_size(16) == 16 and eval_pool_size(16, pool_workers=4) == 4
     assert eval_pool_size(16, pool_workers=64) == 16 and eval_pool_size(8, resource_per_worker=2) == 4
@@ -307,7 +307,7 @@ def test_pool_size_is_the_declared_resource_whatever_the_worker_count():
 @pytest.mark.slow
 def test_n_agent_loop_workers_share_one_pool_that_holds_the_declared_resource(fast_config):
     ray = pytest.importorskip("ray")
-    from cuda_agent.train.evaluator import EVAL_RESOURCE, PoolSettings
+    from cuda_agent.train.eval_pool import EVAL_RESOURCE, PoolSettings
 
     if ray.is_initialized():
         pytest.skip("a Ray session is already running in this process")
@@ -320,7 +320,7 @@ def test_n_agent_loop_workers_share_one_pool_that_holds_the_declared_resource(fa
         @ray.remote(num_cpus=0)
         class FakeAgentLoopWorker:  # verl's agent-loop workers are long-lived actors like this one
             def pool(self, cfg_json: str):  # what each does on its first episode (verl_loop.shared_evaluator)
-                from cuda_agent.train.evaluator import shared_evaluator
+                from cuda_agent.train.eval_pool import shared_evaluator
 
                 ev = shared_evaluator(json.loads(cfg_json))
                 return ev.service._actor_id.hex(), ray.get(ev.service.size.remote())

@@ -85,7 +85,7 @@ def audit(dataset: str | Path, out: str | Path, *, backend: str | None = None, f
                 progress(len(done), total, row)
 
     def run(slot: int) -> None:
-        from .pool import DataWorker, WorkerDied, WorkerError
+        from .data_worker import DataWorker, WorkerDied, WorkerError
 
         device = device_of(slot, devices)
         cfg = by_device[device]

@@ -345,7 +345,7 @@ def build_catalogue(*, include_transformers: bool | None = None, cache_dir: str 
 def _probe_all(refs: list[OpRef], workers: int, op_timeout_s: float,
                progress: Callable[[int, int, OpSpec], None] | None) -> list[OpSpec]:
     """Probe `refs` on a few worker processes; results in the order of `refs`."""
-    from .pool import DataWorker, WorkerDied, WorkerError
+    from .data_worker import DataWorker, WorkerDied, WorkerError
 
     todo = list(enumerate(refs))
     results: dict[int, OpSpec] = {}

@@ -245,7 +245,7 @@ class _CandidateRunner:
         self.worker_failures = 0  # consecutive candidates lost to the worker, not to a filter
 
     def loop(self, next_index: Callable[[], int | None], slot: int = 0) -> None:
-        from .pool import DataWorker
+        from .data_worker import DataWorker
 
         threads = max(1, (os.cpu_count() or 1) // self.config.workers)
         device = device_of(slot, self.config.devices)
@@ -268,7 +268,7 @@ class _CandidateRunner:
 
     def _one(self, index: int, worker: Any, filters: FilterConfig) -> Any:
         """Run one candidate; returns the worker to use next (replaced if this one died)."""
-        from .pool import WorkerDied, WorkerError
+        from .data_worker import WorkerDied, WorkerError
 
         try:
             plan = self.planner.plan(self.config.seed, index)

@@ -1,6 +1,6 @@
 """The data worker (`python -m cuda_agent.data.worker FD BACKEND`): runs task code for the
 catalogue probe, composition and the filters, one JSON request per stdin line, replies framed
-on the private pipe FD. See pool.py for the parent side and the isolation it provides.
+on the private pipe FD. See data_worker.py for the parent side and the isolation it provides.
 
 Requests:
   {"op": "probe", "ref": OpRef}                 -> {"type": "result", "spec": OpSpec}

@@ -33,7 +33,7 @@ from ..evaluation import EvalResult
 from ..tasks import Task
 from ..workspace import Workspace, create_workspace
 from .chat import tool_suffix_ids
-from .evaluator import Evaluator
+from .eval_pool import Evaluator
 from .prompting import initial_messages
 
 

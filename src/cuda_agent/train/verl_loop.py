@@ -5,7 +5,7 @@ pkg://cuda_agent/train/verl_agent_loop.yaml`) with `hydra.utils.instantiate`, on
 
 Per trajectory it owns one workspace, lets the policy call the agent's tools there, masks tool
 output tokens (response_mask 0) and returns `reward_score` from `cuda_agent.evaluate` — computed
-on the job's shared evaluation pool (`evaluator.shared_pool`) unless `cuda_agent.pool_workers`
+on the job's shared evaluation pool (`eval_pool.shared_pool`) unless `cuda_agent.pool_workers`
 is 0 — so verl skips its own reward step. The episode logic is `episode.TokenEpisode`; this
 class supplies verl's server and verl's own continuous-token builder for both the initial
 prompt (`ct_build_initial_tokens`) and every tool-result turn (`ct_merge_context_msg`, which may
@@ -24,7 +24,7 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetr
 from ..agent.loop import TRAIN_MAX_TURNS
 from ..evaluation import EvalConfig
 from .episode import EpisodeConfig, TokenEpisode
-from .evaluator import Evaluator, shared_evaluator
+from .eval_pool import Evaluator, shared_evaluator
 from .verl_data import AGENT_LOOP_NAME, task_from_extra_info
 
 class _VerlEpisode(TokenEpisode):

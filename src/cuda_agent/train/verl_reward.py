@@ -15,7 +15,7 @@ import asyncio
 import re
 from typing import Any
 
-from .evaluator import PoolSettings, evaluate_files, shared_evaluator
+from .eval_pool import PoolSettings, evaluate_files, shared_evaluator
 from .verl_data import task_from_extra_info
 
 _BLOCK = re.compile(r"```[a-zA-Z+]*\n(.*?)```", re.DOTALL)
