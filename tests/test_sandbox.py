@@ -260,3 +260,52 @@ def test_seccomp_numbers_match_the_kernel_headers() -> None:
         arch = "x86_64" if col == 0 else "aarch64"
         assert _SECCOMP[arch][1:4] == (nums["seccomp"], nums["clone"], nums["clone3"])
     assert checked or not any(h.is_file() for h in tables.values())
+
+
+_FILTERED_CHILD = '''
+import importlib.util, sys, threading, time
+spec = importlib.util.spec_from_file_location("_sb", sys.argv[1])
+sb = importlib.util.module_from_spec(spec); spec.loader.exec_module(sb)
+threading.Thread(target=time.sleep, args=(60,), daemon=True).start()   # a thread started before
+if sys.argv[2] == "filter":
+    sb.deny_syscalls()
+print("ready", flush=True)
+time.sleep(60)
+'''
+
+
+@pytest.mark.parametrize("filtered", [True, False])
+def test_the_judge_reads_the_candidates_syscall_filter_from_proc(filtered: bool) -> None:
+    """The judge's check reads /proc, not the candidate's report: every thread of a filtered
+    process shows the filter; an unfiltered one is refused with a guard verdict."""
+    import subprocess
+    import sys
+    from types import SimpleNamespace
+
+    from cuda_agent.evaluation.candidate_link import CandidateLink
+    from cuda_agent.evaluation.judge import Verdict, _CandidateSession
+    from cuda_agent.isolation import sandbox
+
+    if not sandbox.seccomp_supported():
+        pytest.skip("this host cannot install seccomp filters")
+    child = subprocess.Popen([sys.executable, "-I", "-S", "-c", _FILTERED_CHILD, sandbox.__file__,
+                              "filter" if filtered else "none"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        link = SimpleNamespace(pid=lambda: child.pid)
+        threads = CandidateLink.syscall_filters(link)  # type: ignore[arg-type]
+        assert len(threads) == 2
+        assert all(mode == (2 if filtered else 0) for _, mode, _ in threads)
+        session = SimpleNamespace(link=SimpleNamespace(syscall_filters=lambda: threads), req={"library": None})
+        if filtered:
+            _CandidateSession.check_syscall_filter(session)  # type: ignore[arg-type]
+        else:
+            with pytest.raises(Verdict, match="syscall filter missing"):
+                _CandidateSession.check_syscall_filter(session)  # type: ignore[arg-type]
+        lenient = SimpleNamespace(link=SimpleNamespace(syscall_filters=lambda: threads),
+                                  req={"library": "/x/build/kernels.triton.json"})  # a language that stacks two
+        with pytest.raises(Verdict, match="2 seccomp filter"):
+            _CandidateSession.check_syscall_filter(lenient)  # type: ignore[arg-type]
+    finally:
+        child.kill()
+        child.wait()

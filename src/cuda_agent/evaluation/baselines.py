@@ -28,8 +28,10 @@ class BaselineCache:
 
     @staticmethod
     def key(task_hash: str, device: str, torch_version: str, compile_mode: str | None, backend: str,
-            timing_fingerprint: str) -> str:
-        return digest(task_hash, device, torch_version, str(compile_mode), backend, timing_fingerprint)
+            timing_fingerprint: str, precision: str | None = None) -> str:
+        """The measurement's identity; an fp16/bf16 run times other kernels than fp32 does."""
+        extra = () if precision in (None, "fp32") else (precision,)
+        return digest(task_hash, device, torch_version, str(compile_mode), backend, timing_fingerprint, *extra)
 
     def get(self, key: str) -> Baseline | None:
         path = self.root / f"{key}.json"

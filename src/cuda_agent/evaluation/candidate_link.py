@@ -127,6 +127,26 @@ class CandidateLink(WatchedProcess):
             self._signal(signal.SIGCONT)
             self._frozen = False
 
+    def syscall_filters(self) -> list[tuple[str, int, int | None]]:
+        """(thread id, seccomp mode, filter count) of every thread of the candidate's Python
+        process, read from /proc: what is enforced, not what the process says it did."""
+        pid = self.pid()
+        out = []
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            return out
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/status") as fh:
+                    fields = dict(line.split(":", 1) for line in fh if ":" in line)
+            except OSError:
+                continue  # a thread that just ended
+            if "Seccomp" in fields:
+                count = fields.get("Seccomp_filters")
+                out.append((tid, int(fields["Seccomp"]), int(count) if count is not None else None))
+        return out
+
     def cpu_ns(self) -> int:
         """CPU time of every live thread of the candidate process tree, in ns (/proc)."""
         total = 0

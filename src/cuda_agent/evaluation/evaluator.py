@@ -101,7 +101,7 @@ def _ask_workload(ws: Workspace, task: Task, source: str, backend: Backend, cfg:
     """The judge's answer for one workload's source (the task's own source: its own hash)."""
     source_hash = task.content_hash if source == task.source else hashlib.sha256(source.encode()).hexdigest()
     key = BaselineCache.key(source_hash, backend.device_key(), torch_version(), cfg.compile_mode,
-                            backend.name, cfg.timing.model_dump_json())
+                            backend.name, cfg.timing.model_dump_json(), task.precision)
     request = _judge_request(ws, task, backend, cfg, cache_dir, key, library, source=source, source_hash=source_hash)
     return _ask_judge(backend, request, cfg, result)
 
@@ -246,7 +246,7 @@ def measure_baselines(workspace: Workspace | str | Path, config: EvalConfig | No
     ws = workspace if isinstance(workspace, Workspace) else open_workspace(workspace, cache_dir=cache_dir)
     backend = get_backend(ws.backend)
     key = BaselineCache.key(ws.task.content_hash, backend.device_key(), torch_version(), cfg.compile_mode,
-                            backend.name, cfg.timing.model_dump_json())
+                            backend.name, cfg.timing.model_dump_json(), ws.task.precision)
     cached = BaselineCache(cache_dir).get(key) if cfg.use_baseline_cache else None
     if cached is not None and cached.compile is not None:
         return cached

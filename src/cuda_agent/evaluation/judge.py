@@ -503,11 +503,31 @@ class _CandidateSession:
             raise Verdict("worker", "the candidate process broke the protocol")
         if self.role == "candidate":
             self.out["sandbox"] = dict(msg.get("sandbox") or {}, namespaces=self.link.namespaces)
+            if self.start_request.get("syscalls"):
+                self.check_syscall_filter()
         self.reader = self.judge.backend.output_reader(self.link.pid())
         if cfg.guards.no_processes and self.role == "candidate":
             self.link.watch_processes()
         self.link.freeze()
         self.clock.mark("load")
+
+    def check_syscall_filter(self) -> None:
+        """Corroborate from /proc that every thread of the loaded candidate runs under the
+        syscall filter: a language that spawns compilers while loading has the strict filter
+        stacked by the candidate process itself, after its code ran, so that is a claim."""
+        from ..isolation.sandbox import seccomp_supported
+        from ..languages import language_for_artifact
+
+        if not seccomp_supported():
+            return
+        lang = language_for_artifact(self.req["library"]) if self.req.get("library") else None
+        want = 2 if lang is not None and lang.spawns_while_loading else 1
+        threads = self.link.syscall_filters()
+        short = [tid for tid, mode, count in threads if mode != 2 or (count is not None and count < want)]
+        if not threads or short:
+            raise Verdict("guard", f"forbidden: syscall filter missing: {len(short) or 'all'} thread(s) of the "
+                                   f"candidate process run without the {want} seccomp filter(s) it must have after "
+                                   "loading (read from /proc)")
 
     def layout(self, m: int) -> None:
         """The arena: weights, init tensors, and m input slots (one per call of a batch)."""

@@ -27,6 +27,7 @@ import platform
 import resource
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -358,6 +359,23 @@ def deny_syscalls(allow_processes: bool = False) -> dict[str, Any]:
                              and not (allow_processes and n in _PROCESS_SYSCALLS))
             + (["clone with namespace flags"] if allow_processes else ["clone without CLONE_THREAD"])
             + ["clone3 (ENOSYS)", "signals to other processes"]}
+
+
+@functools.cache
+def seccomp_supported() -> bool:
+    """Whether this host can put a process under our syscall filter, found by doing it in a
+    small child (isolated Python, this file loaded by path): where it cannot, no candidate
+    can be asked to show one."""
+    if platform.machine() not in _SECCOMP:
+        return False
+    probe = ("import importlib.util, sys\n"
+             f"spec = importlib.util.spec_from_file_location('_probe_sandbox', {__file__!r})\n"
+             "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
+             "sys.exit(0 if str(m.deny_syscalls().get('seccomp', '')).startswith('on') else 1)\n")
+    try:
+        return subprocess.run([sys.executable, "-I", "-S", "-c", probe], capture_output=True, timeout=60).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
 
 
 def apply_candidate_sandbox(scratch: Path, backend_name: str) -> dict[str, Any]:

@@ -52,6 +52,9 @@ class Language(ABC):
     artifact_suffix: ClassVar[str]
     # run one forward on the first input slot before "ready" (JIT languages compile then)
     warm_up: ClassVar[bool] = False
+    # its runtime starts processes while loading (Triton's compilers): the candidate then runs
+    # under a loose syscall filter with the strict one stacked after loading (two filters)
+    spawns_while_loading: ClassVar[bool] = False
 
     # ---- the workspace --------------------------------------------------------------
     @abstractmethod

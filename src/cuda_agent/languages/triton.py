@@ -40,6 +40,7 @@ class TritonLanguage(Language):
     backends = ("cuda",)
     artifact_suffix = ".triton.json"
     warm_up = True
+    spawns_while_loading = True
 
     def extension_name(self, backend: str) -> str:
         return EXTENSION
@@ -110,7 +111,7 @@ class TritonLanguage(Language):
         if libcuda and not os.environ.get("TRITON_LIBCUDA_PATH"):
             env["TRITON_LIBCUDA_PATH"] = libcuda
         return SandboxNeeds(writable=tuple(writable), executable=tuple(triton_executables()),
-                            processes_while_loading=True, environment=env)
+                            processes_while_loading=self.spawns_while_loading, environment=env)
 
     def install(self, extension: str, artifact: str, workspace: Path) -> Any:
         return install_triton_package(extension, Path(artifact).parent)
