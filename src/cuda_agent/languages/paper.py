@@ -47,7 +47,7 @@ _PY_SYMBOL = re.compile(r"^(?:_?Py\w+|THP\w+|torch::autograd::\w+|torch::utils::
 _PY_DENIED = re.compile(r"^_?Py(?:Run|Import|Eval_Eval|_CompileString|_RunMain|Exec|Sys_)|^Py_Compile|"
                         r"^PyObject_CallMethod")
 # what pybind11's module init and torch's tensor casters (THPVariable_Wrap, inlined) import,
-# read off a built CPU module (tests/test_languages_paper.py): named, not a pattern
+# read off a built CPU module (tests/languages/test_paper.py): named, not a pattern
 _CASTER_SYMBOLS = frozenset((
     "c10::AutogradMetaInterface::~AutogradMetaInterface()", "c10::impl::getGlobalPyInterpreter()",
     "c10::impl::ExcludeDispatchKeyGuard::ExcludeDispatchKeyGuard(c10::DispatchKeySet)",

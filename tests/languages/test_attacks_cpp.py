@@ -16,9 +16,9 @@ from cuda_agent.languages.build import build_workspace
 from cuda_agent.languages.checks import RULES, check_model_new, check_workspace
 from cuda_agent.languages.symbols import check_library, classify, qualname
 
-from .conftest import RELU_BINDING, RELU_KERNEL
+from tests.conftest import RELU_BINDING, RELU_KERNEL
 
-PKG = Path(__file__).resolve().parents[1] / "src" / "cuda_agent"
+PKG = Path(__file__).resolve().parents[2] / "src" / "cuda_agent"
 
 # ---- the built library's imports -----------------------------------------------------------
 # Each kernel computes relu but also reaches for something the allow-list forbids, spelled so

@@ -9,7 +9,7 @@ import pytest
 
 from cuda_agent.evaluation import EvalConfig, GuardConfig, TimingConfig, evaluate
 
-from .conftest import RELU_MODEL_NEW, RELU_TASK
+from tests.conftest import RELU_MODEL_NEW, RELU_TASK
 
 pytestmark = pytest.mark.slow
 

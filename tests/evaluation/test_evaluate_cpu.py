@@ -9,7 +9,7 @@ import pytest
 from cuda_agent.evaluation import evaluate
 from cuda_agent.evaluation.config import GuardConfig
 
-from .conftest import RELU_BINDING, RELU_KERNEL, RELU_MODEL_NEW, RELU_TASK
+from tests.conftest import RELU_BINDING, RELU_KERNEL, RELU_MODEL_NEW, RELU_TASK
 
 pytestmark = pytest.mark.slow
 

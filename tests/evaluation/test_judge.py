@@ -16,7 +16,7 @@ import pytest
 
 from cuda_agent.evaluation import GuardConfig, evaluate
 
-from .conftest import RELU_BINDING, RELU_KERNEL, RELU_MODEL_NEW, RELU_TASK
+from tests.conftest import RELU_BINDING, RELU_KERNEL, RELU_MODEL_NEW, RELU_TASK
 
 pytestmark = pytest.mark.slow
 

@@ -16,7 +16,7 @@ from cuda_agent.languages.checks import (
     check_workspace,
 )
 
-PKG = Path(__file__).resolve().parents[1] / "src" / "cuda_agent"
+PKG = Path(__file__).resolve().parents[2] / "src" / "cuda_agent"
 TEMPLATES = PKG / "languages" / "templates"
 EXT = {"cuda": "cuda_extension", "cpu": "cpu_extension"}
 

@@ -12,7 +12,7 @@ from cuda_agent.isolation.sandbox import namespaces_available as network_namespa
 from cuda_agent.examples import list_examples
 from cuda_agent.workspace import create_workspace
 
-from .conftest import RELU_BINDING, RELU_KERNEL, RELU_MODEL_NEW
+from tests.conftest import RELU_BINDING, RELU_KERNEL, RELU_MODEL_NEW
 
 pytestmark = pytest.mark.slow
 

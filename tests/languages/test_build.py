@@ -9,7 +9,7 @@ import pytest
 from cuda_agent.backends import get_backend
 from cuda_agent.languages.build import build_workspace, trim_compiler_output
 
-from .conftest import RELU_BINDING, RELU_KERNEL
+from tests.conftest import RELU_BINDING, RELU_KERNEL
 
 pytestmark = pytest.mark.slow
 

@@ -20,7 +20,7 @@ import pytest
 
 from cuda_agent.agent.trajectory import load_trajectories
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _agent_requirements() -> list[str]:

@@ -16,7 +16,7 @@ from cuda_agent.agent import shell as shell_mod
 from cuda_agent.agent.shell import ShellUnavailable
 from cuda_agent.agent.tools import ToolExecutor
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SECRET = f"decoy-{uuid.uuid4().hex}"
 
 

@@ -28,10 +28,10 @@ from cuda_agent.benchmark import (
 from cuda_agent.evaluation import EvalConfig, TimingConfig
 from cuda_agent.examples import get_example
 
-from .conftest import RELU_TASK
+from tests.conftest import RELU_TASK
 
 pytestmark = pytest.mark.slow
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 KILL_SUBSET = ["layernorm", "conv2d_relu", "mlp_block"]
 RAY_SUBSET = ["layernorm", "conv2d_relu", "mlp_block"]
 # Timing cut to the minimum (CI has 2 cores): these tests check the harness, not speed.

@@ -155,7 +155,7 @@ def test_two_outputs(make_workspace, fast_config):
 
 
 def test_output_buffer_allocated_in_model_new(make_workspace, fast_config):
-    from .conftest import RELU_KERNEL
+    from tests.conftest import RELU_KERNEL
 
     ws = make_workspace(model_new=OUT_PARAM_MODEL_NEW, name="out_param",
                         kernels={"relu.cpp": RELU_KERNEL, "relu_binding.cpp": OUT_PARAM_BINDING})
@@ -169,7 +169,7 @@ def test_in_place_on_its_own_copy(make_workspace, fast_config):
 
 
 def test_simd_intrinsics_and_scratch_buffers(make_workspace, fast_config):
-    from .conftest import RELU_BINDING, RELU_MODEL_NEW
+    from tests.conftest import RELU_BINDING, RELU_MODEL_NEW
 
     ws = make_workspace(model_new=RELU_MODEL_NEW, name="avx",
                         kernels={"relu.cpp": AVX_KERNEL, "relu_binding.cpp": RELU_BINDING})

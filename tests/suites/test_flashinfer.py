@@ -29,8 +29,8 @@ from cuda_agent.suites.flashinfer import (  # noqa: E402
 from cuda_agent.tasks import TaskError  # noqa: E402
 from cuda_agent.workspace import create_workspace  # noqa: E402
 
-FIXTURE = Path(__file__).parent / "fixtures" / "flashinfer_trace"
-SOLUTION = Path(__file__).parents[1] / "src" / "cuda_agent" / "suites" / "solutions" / "fused_add_rmsnorm_h4096" / "cuda"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "flashinfer_trace"
+SOLUTION = Path(__file__).parents[2] / "src" / "cuda_agent" / "suites" / "solutions" / "fused_add_rmsnorm_h4096" / "cuda"
 DEF = "fused_add_rmsnorm_h4096"
 
 

@@ -19,7 +19,7 @@ from cuda_agent.evaluation.timing import clearly_faster
 from cuda_agent.tasks import Task, Workload, apply_workload, load_tasks
 from cuda_agent.workspace import create_workspace, open_workspace
 
-from .conftest import RELU_BINDING, RELU_KERNEL, RELU_MODEL_NEW
+from tests.conftest import RELU_BINDING, RELU_KERNEL, RELU_MODEL_NEW
 
 SOURCE = '''import torch
 import torch.nn as nn

@@ -31,7 +31,7 @@ from cuda_agent.evaluation import EvalConfig
 from cuda_agent.tasks import Task
 from tests.conftest import RELU_BINDING, RELU_KERNEL, RELU_MODEL_NEW, RELU_TASK
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 RELU = Task.from_source(RELU_TASK, name="relu")
 
 
@@ -238,7 +238,7 @@ from pathlib import Path
 from cuda_agent.agent import AgentConfig, run_episode
 from cuda_agent.agent.policies import reply
 from cuda_agent.evaluation import EvalConfig
-from tests.test_agent_run import RELU, ByTurn, write
+from tests.agent.test_run import RELU, ByTurn, write
 
 def die(messages):
     os.kill(os.getpid(), signal.SIGKILL)  # a crash: no clean-up, no final record

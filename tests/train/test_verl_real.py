@@ -312,7 +312,7 @@ def test_n_agent_loop_workers_share_one_pool_that_holds_the_declared_resource(fa
     if ray.is_initialized():
         pytest.skip("a Ray session is already running in this process")
     ray.init(num_cpus=2, resources={EVAL_RESOURCE: 3}, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).resolve().parents[1])}})
+             runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).resolve().parents[2])}})
     try:
         settings = PoolSettings(pool_workers=None, pool_gpus_per_worker=0, pool_cpus_per_worker=0,
                                 eval=fast_config)

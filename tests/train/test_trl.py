@@ -68,7 +68,7 @@ def test_rft_sft_on_filtered_rows_writes_a_checkpoint(tmp_path):
 def test_config_files_load_and_bad_overrides_are_named(tmp_path):
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1] / "configs" / "train"
+    root = Path(__file__).resolve().parents[2] / "configs" / "train"
     gpu = load_config(RLConfig, root / "rl_smollm2_gpu.yaml")
     # the smoke config trains a 135M model for a few steps: a larger step than the paper's 3e-6 (stated in the file)
     assert gpu.learning_rate == 5e-5 and (gpu.epsilon_low, gpu.epsilon_high) == (0.2, 0.28)

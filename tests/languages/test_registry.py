@@ -22,7 +22,7 @@ from cuda_agent.languages.triton import install_triton_package
 from cuda_agent.tasks import Task
 from cuda_agent.workspace import create_workspace, open_workspace
 
-from .conftest import RELU_TASK
+from tests.conftest import RELU_TASK
 
 
 def test_registry_names_and_artifacts() -> None:

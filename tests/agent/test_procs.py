@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 LAUNCHER = r'''
 import ctypes, json, os, signal, subprocess, sys, time
