@@ -321,3 +321,13 @@ def test_a_folder_held_by_a_live_run_is_an_input_error(tmp_path: Path) -> None:
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_workspace_takes_a_language_and_refuses_an_unknown_one(tmp_path: Path) -> None:
+    r = invoke("workspace", "swish", str(tmp_path / "t"), "--backend", "cuda", "--language", "triton",
+               "--with-solution")
+    assert r.exit_code == 0, r.output
+    assert (tmp_path / "t" / "SKILL.md").read_text().lower().count("triton") > 0
+    assert any(p.suffix == ".py" for p in (tmp_path / "t" / "kernels").iterdir())
+    bad = invoke("workspace", "swish", str(tmp_path / "u"), "--backend", "cpu", "--language", "cobol")
+    assert bad.exit_code != 0 and "unknown language" in bad.output

@@ -39,6 +39,8 @@ def workspace(
     backend: Optional[str] = typer.Option(None, help="cuda or cpu (default: the local device)"),
     force: bool = typer.Option(False, help="overwrite a non-empty directory"),
     with_solution: bool = typer.Option(False, help="bundled examples: also copy the reference solution"),
+    language: str = typer.Option("cpp", help="what the kernels are written in: cpp (CUDA C++ / C++), triton, "
+                                 "or paper (the CUDA Agent release's agent_workdir layout)"),
 ) -> None:
     """Create a workspace for one task."""
     from .examples import get_example, list_examples
@@ -60,11 +62,14 @@ def workspace(
         loaded = [example.task]
     if len(loaded) != 1:
         raise fail(f"{task} holds {len(loaded)} tasks; a workspace takes one")
-    ws = create_workspace(loaded[0], directory, be, overwrite=force)
+    try:
+        ws = create_workspace(loaded[0], directory, be, overwrite=force, language=language)
+    except (KeyError, ValueError) as exc:
+        raise fail(str(exc.args[0]) if isinstance(exc, KeyError) else str(exc))
     if with_solution:
         if example is None:
             raise fail("--with-solution only applies to bundled examples")
-        example.install_solution(ws.root, be)
+        example.install_solution(ws.root, "triton" if language == "triton" else be)
     console.print(f"workspace for [bold]{ws.task.name}[/] ({be}) at {ws.root}\n"
                   f"next: cd {ws.root} && ./compile.sh && ./verify.sh && ./profile.sh")
 

@@ -188,3 +188,13 @@ def test_traces_give_the_baseline_and_the_score_is_the_arithmetic_mean(tmp_path)
     assert score.missing_baseline == [workload_uuid(runs[2][0])] and score.workloads[2].held_out
     with pytest.raises(ValueError, match="only a correct"):
         fib_score(result.model_copy(update={"correct": False}), task, base)
+
+
+def test_bench_suites_name_a_flashinfer_dataset_folder():
+    """`bench run flashinfer:DIR`: each definition a multi-workload task, held-out ones kept."""
+    from cuda_agent.benchmark.suite import load_suite
+
+    suite = load_suite(f"flashinfer:{FIXTURE}")
+    assert suite.tasks and all(t.workloads and t.held_out for t in suite.tasks)
+    with pytest.raises(Exception):
+        load_suite(f"flashinfer:{FIXTURE / 'missing'}")

@@ -53,10 +53,14 @@ class Suite:
         return {t.name: t.level for t in self.tasks}
 
 
+FLASHINFER_PREFIX = "flashinfer:"
+
+
 def load_suite(spec: str | Path, *, levels: Iterable[int] | None = None, only: Sequence[str] | None = None,
                per_level: int | None = None, interleave: bool = False, subset: str | None = None,
                precision: str | None = None) -> Suite:
-    """Resolve `spec`: "examples", a `.txt` task list (one task path per line, relative to
+    """Resolve `spec`: "examples", "flashinfer:DIR" (a flashinfer-trace dataset folder, each
+    definition a multi-workload task), a `.txt` task list (one task path per line, relative to
     the list, `#` comments), or anything `load_tasks` reads (a .py file, a directory or
     KernelBench checkout, a parquet/JSONL table, a HF dataset id). Then keep the tasks of
     `levels`, those of the curated `subset` (a name in SUBSETS; levels it does not cover are
@@ -215,6 +219,11 @@ def _resolve(spec: str) -> tuple[list[Task], list[str]]:
         from ..examples import list_examples
 
         return [e.task for e in list_examples()], []
+    if spec.startswith(FLASHINFER_PREFIX):  # a flashinfer-trace dataset folder: one task per definition
+        from ..suites.flashinfer import flashinfer_tasks
+
+        loaded = flashinfer_tasks(spec[len(FLASHINFER_PREFIX):])
+        return list(loaded), [str(e) for e in loaded.rejected]
     path = Path(spec)
     if path.suffix == TASK_LIST_SUFFIX and path.is_file():
         return _task_list(path)

@@ -26,7 +26,7 @@ class Example:
         return self.root / backend
 
     def install_solution(self, workspace: Path, backend: str) -> None:
-        """Copy this example's solution for `backend` into a workspace."""
+        """Copy this example's solution for `backend` (or the `triton` one) into a workspace."""
         src = self.solution_dir(backend)
         if not src.is_dir():
             raise FileNotFoundError(f"example {self.name} has no {backend} solution")
