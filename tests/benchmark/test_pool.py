@@ -274,7 +274,7 @@ def test_policy_runs_episodes_then_evaluates(tmp_path, cache_dir, monkeypatch) -
     suite = load_suite("examples", only=["conv2d_relu", "mlp_block"])
     records = run_benchmark(suite, tmp_path / "policy", LocalPool(device_slots("cpu"), build_workers=1),
                             backend="cpu", config=fast_config(cache_dir),
-                            policy="tests.test_benchmark_pool:scripted_episode", policy_options={"fail_on": "mlp_block"})
+                            policy="tests.benchmark.test_pool:scripted_episode", policy_options={"fail_on": "mlp_block"})
     by = {r.task: r for r in records}
     good, bad = by["examples/conv2d_relu"], by["examples/mlp_block"]
     assert good.mode == "policy" and good.correct and good.episode.tokens == 1234 and good.episode.turns == 7

@@ -3,7 +3,7 @@ writes into a buffer the model allocated, views in model_new, per-call scratch b
 SIMD intrinsics) keep their reward with every guard on. Together with the eight bundled
 examples (fused, tiled GEMM with an epilogue, reductions, conv) this is the honest
 catalogue of docs/guards.md; the CUDA solutions (incl. cuBLAS GEMM + custom epilogue) run in
-tests/test_gpu.py."""
+tests/evaluation/test_gpu.py."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Timing hacks on the CPU backend: patched timers, content-fingerprint caching, work left
 running on another thread, and the speed-of-light bound. Each one is caught or does not pay.
 Since the judge times on its own clock in its own process, a patched clock in the candidate's
-process changes nothing; the other hacks are in tests/test_judge.py too."""
+process changes nothing; the other hacks are in tests/evaluation/test_judge.py too."""
 
 from __future__ import annotations
 

@@ -49,7 +49,7 @@ def test_rft_sft_on_filtered_rows_writes_a_checkpoint(tmp_path):
     from cuda_agent.agent.trajectory import TrajectoryWriter
     from cuda_agent.train.rft import build_rft_dataset
     from cuda_agent.train.trl_sft import run_rft
-    from tests.test_train_rft import GOOD, _traj
+    from tests.train.test_rft import GOOD, _traj
 
     traj = tmp_path / "traj.jsonl"
     w = TrajectoryWriter(traj)
