@@ -12,9 +12,11 @@ import json
 import statistics
 from pathlib import Path
 
+from cuda_agent.storage import read_jsonl
+
 
 def summarise(path: Path, hi_ms: float, cut: float) -> dict[str, object]:
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip().startswith("{")]
+    rows = read_jsonl(path)  # a torn last line (a run cut by its time limit) is dropped
     timed = [r for r in rows if r.get("first_call_ms") is not None]
     limit = cut * hi_ms
 

@@ -11,17 +11,11 @@ import argparse
 import json
 from pathlib import Path
 
+from cuda_agent.storage import read_jsonl
+
 
 def rows(path: Path) -> list[dict]:
-    if not path.is_file():
-        return []
-    out = []
-    for line in path.read_text().splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue  # a half-written last line
-    return out
+    return read_jsonl(path)  # [] when absent; a half-written last line is dropped
 
 
 def main() -> None:

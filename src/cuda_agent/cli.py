@@ -79,16 +79,19 @@ def build(directory: Path = typer.Argument(Path("."), help="workspace directory"
           json_out: bool = typer.Option(False, "--json", help="print the result as JSON")) -> None:
     """Compile kernels/ into the extension (cached, parallel)."""
     from .backends import get_backend
-    from .languages.build import build_workspace, publish_library
+    from .evaluation import EvalConfig
+    from .isolation.paths import default_cache_dir
+    from .languages import get_language
     from .workspace import open_workspace
 
     ws = open_workspace(directory)
     backend = get_backend(ws.backend)
-    res = build_workspace(ws.root, backend)
+    lang = get_language(ws.language)  # the same build the evaluation runs: C++, Triton or the paper's layout
+    res = lang.build(ws.root, backend, cache_dir=default_cache_dir(), timeout_s=EvalConfig().build_timeout_s)
     if json_out:
         print(res.model_dump_json())
     elif res.ok:
-        publish_library(ws.root, backend.extension_name, res.library)
+        lang.publish(ws.root, backend, res.library)
         console.print(f"[green]built[/] in {res.seconds:.1f}s ({res.compiled_units} compiled, "
                       f"{res.cached_units} cached)")
     else:

@@ -60,7 +60,6 @@ class BatchSummary(BaseModel):
     def of(cls, trajectories: Sequence[Trajectory], skipped: int = 0) -> "BatchSummary":
         done = [t for t in trajectories if t.finished]
         n = max(1, len(done))
-        finals = [t.final for t in done if t.final is not None]
         finals = [t.delivered for t in done if t.delivered is not None]  # the best state when the last is broken
         correct = [f for f in finals if f.reward >= 1]
         return cls(
@@ -92,7 +91,15 @@ def _run_batch(tasks: Sequence[Task], policy: PolicyConfig | Policy, config: Age
                workers: int, devices: Sequence[str] | None, on_result: Callable[[Trajectory], None] | None,
                on_start: Callable[[int, int], None] | None) -> BatchSummary:
     path = out / TRAJECTORIES
-    writer = TrajectoryWriter(path)
+    with TrajectoryWriter(path) as writer:  # one writer holds the file; closed even when a worker dies
+        return _run_batch_with(tasks, policy, config, out, samples, workers, devices, on_result, on_start, writer)
+
+
+def _run_batch_with(tasks: Sequence[Task], policy: PolicyConfig | Policy, config: AgentConfig, out: Path,
+                    samples: int, workers: int, devices: Sequence[str] | None,
+                    on_result: Callable[[Trajectory], None] | None, on_start: Callable[[int, int], None] | None,
+                    writer: TrajectoryWriter) -> BatchSummary:
+    path = writer.path
     previous = latest_by_episode(list(iter_trajectories(path, strict=False))) if path.exists() else {}
     jobs = [(task, s, episode_id(task, s)) for task in tasks for s in range(samples)]
     todo = [j for j in jobs if not (j[2] in previous and previous[j[2]].finished)]

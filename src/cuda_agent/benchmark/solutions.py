@@ -25,7 +25,7 @@ import ast
 from abc import ABC, abstractmethod
 from pathlib import Path
 
-from ..evaluation import EvalConfig, GuardConfig
+from ..evaluation import EvalConfig
 from ..tasks import Task
 from .records import Candidate
 

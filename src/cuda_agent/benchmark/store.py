@@ -80,7 +80,7 @@ class ResultStore:
 
     def append(self, record: TaskRecord) -> None:
         """Write one record durably; safe to call from several threads; one writer per file."""
-        if self._writer is None or self._writer.path != self.path:
+        if self._writer is None:
             self._writer = JsonlWriter(self.path)
         self._writer.append(record)
 

@@ -10,7 +10,6 @@ JSONL file; re-running with the same file skips rows already audited.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 import time
@@ -23,6 +22,7 @@ from typing import Any
 from .config import FilterConfig
 from .filters import Reason, TaskCheck
 from .similarity import SimilarityError, SimilarityIndex, fingerprint
+from ..storage import JsonlWriter
 from .store import read_records
 
 
@@ -71,15 +71,16 @@ def audit(dataset: str | Path, out: str | Path, *, backend: str | None = None, f
     lock = threading.Lock()
     todo = [t for t in tasks if t.name not in done]
     summary = AuditSummary(out=str(out))
+    writer = JsonlWriter(out)  # one writer: a torn last line from a killed audit is cut before it appends
     for name, row in list(rows.items()):
         if name not in done:
-            _write(out, row)
+            writer.append(row)
             done[name] = row
     total = len(tasks) + len(loaded.rejected)
 
     def record(row: dict[str, Any]) -> None:
         with lock:
-            _write(out, row)
+            writer.append(row)
             done[row["name"]] = row
             if progress:
                 progress(len(done), total, row)
@@ -122,6 +123,7 @@ def audit(dataset: str | Path, out: str | Path, *, backend: str | None = None, f
         t.start()
     for t in threads_:
         t.join()
+    writer.close()
     for row in done.values():
         summary.rows += 1
         if row["ok"]:
@@ -194,9 +196,3 @@ def _row(task: Any, check: TaskCheck, screen: list[dict[str, str]], nearest: dic
             "ok": not failures, "failures": failures, "runtime_ms": check.runtime_ms,
             "device": check.device, "seconds": round(check.seconds, 3), "first_call_ms": check.first_call_ms,
             "warm_call_ms": check.warm_call_ms, "worker_task": check.worker_task, **nearest}
-
-
-def _write(path: Path, row: dict[str, Any]) -> None:
-    with path.open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps(row) + "\n")
-        fh.flush()

@@ -327,7 +327,11 @@ def device_of(slot: int, devices: list[int] | None) -> int | None:
 
 
 def device_env(device: int | None) -> dict[str, str] | None:
-    return {"CUDA_VISIBLE_DEVICES": str(device)} if device is not None else None
+    """The environment that pins a worker to GPU `device` (as numbered in this process:
+    `device_slots` maps it through an inherited CUDA_VISIBLE_DEVICES)."""
+    from ..backends.devices import device_slots
+
+    return device_slots("cuda", [device])[0].env if device is not None else None
 
 
 def filters_by_device(filters: FilterConfig, workers: int, devices: list[int] | None,

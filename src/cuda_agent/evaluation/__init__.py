@@ -8,8 +8,7 @@ from .._lazy import lazy_exports
 from .config import EvalConfig, GuardConfig, TimingConfig
 from .records import BuildResult, EvalResult, TimeMs, TimingStats, TrialCheck
 
-_LAZY = {"evaluate": "evaluator", "measure_baselines": "evaluator", "build_workspace": "build", "BuildError": "build",
-         "milestone_reward": "reward"}
+_LAZY = {"evaluate": "evaluator", "measure_baselines": "evaluator", "milestone_reward": "reward"}
 
 __all__ = ["evaluate", "measure_baselines", "EvalConfig", "GuardConfig", "TimingConfig", "EvalResult", "BuildResult", "TimeMs",
            "TimingStats", "TrialCheck",

@@ -39,6 +39,7 @@ class CandidateLink(WatchedProcess):
 
     def __init__(self, backend: str, env: dict[str, str], isolate: bool = True) -> None:
         self.backend = backend
+        self.isolate = isolate  # what was asked for; `namespaces` is what the host could give
         self.namespaces = isolate and namespaces_available()
         scratch = make_scratch(Path(tempfile.mkdtemp(prefix="cuda-agent-scratch-")))
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)

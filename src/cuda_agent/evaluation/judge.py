@@ -28,7 +28,7 @@ import types
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
-from typing import Any, Callable
+from typing import Any
 
 IDLE_PROBE_SLACK_MS = 0.5   # a probe this much slower than its calibration: the device was busy
 IDLE_VIOLATIONS = 3         # ... on this many intervals: work left running on the device
@@ -115,6 +115,7 @@ class Judge:
         torch.empty(1, device=self.device)
         self.state: TaskState | None = None
         self.spares: list[Any] = []
+        self._unit_cache: dict[int, tuple[Any, bool]] = {}  # fresh_inputs: stacked input id -> lies in [0, 1]
         self.probe_ms = self._calibrate_probe()
 
     # ---- the trusted phase -------------------------------------------------------------
@@ -272,7 +273,7 @@ class Judge:
 
         while self.spares:
             spare = self.spares.pop()
-            if spare.alive() and spare.namespaces == bool(req.get("namespaces")):
+            if spare.alive() and spare.isolate == bool(req.get("namespaces")):
                 return spare
             spare.close()
         return CandidateLink(self.backend.name, _candidate_env(), isolate=bool(req.get("namespaces")))
@@ -308,6 +309,17 @@ class Judge:
             state.stacks = {m: stacks}
         return state.stacks[m]
 
+    def _unit_interval(self, x: Any) -> bool:
+        """Whether a stacked input lies in [0, 1]; the stack is fixed per batch size, so this is
+        decided once (two reductions and syncs), not every round."""
+        import weakref
+
+        hit = self._unit_cache.get(id(x))
+        if hit is None or hit[0]() is not x:  # weak: a stack the task state dropped is not kept alive
+            self._unit_cache = {k: v for k, v in self._unit_cache.items() if v[0]() is not None}
+            hit = self._unit_cache[id(x)] = (weakref.ref(x), bool(x.min() >= 0) and bool(x.max() <= 1))
+        return hit[1]
+
     def fresh_inputs(self, stack: list[Any], seed: int, vary: bool) -> list[Any]:
         """New values for every call of a round: floating inputs scaled elementwise by a factor
         in [0.8, 1.2] ([0.8, 1.0] for inputs that lie in [0, 1], e.g. probabilities), signs and
@@ -322,7 +334,7 @@ class Judge:
         out = []
         for x in stack:
             if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel():
-                unit = bool(x.min() >= 0) and bool(x.max() <= 1)
+                unit = self._unit_interval(x)
                 scale = torch.rand(x.shape, generator=gen, device=self.device, dtype=torch.float32)
                 scale = scale.mul_(0.2).add_(0.8) if unit else scale.mul_(0.4).add_(0.8)
                 out.append((x.float() * scale).to(x.dtype))
@@ -439,7 +451,6 @@ class _CandidateSession:
         self.last_ms = 0.0
         self.busy_probes = 0
         self.busy_while_frozen = 0
-        self.idle_cpu_ms = 0.0
         self.pending: list[Any] = []
         self.deadline = time.monotonic() + cfg.worker_timeout_s
 
@@ -457,8 +468,6 @@ class _CandidateSession:
         return min(time.monotonic() + stage_s, self.deadline)
 
     def receive(self, stage: str, started: float) -> dict[str, Any]:
-        from .candidate_link import CandidateDied
-
         if self.role == "baseline":  # the task's own code failed: not the candidate's doing
             try:
                 return self._receive(stage, started)

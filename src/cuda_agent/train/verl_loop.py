@@ -22,7 +22,6 @@ from typing import Any
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
 from ..agent.loop import TRAIN_MAX_TURNS
-from ..evaluation import EvalConfig
 from .episode import EpisodeConfig, TokenEpisode
 from .eval_pool import Evaluator, shared_evaluator
 from .verl_data import AGENT_LOOP_NAME, task_from_extra_info
@@ -63,7 +62,7 @@ class CudaAgentLoop(AgentLoopBase):
             max_tool_output_chars=int(ours.get("max_tool_output_chars", 30_000)),
             workdir=ours.get("workdir") or os.environ.get("CUDA_AGENT_EPISODES"),
         )
-        self.evaluator = shared_evaluator(_plain(ours))
+        self.evaluator = shared_evaluator(ours)
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         task, backend = task_from_extra_info(kwargs.get("extra_info") or {})

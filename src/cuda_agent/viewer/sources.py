@@ -82,6 +82,8 @@ def scan(root: str | Path) -> RunIndex:
         elif path.suffix == ".jsonl":
             _add_jsonl(index, path, recorded)
     for path in journals:  # running or crashed episodes with no record yet
+        if path.parent.name in recorded:  # the folder is named after its episode: already recorded, not re-read
+            continue
         state = load_journal(path)
         if state is None or state.trajectory.episode_id in recorded:
             continue

@@ -101,8 +101,6 @@ class PolicyConfig(BaseModel):
                 kind = "anthropic"
             else:
                 kind = "local"  # a model that is a HF folder / .gguf, or the offline default
-        if kind not in ("openai", "anthropic", "local", "scripted"):
-            raise ValueError(f"unknown policy kind {kind!r}: openai, anthropic, local or scripted")
         if tool_format not in (None, "native", "text"):
             raise ValueError("the tool format is 'native' or 'text'")
         smoke = kind == "local" and (not model or Path(model).name == SMOLLM2_FILE)
