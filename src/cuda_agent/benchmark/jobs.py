@@ -20,7 +20,6 @@ from pathlib import Path
 
 from ..backends import get_backend
 from ..evaluation import EvalConfig, EvalResult, evaluate
-from ..languages.build import build_workspace
 from ..workspace import Workspace, create_workspace
 from .policy import run_policy_episode
 from .records import Job, TaskRecord
@@ -113,15 +112,18 @@ def device_stage(job: Job, directory: Path) -> TaskRecord:
 
 
 def _prechecks_pass(ws: Workspace, cfg: EvalConfig, backend_name: str) -> bool:
-    """The static checks and the build, exactly as `evaluate` runs them first."""
-    from ..languages.checks import check_workspace
+    """The static checks and the build, exactly as `evaluate` runs them first (the workspace's
+    language decides both)."""
+    from ..isolation.paths import default_cache_dir
+    from ..languages import get_language
 
     backend = get_backend(backend_name)
-    if cfg.guards.static_checks and check_workspace(ws.root, backend.name, backend.extension_name,
-                                                    disabled_rules=frozenset(cfg.guards.disabled_rules)):
+    lang = get_language(ws.language)
+    cache = Path(cfg.cache_dir) if cfg.cache_dir else default_cache_dir()
+    if cfg.guards.static_checks and lang.check(ws.root, backend.name, cache_dir=cache,
+                                               disabled_rules=frozenset(cfg.guards.disabled_rules)):
         return False
-    cache = Path(cfg.cache_dir) if cfg.cache_dir else None
-    return build_workspace(ws.root, backend, cache_dir=cache, timeout_s=cfg.build_timeout_s).ok
+    return lang.build(ws.root, backend, cache_dir=cache, timeout_s=cfg.build_timeout_s).ok
 
 
 def _checked_relpath(rel: str) -> str:

@@ -100,8 +100,7 @@ def _ask_workload(ws: Workspace, task: Task, source: str, backend: Backend, cfg:
                   library: str | None, result: EvalResult) -> dict[str, Any] | None:
     """The judge's answer for one workload's source (the task's own source: its own hash)."""
     source_hash = task.content_hash if source == task.source else hashlib.sha256(source.encode()).hexdigest()
-    key = BaselineCache.key(source_hash, backend.device_key(), torch_version(), cfg.compile_mode,
-                            backend.name, cfg.timing.model_dump_json(), task.precision)
+    key = _baseline_key(source_hash, backend, cfg, task.precision)
     request = _judge_request(ws, task, backend, cfg, cache_dir, key, library, source=source, source_hash=source_hash)
     return _ask_judge(backend, request, cfg, result)
 
@@ -245,8 +244,7 @@ def measure_baselines(workspace: Workspace | str | Path, config: EvalConfig | No
     cache_dir = Path(cfg.cache_dir) if cfg.cache_dir else default_cache_dir()
     ws = workspace if isinstance(workspace, Workspace) else open_workspace(workspace, cache_dir=cache_dir)
     backend = get_backend(ws.backend)
-    key = BaselineCache.key(ws.task.content_hash, backend.device_key(), torch_version(), cfg.compile_mode,
-                            backend.name, cfg.timing.model_dump_json(), ws.task.precision)
+    key = _baseline_key(ws.task.content_hash, backend, cfg, ws.task.precision)
     cached = BaselineCache(cache_dir).get(key) if cfg.use_baseline_cache else None
     if cached is not None and cached.compile is not None:
         return cached
@@ -301,6 +299,12 @@ def _finish(result: EvalResult, cfg: EvalConfig, samples: dict[str, list[float]]
     if result.flags:
         result.reason += "; " + "; ".join(result.flags)
     return ratios
+
+
+def _baseline_key(task_hash: str, backend: Backend, cfg: EvalConfig, precision: str | None) -> str:
+    """What a cached baseline was measured for: task, device, torch, compile mode, timing, precision."""
+    return BaselineCache.key(task_hash, backend.device_key(), torch_version(), cfg.compile_mode, backend.name,
+                             cfg.timing.model_dump_json(), precision)
 
 
 def _fail(result: EvalResult, stage: str, reason: str) -> None:
