@@ -155,6 +155,12 @@ attacks = {
     "signal the parent": lambda: os.kill(ppid, 0),
     "unshare": lambda: check(libc.unshare(0x10000000)),
     "mount": lambda: check(libc.mount(b"none", b"/mnt", b"tmpfs", 0, None)),
+    "pin the parent to one cpu": lambda: os.sched_setaffinity(ppid, {0}),
+    "renice the parent": lambda: os.setpriority(os.PRIO_PROCESS, ppid, 19),
+    "renice every process of its user": lambda: os.setpriority(os.PRIO_USER, 0, 19),
+    "raise its own priority": lambda: os.setpriority(os.PRIO_PROCESS, 0, -20),
+    "real-time scheduling": lambda: os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1)),
+    "limit the parent": lambda: check(libc.prlimit64(ppid, 7, None, ctypes.byref((ctypes.c_ulong * 2)(0, 0)))),
 }
 results = {name: attempt(fn) for name, fn in attacks.items()}
 
@@ -170,6 +176,8 @@ honest = {
     "scratch write": attempt(lambda: (scratch / "ok.txt").write_text("x")) == "allowed",
     "/dev/null write": attempt(lambda: open("/dev/null", "w").write("x")) == "allowed",
     "signal itself": attempt(lambda: os.kill(os.getpid(), 0)) == "allowed",
+    "pin itself": attempt(lambda: os.sched_setaffinity(0, os.sched_getaffinity(0))) == "allowed",
+    "read its limits": attempt(lambda: __import__("resource").getrlimit(__import__("resource").RLIMIT_NOFILE)) == "allowed",
 }
 print(json.dumps({"report": report, "results": results, "honest": honest}))
 '''
@@ -203,7 +211,9 @@ def attack_run(tmp_path_factory):
 
 SANDBOX_ATTACKS = ["write /dev/shm", "write /tmp", "write the workspace", "create in the workspace", "tcp socket",
                    "connect a unix socket", "socketpair", "fork", "exec", "subprocess", "ptrace the parent",
-                   "write /proc/<ppid>/mem", "read parent memory", "signal the parent", "unshare", "mount"]
+                   "write /proc/<ppid>/mem", "read parent memory", "signal the parent", "unshare", "mount",
+                   "pin the parent to one cpu", "renice the parent", "renice every process of its user",
+                   "raise its own priority", "real-time scheduling", "limit the parent"]
 
 
 @pytest.mark.skipif(landlock_abi() < 6, reason="kernel without Landlock ABI 6 (signal scoping)")
@@ -243,7 +253,7 @@ def test_device_write_paths_are_single_nodes(tmp_path: Path) -> None:
 def test_seccomp_numbers_match_the_kernel_headers() -> None:
     import re
 
-    from cuda_agent.isolation.sandbox import _DENY_SYSCALLS, _OWN_PID_SYSCALLS, _SECCOMP
+    from cuda_agent.isolation.sandbox import _DENY_SYSCALLS, _OWN_PID_SYSCALLS, _SECCOMP, _SELF_TARGET_SYSCALLS
 
     tables = {0: Path("/usr/include/x86_64-linux-gnu/asm/unistd_64.h"), 1: Path("/usr/include/asm-generic/unistd.h")}
     checked = 0
@@ -251,7 +261,7 @@ def test_seccomp_numbers_match_the_kernel_headers() -> None:
         if not header.is_file():
             continue
         nums = {m[1]: int(m[2]) for m in re.finditer(r"#define __NR(?:3264)?_(\w+)\s+(\d+)", header.read_text())}
-        calls = {**_DENY_SYSCALLS, **_OWN_PID_SYSCALLS,
+        calls = {**_DENY_SYSCALLS, **_OWN_PID_SYSCALLS, **_SELF_TARGET_SYSCALLS,
                  "clone": (56, 220), "clone3": (435, 435), "ioctl": (16, 29), "seccomp": (317, 277)}
         for name, pair in calls.items():
             if pair[col] is not None:

@@ -269,10 +269,17 @@ _DENY_SYSCALLS: dict[str, tuple[int | None, int | None]] = {
     "quotactl": (179, 60), "vhangup": (153, 58), "syslog": (103, 116), "sethostname": (170, 161),
     "setdomainname": (171, 162), "migrate_pages": (256, 238), "uselib": (134, None),
     "lookup_dcookie": (212, 18),
+    # scheduling and I/O priority: not even its own (a candidate at nice -20 or SCHED_FIFO would
+    # win CPU from other load that the baselines, timed while it is frozen, still compete with)
+    "setpriority": (141, 140), "sched_setscheduler": (144, 119), "sched_setparam": (142, 118),
+    "sched_setattr": (314, 274), "ioprio_set": (251, 30), "move_pages": (279, 239),
 }
 # signals only to this process itself (raise, pthread_kill, Python's os.kill(os.getpid(), ...))
 _OWN_PID_SYSCALLS = {"kill": (62, 129), "tgkill": (234, 131), "rt_sigqueueinfo": (129, 138),
                      "rt_tgsigqueueinfo": (297, 240)}
+# calls that name a process: only 0 (itself) or its own pid (a red-team candidate pinned the
+# baseline client's threads to one CPU with sched_setaffinity and got reward 2 for a slower kernel)
+_SELF_TARGET_SYSCALLS = {"sched_setaffinity": (203, 122), "prlimit64": (302, 261)}
 _SECCOMP = {"x86_64": (0xC000003E, 317, 56, 435, 16), "aarch64": (0xC00000B7, 277, 220, 435, 29)}
 _CLONE_THREAD = 0x00010000
 _CLONE_NEW_NAMESPACES = 0x7E020000  # NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET
@@ -323,6 +330,9 @@ def seccomp_program(machine: str, own_pid: int, allow_processes: bool = False) -
     for nums in _OWN_PID_SYSCALLS.values():
         prog += [(_JEQ, 0, 4, nums[col]), (_LD_ABS, 0, 0, _ARG0_OFF), (_JEQ, 0, 1, own_pid),
                  (_RET, 0, 0, _RET_ALLOW), (_RET, 0, 0, eperm)]
+    for nums in _SELF_TARGET_SYSCALLS.values():
+        prog += [(_JEQ, 0, 5, nums[col]), (_LD_ABS, 0, 0, _ARG0_OFF), (_JEQ, 2, 0, 0), (_JEQ, 1, 0, own_pid),
+                 (_RET, 0, 0, eperm), (_RET, 0, 0, _RET_ALLOW)]
     if allow_processes:  # new processes, never new namespaces
         prog += [(_JEQ, 0, 4, nr_clone), (_LD_ABS, 0, 0, _ARG0_OFF), (_JSET, 1, 0, _CLONE_NEW_NAMESPACES),
                  (_RET, 0, 0, _RET_ALLOW), (_RET, 0, 0, eperm)]
@@ -358,7 +368,7 @@ def deny_syscalls(allow_processes: bool = False) -> dict[str, Any]:
             "denied": sorted(n for n, nums in _DENY_SYSCALLS.items() if nums[col] is not None
                              and not (allow_processes and n in _PROCESS_SYSCALLS))
             + (["clone with namespace flags"] if allow_processes else ["clone without CLONE_THREAD"])
-            + ["clone3 (ENOSYS)", "signals to other processes"]}
+            + ["clone3 (ENOSYS)", "signals to other processes", "affinity and limits of other processes"]}
 
 
 @functools.cache
