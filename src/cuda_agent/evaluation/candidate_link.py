@@ -51,7 +51,8 @@ class CandidateLink(WatchedProcess):
             pass_fds=(theirs.fileno(),), who="the candidate process")
         theirs.close()
         self._closers = [self.sock.close]
-        self._frozen = False
+        self.tree = FrozenTree(self.proc.pid)
+
     # ---- talking ----------------------------------------------------------------------
     def send(self, msg: dict[str, Any], fds: list[int] | None = None) -> None:
         try:
@@ -96,37 +97,14 @@ class CandidateLink(WatchedProcess):
     def freeze(self) -> None:
         """Stop every thread of the candidate while the judge times its own models: nothing
         it left running on the CPU can slow the baselines or work ahead."""
-        if not self._frozen:
-            self._signal(signal.SIGSTOP)
-            self._frozen = True
-            self._wait_stopped()
-
-    def _wait_stopped(self, limit_s: float = 0.05) -> None:
-        """SIGSTOP lands asynchronously, and /proc's CPU counters of a running thread lag: wait
-        until every thread is stopped, so CPU read from now on is CPU used while frozen."""
-        end = time.monotonic() + limit_s
-        while time.monotonic() < end:
-            running = False
-            for pid in process_tree(self.proc.pid):
-                try:
-                    for tid in os.listdir(f"/proc/{pid}/task"):
-                        with open(f"/proc/{pid}/task/{tid}/stat") as fh:
-                            stat = fh.read()
-                        if stat[stat.rindex(")") + 2] not in "TtZX":
-                            running = True
-                            break
-                except (OSError, ValueError):
-                    continue
-                if running:
-                    break
-            if not running:
-                return
-            time.sleep(0.0002)
+        self.tree.freeze()
 
     def thaw(self) -> None:
-        if self._frozen:
-            self._signal(signal.SIGCONT)
-            self._frozen = False
+        self.tree.thaw()
+
+    def cpu_ns(self) -> int:
+        """CPU time of every live thread of the candidate process tree, in ns (/proc)."""
+        return self.tree.cpu_ns()
 
     def syscall_filters(self) -> list[tuple[str, int, int | None]]:
         """(thread id, seccomp mode, filter count) of every thread of the candidate's Python
@@ -148,20 +126,112 @@ class CandidateLink(WatchedProcess):
                 out.append((tid, int(fields["Seccomp"]), int(count) if count is not None else None))
         return out
 
-    def cpu_ns(self) -> int:
-        """CPU time of every live thread of the candidate process tree, in ns (/proc)."""
-        total = 0
-        for pid in process_tree(self.proc.pid):
-            try:
-                for tid in os.listdir(f"/proc/{pid}/task"):
-                    with open(f"/proc/{pid}/task/{tid}/schedstat") as fh:
-                        total += int(fh.read().split()[0])
-            except (OSError, ValueError, IndexError):
+
+class FrozenTree:
+    """Freezes and thaws the process tree under `root` (its own process group) and reads its
+    CPU from /proc, scanning /proc only when the tree can have changed."""
+
+    def __init__(self, root: int) -> None:
+        self.root = root
+        self.frozen = False
+        self._stopped: dict[int, dict[str, tuple[int, ...]]] | None = None  # see _wait_stopped
+        self._scanned_at: int | None = None  # the last PID allocated before the tree's last scan
+
+    def freeze(self) -> None:
+        if not self.frozen:
+            self._signal(signal.SIGSTOP)
+            self.frozen = True
+            self._stopped = self._wait_stopped()
+
+    def thaw(self) -> None:
+        if self.frozen:
+            self._signal(signal.SIGCONT)
+            self.frozen = False
+
+    def _wait_stopped(self, limit_s: float = 0.05) -> dict[int, dict[str, tuple[int, ...]]] | None:
+        """SIGSTOP lands asynchronously, and /proc's CPU counters of a running thread lag: wait
+        until every thread of the process tree is stopped, so CPU read from now on is CPU used
+        while frozen. Returns each stopped thread's CPU counters by process (`cpu_ns` re-reads
+        only those), or None when some thread still runs at the limit (a process that left the
+        group).
+
+        The last freeze's tree is the first guess. A tree whose every thread is stopped cannot
+        change, and a process or thread joins it only with a new PID: when none was allocated
+        in the judge's PID namespace since the tree was last scanned, the guess stands; else
+        one /proc scan confirms it."""
+        end = time.monotonic() + limit_s
+        tree = list(self._stopped) if self._stopped else process_tree(self.root)
+        while time.monotonic() < end:
+            if not all(_threads_stopped(pid) for pid in tree):
+                time.sleep(0.0002)
                 continue
-        return total
+            mark = _last_pid()
+            if self._stopped and mark is not None and mark == self._scanned_at:
+                return {pid: _thread_counters(pid) for pid in tree}
+            now = process_tree(self.root)
+            if set(now) == set(tree):
+                self._scanned_at = mark
+                return {pid: _thread_counters(pid) for pid in tree}
+            tree = now  # it started or lost a process before it stopped
+        self._scanned_at = None
+        return None
+
+    def cpu_ns(self) -> int:
+        """CPU time of every live thread of the tree, in ns. While frozen, the threads seen
+        stopped are re-read; only when one of them ran since (or a thread came or went) can the
+        tree have changed, and /proc is scanned for it again."""
+        if self.frozen and self._stopped is not None:
+            now = {pid: _thread_counters(pid) for pid in self._stopped}
+            if now == self._stopped:
+                return _total_ns(now)
+        return _total_ns({pid: _thread_counters(pid) for pid in process_tree(self.root)})
 
     def _signal(self, sig: int) -> None:
         try:
-            os.killpg(self.proc.pid, sig)
+            os.killpg(self.root, sig)
         except (ProcessLookupError, PermissionError):
             pass
+
+
+def _last_pid() -> int | None:
+    """The last PID allocated in this process's PID namespace (None where /proc hides it)."""
+    try:
+        with open("/proc/sys/kernel/ns_last_pid") as fh:
+            return int(fh.read())
+    except (OSError, ValueError):
+        return None
+
+
+def _threads_stopped(pid: int) -> bool:
+    """Every thread of `pid` is stopped or dead (a process that is gone counts as stopped)."""
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/stat") as fh:
+                stat = fh.read()
+            if stat[stat.rindex(")") + 2] not in "TtZX":
+                return False
+    except (OSError, ValueError, IndexError):
+        pass
+    return True
+
+
+def _thread_counters(pid: int) -> dict[str, tuple[int, ...]]:
+    """Per thread of `pid`: (ns on the CPU, time slices run), from /proc schedstat; any run of
+    the thread moves both."""
+    out: dict[str, tuple[int, ...]] = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as fh:
+                fields = fh.read().split()
+            out[tid] = (int(fields[0]), int(fields[2]))
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def _total_ns(counters: dict[int, dict[str, tuple[int, ...]]]) -> int:
+    return sum(c[0] for threads in counters.values() for c in threads.values())

@@ -1,0 +1,99 @@
+"""The judge's freeze of a candidate's process tree and its CPU read from /proc: a stopped tree
+is re-read without scanning /proc, and a process the candidate starts is still counted."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from cuda_agent.evaluation import candidate_link
+from cuda_agent.evaluation.candidate_link import FrozenTree
+from cuda_agent.isolation.sandbox import process_tree
+from cuda_agent.isolation.worker import kill_tree
+
+# waits for a flag file, then starts a child that spins (in its own session with "setsid")
+STAND_IN = """
+import os, subprocess, sys, threading, time
+flag, how = sys.argv[1], sys.argv[2]
+for _ in range(4):
+    threading.Thread(target=time.sleep, args=(3600,), daemon=True).start()
+while not os.path.exists(flag):
+    time.sleep(0.01)
+spin = "import os, time\\nif os.environ.get('SETSID'): os.setsid()\\nend = time.time() + 30\\nwhile time.time() < end: pass"
+subprocess.Popen([sys.executable, "-c", spin], env=dict(os.environ, SETSID="1" if how == "setsid" else ""))
+time.sleep(3600)
+"""
+
+
+def _ns(pid: int) -> int:
+    return sum(int(Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[0])
+               for tid in (p.name for p in Path(f"/proc/{pid}/task").iterdir()))
+
+
+@pytest.fixture
+def stand_in(tmp_path):
+    procs = []
+
+    def start(how: str) -> tuple[subprocess.Popen, Path]:
+        flag = tmp_path / f"go-{len(procs)}"
+        proc = subprocess.Popen([sys.executable, "-c", STAND_IN, str(flag), how], start_new_session=True)
+        procs.append(proc)
+        return proc, flag
+
+    yield start
+    for proc in procs:
+        kill_tree(proc)
+        proc.wait()
+
+
+def _started_child(root: int, flag: Path) -> int:
+    flag.touch()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        tree = process_tree(root)
+        if len(tree) > 1:
+            time.sleep(0.2)  # let it spin
+            return tree[-1]
+        time.sleep(0.02)
+    raise AssertionError("the stand-in started no child")
+
+
+def test_a_stopped_tree_is_read_again_without_scanning_proc(stand_in, monkeypatch):
+    proc, _ = stand_in("group")
+    time.sleep(0.3)
+    tree = FrozenTree(proc.pid)
+    tree.freeze()
+    scans = []
+    monkeypatch.setattr(candidate_link, "process_tree", lambda root: scans.append(root) or process_tree(root))
+    first = tree.cpu_ns()
+    assert first == tree.cpu_ns() == _ns(proc.pid)
+    assert scans == []
+
+
+def test_a_process_started_while_thawed_is_counted_at_the_next_freeze(stand_in):
+    proc, flag = stand_in("group")
+    tree = FrozenTree(proc.pid)
+    tree.freeze()  # the tree is one process now, and that guess is kept
+    tree.thaw()
+    child = _started_child(proc.pid, flag)
+    tree.freeze()
+    assert tree.cpu_ns() == _ns(proc.pid) + _ns(child)
+    assert _ns(child) > 0
+
+
+def test_a_process_that_left_the_group_is_counted_while_it_runs(stand_in):
+    proc, flag = stand_in("setsid")
+    tree = FrozenTree(proc.pid)
+    child = _started_child(proc.pid, flag)  # it ignores SIGSTOP sent to the group
+    tree.freeze()
+    before = tree.cpu_ns()
+    deadline = time.monotonic() + 10  # it runs, when the shared machine lets it
+    while tree.cpu_ns() == before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert tree.cpu_ns() > before
+    tree.thaw()
+    assert child in process_tree(proc.pid)
