@@ -58,6 +58,28 @@ class BuildError(Exception):
 
 
 @dataclass(frozen=True)
+class Layout:
+    """How bindings are compiled and linked: the cpp language's (its `binding_registry.h`
+    precompiled, the workspace compiled where it is) or another language's (the paper's pybind11
+    registry: its own templates beside copies of kernels/, extra flags and libraries)."""
+
+    name: str = "cpp"
+    templates: Path = TEMPLATES_DIR  # binding.cpp and binding_registry.h; never the workspace's own
+    host_flags: tuple[str, ...] = ()
+    link_flags: tuple[str, ...] = ()
+    library_name: str | None = None  # None: the backend's extension name + ".so"
+    precompiled: bool = True  # the registry header as a PCH
+    staged: bool = False  # compile copies of kernels/ beside `templates` ("../binding_registry.h" is ours)
+
+    @property
+    def salt(self) -> tuple[str, ...]:
+        return () if self.name == "cpp" else (self.name,)
+
+
+CPP_LAYOUT = Layout()
+
+
+@dataclass(frozen=True)
 class _Unit:
     source: Path
     kind: str  # "kernel" | "binding"
@@ -73,21 +95,24 @@ def build_workspace(
     timeout_s: float = 300.0,
     jobs: int | None = None,
     link: bool = True,
+    layout: Layout = CPP_LAYOUT,
 ) -> BuildResult:
     """Build `workspace/kernels` for `backend`. Never raises for bad candidate code: a
     failure is a BuildResult with ok=False and a log a model can act on."""
-    ws = Path(workspace).resolve()
     cache = (cache_dir or default_cache_dir()).resolve()
     t0 = time.monotonic()
     deadline = t0 + timeout_s
     try:
-        units = _plan_units(ws, backend)
-        pch_dir = ensure_pch(backend, cache, deadline)
-        objects, compiled = _compile_all(units, backend, cache, pch_dir, ws, deadline, jobs)
-        library = None
-        if link:
-            text = "\n".join(u.source.read_text(errors="replace") for u in units if u.source.parent == ws / "kernels")
-            library = _link(objects, backend, cache, backend.optional_libraries(text), ws, deadline)
+        with _sources(Path(workspace).resolve(), layout, cache) as ws:
+            units = _plan_units(ws, backend, layout)
+            pch_dir = ensure_pch(backend, cache, deadline) if layout.precompiled else None
+            objects, compiled = _compile_all(units, backend, cache, pch_dir, ws, deadline, jobs, layout)
+            library = None
+            if link:
+                text = "\n".join(u.source.read_text(errors="replace") for u in units
+                                 if u.source.parent == ws / "kernels")
+                library = _link(objects, backend, cache, [*backend.optional_libraries(text), *layout.link_flags],
+                                ws, deadline, layout.library_name or f"{backend.extension_name}.so")
     except BuildError as exc:
         return BuildResult(ok=False, log=exc.log, seconds=time.monotonic() - t0, timed_out=exc.timed_out)
     return BuildResult(ok=True, library=str(library) if library else None, seconds=time.monotonic() - t0,
@@ -109,7 +134,31 @@ def publish_library(root: Path, extension_name: str, library: str | None) -> Non
 
 
 # ---- planning -------------------------------------------------------------------------
-def _plan_units(ws: Path, backend: Backend) -> list[_Unit]:
+@contextmanager
+def _sources(ws: Path, layout: Layout, cache: Path) -> Iterator[Path]:
+    """The root to compile from: the workspace, or for a staged layout a copy of its kernels/
+    beside the layout's own binding.cpp and binding_registry.h."""
+    if not layout.staged:
+        yield ws
+        return
+    kernels = ws / "kernels"
+    if not kernels.is_dir():
+        raise BuildError("no kernels/ directory in the workspace")
+    (cache / "stage").mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=f"{layout.name}-", dir=cache / "stage"))
+    try:
+        (stage / "kernels").mkdir()
+        for p in kernels.iterdir():
+            if p.is_file():
+                shutil.copyfile(p, stage / "kernels" / p.name)
+        for fixed in ("binding_registry.h", "binding.cpp"):
+            shutil.copyfile(layout.templates / fixed, stage / fixed)
+        yield stage
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def _plan_units(ws: Path, backend: Backend, layout: Layout = CPP_LAYOUT) -> list[_Unit]:
     kernels = ws / "kernels"
     if not kernels.is_dir():
         raise BuildError("no kernels/ directory in the workspace")
@@ -127,12 +176,13 @@ def _plan_units(ws: Path, backend: Backend) -> list[_Unit]:
     units = []
     for src in sources:
         flags = _requested_flags(src, backend)
-        key = digest("kernel", toolchain, " ".join(flags), src.read_bytes(), headers)
+        key = digest("kernel", *layout.salt, toolchain, " ".join(flags), src.read_bytes(), headers)
         units.append(_Unit(src, "kernel", key, tuple(flags)))
-    host = " ".join(backend.host_flags())
-    fixed = TEMPLATES_DIR / "binding.cpp"
+    host = " ".join([*backend.host_flags(), *layout.host_flags])
+    fixed = (ws if layout.staged else layout.templates) / "binding.cpp"
+    registry = (layout.templates / "binding_registry.h").read_bytes()
     for src in [fixed, *bindings]:
-        key = digest("binding", toolchain, host, src.read_bytes(), headers, _registry_header().read_bytes())
+        key = digest("binding", *layout.salt, toolchain, host, src.read_bytes(), headers, registry)
         units.append(_Unit(src, "binding", key, ()))
     return units
 
@@ -177,8 +227,8 @@ def ensure_pch(backend: Backend, cache: Path, deadline: float) -> Path:
 
 
 # ---- compile + link -----------------------------------------------------------------------
-def _compile_all(units: list[_Unit], backend: Backend, cache: Path, pch_dir: Path, ws: Path,
-                 deadline: float, jobs: int | None) -> tuple[list[Path], int]:
+def _compile_all(units: list[_Unit], backend: Backend, cache: Path, pch_dir: Path | None, ws: Path,
+                 deadline: float, jobs: int | None, layout: Layout = CPP_LAYOUT) -> tuple[list[Path], int]:
     obj_dir = cache / "objects"
     obj_dir.mkdir(parents=True, exist_ok=True)
     todo = [u for u in units if not (obj_dir / f"{u.key}.o").exists()]
@@ -191,8 +241,9 @@ def _compile_all(units: list[_Unit], backend: Backend, cache: Path, pch_dir: Pat
                 cmd = backend.kernel_compile_cmd(unit.source, tmp_obj, list(unit.flags))
             else:
                 # the fixed entry point compiles from its copy beside the PCH, so it uses it too
-                src = pch_dir / unit.source.name if unit.source.parent == TEMPLATES_DIR else unit.source
-                cmd = [host_compiler(), *backend.host_flags(), "-Winvalid-pch", f"-I{pch_dir}",
+                src = pch_dir / unit.source.name if pch_dir and unit.source.parent == TEMPLATES_DIR else unit.source
+                pch = ["-Winvalid-pch", f"-I{pch_dir}"] if pch_dir else []
+                cmd = [host_compiler(), *backend.host_flags(), *layout.host_flags, *pch,
                        f"-I{ws / 'kernels'}", "-c", str(src), "-o", str(tmp_obj)]
             _run(cmd, deadline, ws)
             os.replace(tmp_obj, out)
@@ -212,10 +263,10 @@ def _compile_all(units: list[_Unit], backend: Backend, cache: Path, pch_dir: Pat
 
 
 def _link(objects: list[Path], backend: Backend, cache: Path, libraries: list[str], ws: Path,
-          deadline: float) -> Path:
+          deadline: float, name: str) -> Path:
     key = digest("link", backend.toolchain_id(), " ".join(libraries), *[o.name for o in objects])
     lib_dir = cache / "libraries" / key[:32]
-    library = lib_dir / f"{backend.extension_name}.so"
+    library = lib_dir / name
     if not library.exists():
         lib_dir.mkdir(parents=True, exist_ok=True)
         tmp = lib_dir / f".tmp{os.getpid()}-{threading.get_ident()}.so"  # unique per thread: builds run in threads

@@ -86,6 +86,7 @@ import inspect
 import os
 import re
 import types
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -882,8 +883,18 @@ def _include_problem(n: str, angle: bool, backend: str, local_files: frozenset[s
     return "third-party-include", f"`#include {name}`: {why}; third-party libraries are not allowed"
 
 
+@dataclass(frozen=True)
+class Dialect:
+    """What a language adds to the C++ rules: includes it allows that the rules would refuse
+    (still counted as torch headers, so argument-dependent lookup into ATen is still caught),
+    and patterns it refuses, matched with comments stripped and strings kept."""
+
+    includes: re.Pattern[str] | None = None
+    patterns: tuple[tuple[str, re.Pattern[str], str], ...] = ()  # (rule, pattern, message; {} = the match)
+
+
 def check_kernel_source(text: str, filename: str, backend: str, *, local_files: frozenset[str] | None = None,
-                        torch_visible: bool | None = None) -> list[Finding]:
+                        torch_visible: bool | None = None, dialect: Dialect = Dialect()) -> list[Finding]:
     """Check one file from kernels/. `local_files`: names a quoted #include may use (None: any plain
     name); `torch_visible`: whether it is a binding or a header a binding includes (None: guess)."""
     nc, code = _strip_cpp(text)
@@ -902,12 +913,17 @@ def check_kernel_source(text: str, filename: str, backend: str, *, local_files: 
         problem = _include_problem(name, bool(m[1]), backend, local_files)
         if problem:
             heavy |= problem[0] == "heavy-torch-include"
-            add(m.start(), *problem)
+            if not (dialect.includes and problem[0] in ("heavy-torch-include", "third-party-include")
+                    and dialect.includes.match(name)):
+                add(m.start(), *problem)
     if torch_visible is None:
         torch_visible = filename.endswith("_binding.cpp") or torch_inc
     for rule, rx, msg in _CPP_PATTERNS:
         for m in rx.finditer(code):
             add(m.start(), rule, msg.format(" ".join(m[0].split()).rstrip("( ")))
+    for rule, rx, msg in dialect.patterns:
+        for m in rx.finditer(nc):
+            add(m.start(), rule, msg.format(m[0].strip()))
     for m in re.finditer(r"\.incbin\b", nc):
         add(m.start(), "io-in-kernel", "`.incbin` embeds a file from outside the sources")
     for m in _QUAL.finditer(code):
@@ -949,7 +965,7 @@ def _qualified_ok(parts: list[str]) -> bool:
 # ---- the workspace ------------------------------------------------------------------------
 def check_workspace(root: Path, backend: str, extension_name: str, *,
                     disabled_rules: frozenset[str] = frozenset(), preprocess: bool = True,
-                    cache_dir: Path | None = None) -> list[Finding]:
+                    cache_dir: Path | None = None, dialect: Dialect = Dialect()) -> list[Finding]:
     """All findings for model_new.py and kernels/ (as written and as preprocessed), minus the
     rules switched off. `cache_dir`: the build cache holding the bindings' precompiled header."""
     unknown = set(disabled_rules) - RULES.keys()
@@ -980,7 +996,7 @@ def check_workspace(root: Path, backend: str, extension_name: str, *,
     for p, text in sources.items():
         local = frozenset(os.path.relpath(q, p.parent) for q in files)
         found += check_kernel_source(text, p.relative_to(root).as_posix(), backend, local_files=local,
-                                     torch_visible=p in visible)
+                                     torch_visible=p in visible, dialect=dialect)
     if preprocess and sources:
         found += check_preprocessed(root, backend, cache_dir=cache_dir)
     return sorted((f for f in _dedupe(found) if f.rule not in disabled_rules), key=lambda f: (f.file, f.line))
