@@ -201,29 +201,19 @@ def _module_from_file(name: str, path: Path) -> types.ModuleType:
 
 
 def _enter_sandbox(request: dict[str, Any], backend: Any, lang: Any = None) -> dict[str, Any]:
-    """Limits, then writes only to the scratch dir (and the device nodes the driver needs),
-    then the syscall filter: after CUDA started, before any candidate code exists. A language
-    that compiles while loading (Triton) may start its compilers until "ready": execution is
-    then limited by Landlock to those binaries, and the strict filter is stacked after."""
-    from ..isolation import sandbox
+    """The judge's request and the language's needs, applied by `apply_candidate_sandbox`:
+    after the device started, before any candidate code exists."""
+    from ..isolation.sandbox import apply_candidate_sandbox
 
     scratch = Path(os.environ.get("HOME", "/nonexistent"))
     needs = lang.sandbox_needs(scratch) if lang is not None else None
-    spawn = bool(needs and needs.processes_while_loading)
     if needs:
         os.environ.update(needs.environment)
-    limits = request.get("limits", {})
-    report = sandbox.apply_limits(limits.get("file_size_bytes"), limits.get("cpu_seconds"),
-                                  limits.get("open_files"), limits.get("processes"),
-                                  request.get("address_space_limit"))
-    if request.get("filesystem"):
-        extra = list(needs.writable) if needs else []
-        paths = [p for p in [scratch, *sandbox.device_write_paths(backend.name), *extra] if p.exists()]
-        report.update(sandbox.restrict_writes(paths, executable=list(needs.executable) if spawn else None))
-    if request.get("syscalls"):
-        report.update(sandbox.deny_syscalls(allow_processes=spawn))
-    report["processes_while_loading"] = spawn
-    return report
+    return apply_candidate_sandbox(
+        scratch, backend.name, limits=request.get("limits", {}), address_space_limit=request.get("address_space_limit"),
+        filesystem=bool(request.get("filesystem")), syscalls=bool(request.get("syscalls")),
+        writable=needs.writable if needs else (), spawn=bool(needs and needs.processes_while_loading),
+        executable=needs.executable if needs else ())
 
 
 def describe_exception(exc: BaseException) -> str:

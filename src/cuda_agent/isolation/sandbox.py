@@ -29,7 +29,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 # Environment variables a worker may inherit (exact names, or prefixes ending in "_").
 _ENV_ALLOWED = (
@@ -388,11 +388,25 @@ def seccomp_supported() -> bool:
         return False
 
 
-def apply_candidate_sandbox(scratch: Path, backend_name: str) -> dict[str, Any]:
-    """Both kernel-enforced layers for a candidate process: writes only to `scratch` and the
-    device nodes, then the syscall filter. Call it before loading any candidate code."""
-    report = restrict_writes([scratch, *device_write_paths(backend_name)])
-    report.update(deny_syscalls())
+def apply_candidate_sandbox(scratch: Path, backend_name: str, *, limits: dict[str, Any] | None = None,
+                            address_space_limit: int | None = None, filesystem: bool = True,
+                            syscalls: bool = True, writable: Sequence[Path] = (),
+                            spawn: bool = False, executable: Sequence[Path] = ()) -> dict[str, Any]:
+    """Every layer for a candidate process, in order: rlimits (`limits`: file_size_bytes,
+    cpu_seconds, open_files, processes), then writes only to `scratch`, the device nodes and
+    `writable`, then the syscall filter. Call it after the device started, before loading any
+    candidate code. `spawn`: the language starts compilers while loading (Triton): execution is
+    then limited by Landlock to `executable`, and the filter lets processes start (the strict one
+    is stacked after loading)."""
+    limits = limits or {}
+    report = apply_limits(limits.get("file_size_bytes"), limits.get("cpu_seconds"), limits.get("open_files"),
+                          limits.get("processes"), address_space_limit)
+    if filesystem:
+        paths = [p for p in [scratch, *device_write_paths(backend_name), *writable] if p.exists()]
+        report.update(restrict_writes(paths, executable=list(executable) if spawn else None))
+    if syscalls:
+        report.update(deny_syscalls(allow_processes=spawn))
+    report["processes_while_loading"] = spawn
     return report
 
 
