@@ -20,13 +20,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..isolation.processes import PDEATHSIG_PREFIX
+from ..isolation.processes import PDEATHSIG_PREFIX, child_environment
 from ..isolation.worker import CHANNEL_FD, WorkerDied, WorkerProcess
 from ..isolation.sandbox import NAMESPACE_PREFIX, make_scratch, namespaces_available, scrubbed_environment
 
 __all__ = ["DataWorker", "WorkerDied", "WorkerError"]
 
-_SRC_ROOT = str(Path(__file__).resolve().parents[2])
 
 
 def _default_memory_limit() -> int:
@@ -59,8 +58,7 @@ class DataWorker(WorkerProcess):
         self.backend = backend
         self.max_requests = max_requests
         self.requests = 0
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (_SRC_ROOT, env.get("PYTHONPATH", "")) if p)
+        env = child_environment()
         extra = dict(extra_env or {})
         if threads:
             extra.update({"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)})

@@ -421,14 +421,14 @@ def _nbytes(torch: Any, obj: Any) -> int:
 
 
 def _candidate_env() -> dict[str, str]:
-    env = dict(os.environ)
+    from ..isolation.processes import child_environment
+
+    env = child_environment()
     # one allocator policy for both clients: freed memory is kept and reused (no trimming, no
     # threshold that moves with the heap's history), else whether a client's outputs fault in
     # fresh pages on every call depends on its heap layout: measured 44 vs 105 us for one op
     env.setdefault("MALLOC_TRIM_THRESHOLD_", str(1 << 40))
     env.setdefault("MALLOC_MMAP_THRESHOLD_", str(32 << 20))
-    src = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH", "")) if p)
     return env
 
 

@@ -13,9 +13,9 @@ import os
 import select
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
+from ..isolation.processes import child_environment
 from ..isolation.worker import WatchedProcess
 
 START_TIMEOUT_S = 300.0
@@ -30,9 +30,7 @@ class JudgeClient(WatchedProcess):
         self.backend = backend
         req_r, self._req_w = os.pipe()
         self._ans_r, ans_w = os.pipe()
-        env = dict(os.environ)
-        src = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH", "")) if p)
+        env = child_environment()
         super().__init__([sys.executable, "-m", "cuda_agent.evaluation.judge", str(req_r), str(ans_w), backend],
                          env=env, scratch=None, log_prefix="cuda-agent-judge-", pass_fds=(req_r, ans_w),
                          who=f"the {backend} judge")

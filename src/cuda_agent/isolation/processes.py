@@ -1,7 +1,7 @@
 """Process hygiene shared by every long run (optimize, bench, data): children die with their
 parent, on SIGKILL too, and two runs never share one output folder.
 
-Three small tools, one place:
+Small tools, one place:
 - `die_with_parent(parent)`: called first thing in a child we start (a pool worker, a device
   slot, a data worker); Linux then SIGKILLs it when the parent dies (PR_SET_PDEATHSIG).
 - `PDEATHSIG_PREFIX`: the same for a command we exec without Python code of ours in it
@@ -10,6 +10,8 @@ Three small tools, one place:
   drops it when the holder dies, so a stale lock cannot outlive a killed run.
 - `terminate_on_sigterm()`: SIGTERM raises `Terminated` (a BaseException) in the main thread,
   so `finally` blocks close pools and kill children as on Ctrl-C.
+- `child_environment()`: the environment for a child started as `python -m cuda_agent...`,
+  with this copy of the sources first on its PYTHONPATH.
 """
 
 from __future__ import annotations
@@ -25,6 +27,15 @@ from pathlib import Path
 from types import FrameType, TracebackType
 
 _PR_SET_PDEATHSIG = 1
+SRC_ROOT = str(Path(__file__).resolve().parents[2])
+
+
+def child_environment(env: dict[str, str] | None = None) -> dict[str, str]:
+    """A copy of `env` (default: this process's) whose PYTHONPATH starts with the source root
+    this code was imported from, so a child started with `-m cuda_agent...` runs the same code."""
+    env = dict(os.environ if env is None else env)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (SRC_ROOT, env.get("PYTHONPATH", "")) if p)
+    return env
 
 
 def die_with_parent(parent: int | None = None) -> bool:
