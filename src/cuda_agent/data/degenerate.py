@@ -26,7 +26,7 @@ producer through. On that trace:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from .canonical import canonical_name
@@ -55,10 +55,8 @@ CONSTANT_REL = 1e-3
 @dataclass
 class Step:
     op: str
-    parents: list[int]  # producing step per tensor argument (-1 = a task input or a parameter)
     main_parent: int
     same_qk_2d: bool = False
-    stats: dict[str, float] = field(default_factory=dict)
     finding: tuple[str, str] | None = None
 
 
@@ -93,15 +91,14 @@ def trace_forward(model: Any, inputs: list[Any]) -> list[Step]:
                 for t in outs:
                     producer.setdefault(id(t), first_in)
                 return out
-            step = Step(op=name, parents=[producer.get(id(t), -1) for t in ins], main_parent=first_in)
+            step = Step(op=name, main_parent=first_in)
             if name in ATTENTION:
                 q, k = _qk(args, kwargs)
                 step.same_qk_2d = q is not None and k is not None and (q is k or _same_tensor(q, k)) and q.dim() == 2
             try:
                 step.finding = _judge_step(name, func, args, kwargs, ins, outs[0], steps, step)
-            except Exception as exc:  # noqa: BLE001 - a check must never crash the filter
-                step.stats["error"] = 0.0
-                del exc
+            except Exception:  # noqa: BLE001 - a check must never crash the filter
+                pass
             steps.append(step)
             for t in outs:
                 producer[id(t)] = len(steps) - 1
@@ -160,7 +157,6 @@ def _judge_step(name: str, func: Any, args: Any, kwargs: dict[str, Any], ins: li
             return "redundant_op", f"{where} returns its input unchanged"
     if parent >= 0:  # only ops fed by earlier ops can see a degenerate domain
         gain, ref_gain = _gains(func, args, kwargs, main, out)
-        step.stats.update(gain=gain, ref_gain=ref_gain)
         if ref_gain > 0 and gain < DOMAIN_GAIN_RATIO * ref_gain:
             return "degenerate_domain", (f"{where}: gain {gain:.3g} on its input vs {ref_gain:.3g} on a standard normal "
                                          f"input ({_describe(main)})")

@@ -13,7 +13,6 @@ class TimingConfig(BaseModel):
     max_trials: int = Field(default=2000, ge=3)
     budget_s: float = Field(default=1.5, gt=0, description="target seconds of timed rounds")
     floor_trials: int = Field(default=10, ge=3, description="fewest rounds, even for slow models")
-    input_sets: int = Field(default=4, ge=1, description="input sets rotated across rounds")
     input_set_bytes: int = Field(default=2 << 30, description="cap on memory for rotated input sets")
     confidence: float = Field(default=0.99, gt=0.5, lt=1.0, description="for the 'faster' decision")
     interval_ms: float = Field(default=10.0, gt=0, description="calls are batched so one timed interval lasts about this long")

@@ -48,13 +48,6 @@ def clears(speedup_lower: float, p: float, margin: float) -> bool:
     return speedup_lower > 0 and speedup_lower * (1 - margin) > p
 
 
-def speedup_interval(ratios: Sequence[float], confidence: float) -> tuple[float, float]:
-    """Confidence interval of the speedup (base / candidate) from paired per-round time
-    ratios (candidate / base): the inverse of the median ratio's interval."""
-    lo, hi = median_interval(ratios, confidence)
-    return (1 / hi if hi > 0 else math.inf), (1 / lo if lo > 0 else math.inf)
-
-
 def clearly_faster(ratios: Sequence[float], margin: float, confidence: float) -> bool:
     """True if even the upper confidence bound of the median time ratio (candidate / base)
     is below 1 - margin: faster by more than the margin, beyond the measured noise."""
