@@ -7,15 +7,18 @@ work; a file path would load it without its package). `compute_score` is async, 
 reward loop awaits it; verl merges `custom_reward_function.reward_kwargs` into the call, and the
 recipe puts the pool settings there: the evaluation goes to the job's shared evaluation pool
 (GPU actors on `cuda_agent_eval` nodes, the same pool stages 3-4 use), never onto the 0-GPU
-reward worker's node. `pool_workers: 0` evaluates in-process instead (tests, one machine)."""
+reward worker's node. `pool_workers: 0` evaluates in-process instead (tests, one machine), through
+the same per-process evaluator and its limit (`local_concurrency`, default 1) as the agent loop."""
 
 from __future__ import annotations
 
-import asyncio
 import re
+import tempfile
+from pathlib import Path
 from typing import Any
 
-from .eval_pool import PoolSettings, evaluate_files, shared_evaluator
+from ..workspace import create_workspace
+from .eval_pool import PoolSettings, shared_evaluator
 from .verl_data import task_from_extra_info
 
 _BLOCK = re.compile(r"```[a-zA-Z+]*\n(.*?)```", re.DOTALL)
@@ -47,6 +50,12 @@ async def compute_score(data_source: str, solution_str: str, ground_truth: Any, 
         pool = shared_evaluator(settings.model_dump(mode="json"))
         result = await pool.evaluate_files(task, backend, files)
     else:
-        config = settings.eval.model_copy(update={"backend": backend})
-        result = await asyncio.get_running_loop().run_in_executor(None, evaluate_files, task, backend, files, config)
+        cfg = settings.model_dump(mode="json")
+        cfg["eval"]["backend"] = backend
+        cfg["local_concurrency"] = int(kwargs.get("local_concurrency", 1))
+        with tempfile.TemporaryDirectory(prefix="cuda-agent-eval-") as tmp:
+            ws = create_workspace(task, Path(tmp) / "ws", backend)
+            for rel, text in files.items():  # model_new.py and kernels/<name> only (candidate_from_response)
+                (ws.root / rel).write_text(text)
+            result = await shared_evaluator(cfg).evaluate(ws)
     return float(result.reward)
