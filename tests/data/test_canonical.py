@@ -214,3 +214,17 @@ def test_set_report_names_the_nearest_task_of_every_row(tmp_path: Path) -> None:
     text = report.read_text()
     assert "| 2 | 1 | 50.0% | 83.8% |" in text  # composition beside Ops-6K's published mix
     assert "| same_ops | 1 |" in text and "gen-lin-gelu" in text and "```python" in text
+
+
+def test_op_sequences_remember_the_first_task_with_each_sequence():
+    from cuda_agent.data.canonical import OpForm, OpSequences, canonical_form
+
+    seen = OpSequences()
+    a, b = OpForm.of(["torch.relu", "torch.add"]), OpForm.of(["torch.add", "torch.relu"])
+    assert seen.first(a) is None
+    seen.add("t1", a)
+    seen.add("t2", a)
+    assert seen.first(a) == "t1" and seen.first(b) is None
+    seen.add("t0", OpForm.of(()))
+    assert seen.first(OpForm.of(())) is None and seen.first(None) is None
+    assert canonical_form("def (:") is None

@@ -140,24 +140,21 @@ def _screen(tasks: list[Any], eval_sets: list[str], threshold: float,
     """Similarity failures per task: near-duplicates of an earlier row (AST, or the same canonical
     operator sequence), near-copies of / equivalents to eval tasks; `nearest` gets each row's
     nearest evaluation task."""
-    from .canonical import op_form
+    from .canonical import OpSequences, canonical_form
     from .synth import EvalSet
 
     found: dict[str, list[dict[str, str]]] = {}
     evals = EvalSet(eval_sets) if eval_sets else None
     seen = SimilarityIndex()
     seen_names: list[str] = []
-    seen_ops: dict[tuple[str, ...], str] = {}
+    seen_ops = OpSequences()
     for task in tasks:
-        try:
-            form = op_form(task.source)
-        except SyntaxError:
-            form = None
-        if form is not None and form.ops:
-            first = seen_ops.setdefault(form.ops, task.name)
-            if first != task.name:
-                found.setdefault(task.name, []).append({"filter": "duplicate", "reason": Reason.NEAR_DUPLICATE,
-                                                        "detail": f"same operators in the same order as {first}"})
+        form = canonical_form(task.source)
+        first = seen_ops.first(form)
+        if first is not None and first != task.name:
+            found.setdefault(task.name, []).append({"filter": "duplicate", "reason": Reason.NEAR_DUPLICATE,
+                                                    "detail": f"same operators in the same order as {first}"})
+        seen_ops.add(task.name, form)
         if form is not None and evals is not None and len(evals.canonical):
             near = evals.canonical.check(form)
             if nearest is not None:

@@ -123,6 +123,30 @@ def op_form(source: str) -> OpForm:
     return OpForm.of(ops)
 
 
+def canonical_form(source: str) -> OpForm | None:
+    """`op_form`, or None for source that does not parse."""
+    try:
+        return op_form(source)
+    except SyntaxError:
+        return None
+
+
+class OpSequences:
+    """Semantic de-duplication: the first task seen with each canonical operator sequence
+    (the same operators in the same order, whatever the names and layout)."""
+
+    def __init__(self) -> None:
+        self._first: dict[tuple[str, ...], str] = {}
+
+    def first(self, form: OpForm | None) -> str | None:
+        """The task already holding `form`'s sequence, or None (an empty form matches nothing)."""
+        return self._first.get(form.ops) if form is not None and form.ops else None
+
+    def add(self, name: str, form: OpForm | None) -> None:
+        if form is not None and form.ops:
+            self._first.setdefault(form.ops, name)
+
+
 def _imported_ops(tree: ast.Module) -> set[str]:
     """Names bound by `from torch... import relu` (called bare in forward)."""
     out = set()
