@@ -313,12 +313,13 @@ def test_hardware_warning_for_imported_baselines(tmp_path) -> None:
 def test_single_file_compile_failure_counts_as_not_compiled(tmp_path) -> None:
     err = ("failed to load the candidate: Traceback ...\nRuntimeError: Error building extension 'k': "
            "main.cpp:3:1: error: expected ';' before '}' token")
-    res = EvalResult(task="t", task_hash="h", backend="cpu", compiled=True, stage="load", reason=err)
+    res = EvalResult(task="t", task_hash="h", backend="cpu", compiled=True, stage="load", reason=err, load_step="import")
     single = TaskRecord(task="t", level=1, mode="single_file", result=res)
     assert not single.compiled and "expected ';'" in single.compile_error
     # a workspace candidate whose model fails to construct did compile (KernelBench: compiled, not correct)
     other = TaskRecord(task="t", level=1, mode="single_file", result=res.model_copy(
-        update={"reason": "failed to load the candidate: TypeError: __init__() takes 1 argument"}))
+        update={"reason": "failed to load the candidate: TypeError: __init__() takes 1 argument",
+                "load_step": "construct"}))
     assert other.compiled and other.compile_error is None
     info = RunInfo(suite="s", solutions="x", backend="cpu", config=EvalConfig(), tasks=["t"], levels={"t": 1})
     report = build_report([single], info)

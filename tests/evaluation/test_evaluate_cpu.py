@@ -106,6 +106,7 @@ def test_tampering_with_a_fixed_file_is_caught(make_workspace, fast_config):
 def test_missing_model_new_class_is_a_load_failure(make_workspace, fast_config):
     res = evaluate(make_workspace(model_new="import cpu_extension\nclass Other: pass\n"), fast_config)
     assert res.reward == -1 and "ModelNew" in res.reason
+    assert res.stage == "load" and res.load_step == "import"  # KernelBench: not compiled
 
 
 def test_state_dict_must_match_the_reference(make_workspace, fast_config):
@@ -127,6 +128,7 @@ def get_init_inputs():
                                        "    def __init__(self, n):\n        super().__init__()\n")
     res = evaluate(make_workspace(model_new=model_new, task_source=task, name="sd"), fast_config)
     assert res.reward == -1 and "scale" in res.reason  # missing key named
+    assert res.stage == "load" and res.load_step == "construct"  # KernelBench: compiled, not correct
 
 
 def test_verify_only_gives_reward_one_without_timing(make_workspace, fast_config):

@@ -25,10 +25,6 @@ from ..tasks import Task
 Status = Literal["evaluated", "no_solution", "episode_failed", "harness_error", "skipped"]
 # Statuses a resumed run tries again: the harness's fault, or this machine's (never the candidate's).
 RETRIED = frozenset({"harness_error", "skipped"})
-# KernelBench counts a single-file solution as not compiled when importing it fails (its
-# load_inline build, a syntax error) or it defines no ModelNew; these mark that in a load failure.
-IMPORT_FAILURE_MARKERS = ("Error building extension", "defines no class ModelNew", "SyntaxError",
-                          "CalledProcessError")
 Mode = Literal["workspace", "single_file", "reference", "policy"]
 
 
@@ -107,7 +103,9 @@ class TaskRecord(BaseModel):
             return None
         if res.stage == "build" and not res.compiled:
             return (res.build.log if res.build and res.build.log else res.reason) or "build failed"
-        if self.mode == "single_file" and res.stage == "load" and any(m in res.reason for m in IMPORT_FAILURE_MARKERS):
+        # KernelBench: a single-file solution whose import fails (its load_inline build, a syntax
+        # error) or that defines no ModelNew did not compile; one that fails to construct did
+        if self.mode == "single_file" and res.stage == "load" and res.load_step == "import":
             return res.reason
         return None
 

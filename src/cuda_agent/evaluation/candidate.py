@@ -75,8 +75,8 @@ class _Session:
         except OSError:
             raise _Stop() from None
 
-    def fail(self, stage: str, message: str) -> None:
-        self.send({"type": "error", "stage": stage, "message": message})
+    def fail(self, stage: str, message: str, step: str | None = None) -> None:
+        self.send({"type": "error", "stage": stage, "message": message, **({"step": step} if step else {})})
         raise _Stop()
 
     def start(self, fds: list[int]) -> None:
@@ -97,6 +97,7 @@ class _Session:
         self.slots = [[value(a) for a in slot] for slot in self.req["slots"]]
         weights = {name: value(spec) for name, spec in self.req["weights"].items()}
         init_args = [value(a) for a in self.req["init_args"]]
+        step = "import"  # then "construct": KernelBench counts only an import failure as not compiled
         try:
             if self.req.get("reference_source"):  # the judge's baseline client: the task's own Model
                 from .judge import module_from_source
@@ -109,7 +110,8 @@ class _Session:
                 module = _module_from_file("model_new", ws / "model_new.py")
                 model_cls = getattr(module, "ModelNew", None)
                 if model_cls is None:
-                    self.fail("load", "model_new.py defines no class ModelNew")
+                    self.fail("load", "model_new.py defines no class ModelNew", step)
+            step = "construct"
             torch.manual_seed(int(self.req["seed"]))
             model = model_cls(*copy.deepcopy(init_args))
             dtype = self.req.get("dtype")
@@ -131,7 +133,7 @@ class _Session:
         except _Stop:
             raise
         except BaseException as exc:
-            self.fail("load", describe_exception(exc))
+            self.fail("load", describe_exception(exc), step)
         self.send({"type": "ready", "sandbox": report})
 
     def serve(self) -> None:

@@ -44,9 +44,9 @@ class JudgeError(Exception):
 class Verdict(Exception):
     """Ends an evaluation with reward -1 at `stage` for `reason`."""
 
-    def __init__(self, stage: str, reason: str):
+    def __init__(self, stage: str, reason: str, load_step: str | None = None):
         super().__init__(reason)
-        self.stage, self.reason = stage, reason
+        self.stage, self.reason, self.load_step = stage, reason, load_step
 
 
 # ---- the trusted side of a task, kept warm between evaluations --------------------------
@@ -227,7 +227,7 @@ class Judge:
                 self._measure(state, cfg, base, cand, out, clock)
                 self._store_baseline(cache, req, out)
         except Verdict as v:
-            out.update(stage=v.stage, reason=v.reason, correct=False)
+            out.update(stage=v.stage, reason=v.reason, correct=False, load_step=v.load_step)
         finally:
             if cand is not None:
                 out["candidate_log"] = cand.link.log_tail()
@@ -494,8 +494,11 @@ class _CandidateSession:
             st = str(msg.get("stage", stage))
             label = {"load": "failed to load the candidate", "verify": "the candidate raised",
                      "time": "the candidate failed while being timed", "guard": "forbidden"}.get(st, "candidate error")
+            from .records import LOAD_STEPS
+
+            step = msg.get("step") if st == "load" and msg.get("step") in LOAD_STEPS else None
             raise Verdict(st if st in ("load", "verify", "time", "guard") else "worker",
-                          f"{label}: {str(msg.get('message', ''))[:3000]}")
+                          f"{label}: {str(msg.get('message', ''))[:3000]}", step)
         return msg
 
     # ---- start --------------------------------------------------------------------------------

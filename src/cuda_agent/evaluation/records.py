@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, Field
 
 from ..languages.build import BuildResult  # noqa: F401  (a build's record is part of every result)
 
 Stage = Literal["tamper", "guard", "build", "load", "verify", "time", "worker", "done"]
+LoadStep = Literal["import", "construct"]
+LOAD_STEPS: tuple[str, ...] = get_args(LoadStep)
 
 
 class TimingStats(BaseModel):
@@ -102,6 +104,9 @@ class EvalResult(BaseModel):
     faster_than_compile: bool = False
     reason: str = ""
     stage: Stage = "done"
+    load_step: LoadStep | None = Field(
+        default=None, description="a load failure's step, as the candidate process reported it: importing "
+        "model_new.py (with the language's artifact) and finding ModelNew, or constructing the model")
     time_ms: TimeMs = Field(default_factory=TimeMs)
     speedup_vs_eager: float | None = None
     speedup_vs_compile: float | None = None
