@@ -17,12 +17,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from ..isolation.worker import WatchedProcess
 from ..isolation.sandbox import CANDIDATE_NAMESPACE_PREFIX, make_scratch, namespaces_available, process_tree, scrubbed_environment
 
 MAX_MESSAGE = 1 << 22
+T = TypeVar("T")
 
 
 class CandidateDied(Exception):
@@ -109,18 +110,10 @@ class CandidateLink(WatchedProcess):
     def syscall_filters(self) -> list[tuple[str, int, int | None]]:
         """(thread id, seccomp mode, filter count) of every thread of the candidate's Python
         process, read from /proc: what is enforced, not what the process says it did."""
-        pid = self.pid()
         out = []
-        try:
-            tids = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            return out
-        for tid in tids:
-            try:
-                with open(f"/proc/{pid}/task/{tid}/status") as fh:
-                    fields = dict(line.split(":", 1) for line in fh if ":" in line)
-            except OSError:
-                continue  # a thread that just ended
+        status = _per_thread(self.pid(), "status",
+                             lambda text: dict(ln.split(":", 1) for ln in text.splitlines() if ":" in ln))
+        for tid, fields in status.items():
             if "Seccomp" in fields:
                 count = fields.get("Seccomp_filters")
                 out.append((tid, int(fields["Seccomp"]), int(count) if count is not None else None))
@@ -218,16 +211,21 @@ def _threads_stopped(pid: int) -> bool:
 def _thread_counters(pid: int) -> dict[str, tuple[int, ...]]:
     """Per thread of `pid`: (ns on the CPU, time slices run), from /proc schedstat; any run of
     the thread moves both."""
-    out: dict[str, tuple[int, ...]] = {}
+    return _per_thread(pid, "schedstat", lambda text: (int(text.split()[0]), int(text.split()[2])))
+
+
+def _per_thread(pid: int, name: str, parse: Callable[[str], T]) -> dict[str, T]:
+    """`parse` of /proc/<pid>/task/<tid>/<name> for every thread of `pid`; a thread that just
+    ended, or whose file does not parse, is left out."""
+    out: dict[str, T] = {}
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return out
     for tid in tids:
         try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as fh:
-                fields = fh.read().split()
-            out[tid] = (int(fields[0]), int(fields[2]))
+            with open(f"/proc/{pid}/task/{tid}/{name}") as fh:
+                out[tid] = parse(fh.read())
         except (OSError, ValueError, IndexError):
             continue
     return out
