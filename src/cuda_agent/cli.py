@@ -149,6 +149,7 @@ def examples(
     out: Optional[Path] = typer.Option(None, help="also write results as JSON lines here"),
 ) -> None:
     """Evaluate every bundled example with its hand-written solution (the quickstart job)."""
+    from .backends import backend_class
     from .evaluation import evaluate as run_evaluation
     from .examples import list_examples
     from .workspace import create_workspace
@@ -160,7 +161,7 @@ def examples(
         raise fail(f"no bundled example named {', '.join(unknown)} (examples: {', '.join(e.name for e in known)})")
     chosen = [e for e in known if not only or e.name in only]
     console.print(f"evaluating {len(chosen)} bundled example(s) on the [bold]{be}[/] backend: each builds, "
-                  f"verifies and times{_EXAMPLE_COST.get(be, '')}")
+                  f"verifies and times{'' if backend_class(be).gpu else _CPU_EXAMPLE_COST}")
     results = []
     with tempfile.TemporaryDirectory(prefix="cuda-agent-examples-") as tmp, _progress(len(chosen)) as step:
         for k, ex in enumerate(chosen, 1):
@@ -180,7 +181,7 @@ def examples(
 
 
 # what one example costs, measured by bench/examples_time.py (docs/cli.md); said before the run
-_EXAMPLE_COST = {"cpu": " (on a 2-core CPU about 40 s each the first time, 15 s once cached)"}
+_CPU_EXAMPLE_COST = " (on a 2-core CPU about 40 s each the first time, 15 s once cached)"
 
 
 def _progress(total: int):  # type: ignore[no-untyped-def]

@@ -211,9 +211,11 @@ def _load(specs: list[str]) -> list[Any]:
 
 def _slots(backend: str, workers: Optional[int]) -> tuple[int, list[str] | None]:
     """Episode workers and the devices they rotate over: by default one worker per GPU."""
-    if backend != "cuda":
-        return workers or 1, None
+    from ..backends import backend_class
     from ..backends.devices import visible_gpu_count
+
+    if not backend_class(backend).gpu:
+        return workers or 1, None
 
     n = visible_gpu_count()
     devices = [str(i) for i in range(n)] or None

@@ -1,4 +1,7 @@
-"""Device backends, by name. A new backend is one module plus one line in `_REGISTRY`."""
+"""Device backends, by name. A new backend is one module plus one line in `_REGISTRY`.
+
+The layers above ask a backend (`backend_class(name).gpu`, `.torch_device`, ...) rather than
+compare its name; `tests/backends/test_backend_names.py` keeps it so."""
 
 from __future__ import annotations
 
@@ -6,24 +9,48 @@ from .base import Backend, Timer
 from .cpu import CpuBackend
 from .cuda import CudaBackend
 
+# in order of preference: the local default is the first one present
 _REGISTRY: dict[str, type[Backend]] = {"cuda": CudaBackend, "cpu": CpuBackend}
 
 BACKEND_NAMES = tuple(_REGISTRY)
+HOST_BACKEND = "cpu"
+"""The machine itself: always present; where device-free work (the catalogue probe) runs."""
+PRIMARY_BACKEND = "cuda"
+"""The backend the project is for (the paper's GPUs): the default where the local device does
+not decide, e.g. training data built on a laptop for a GPU cluster."""
 
 
-def get_backend(name: str) -> Backend:
-    """A fresh backend instance for `name` ('cuda' or 'cpu')."""
+def backend_class(name: str) -> type[Backend]:
+    """The backend class for `name`: its class attributes, without building an instance."""
     try:
-        return _REGISTRY[name]()
+        return _REGISTRY[name]
     except KeyError:
         raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(_REGISTRY)}") from None
 
 
+def get_backend(name: str) -> Backend:
+    """A fresh backend instance for `name` (one of `BACKEND_NAMES`)."""
+    return backend_class(name)()
+
+
 def default_backend_name() -> str:
-    """'cuda' when a CUDA device is visible to torch, else 'cpu'."""
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    """The first backend whose device is present here: 'cuda' when torch sees a GPU, else 'cpu'."""
+    return next(name for name, cls in _REGISTRY.items() if cls().is_available())
 
 
-__all__ = ["Backend", "Timer", "BACKEND_NAMES", "get_backend", "default_backend_name"]
+def model_backend(name: str | None = None) -> type[Backend]:
+    """The backend whose device a model (a policy, a trainer) runs on: `name`'s where its
+    device is present here, else the host's; None: the local default."""
+    cls = backend_class(name or default_backend_name())
+    return cls if cls().is_available() else backend_class(HOST_BACKEND)
+
+
+def backend_of_device(torch_device: str) -> type[Backend]:
+    """The backend whose torch device `torch_device` ('cuda:1', 'cpu') is on; the host's for
+    a device no backend runs on (e.g. 'mps')."""
+    kind = torch_device.split(":", 1)[0]
+    return next((cls for cls in _REGISTRY.values() if cls.torch_device == kind), backend_class(HOST_BACKEND))
+
+
+__all__ = ["Backend", "Timer", "BACKEND_NAMES", "HOST_BACKEND", "PRIMARY_BACKEND", "backend_class", "get_backend",
+           "default_backend_name", "model_backend", "backend_of_device"]

@@ -43,6 +43,31 @@ class Backend(ABC):
     # Per-file flags a kernel may ask for with a `// @flags: ...` line, nothing else.
     allowed_kernel_flags: ClassVar[frozenset[str]]
 
+    # ---- what the layers above ask, instead of comparing backend names ------------------
+    # An accelerator with its own driver: work is placed one slot per visible device, a Ray
+    # task asks for a GPU, a model trains and runs in bf16 on it.
+    gpu: ClassVar[bool] = False
+    # The environment variable that says which of the host's devices a process sees.
+    visible_devices_env: ClassVar[str | None] = None
+    # A hard address-space limit (RLIMIT_AS) is safe for a candidate; False where the driver
+    # maps huge virtual ranges.
+    address_space_cap: ClassVar[bool] = True
+    # Synthesised tasks: the eager runtime window (ms) and the cap on any one tensor (MiB).
+    task_window_ms: ClassVar[tuple[float, float]]
+    max_task_tensor_mb: ClassVar[float]
+    # The languages (`languages/<name>.py`) a candidate may be written in on this device.
+    languages: ClassVar[frozenset[str]]
+    # The device runtime a built library may import: regexes over demangled symbol names,
+    # one regex of its calls that are never allowed, and what the runtime is called.
+    runtime_symbols: ClassVar[tuple[str, ...]] = ()
+    denied_runtime_symbols: ClassVar[str | None] = None
+    runtime_title: ClassVar[str]
+    # Headers of the device toolkit a kernel may include (by name, or under a folder), and
+    # vendor-library headers that are refused as a library fallback.
+    runtime_headers: ClassVar[frozenset[str]] = frozenset()
+    runtime_header_dirs: ClassVar[tuple[str, ...]] = ()
+    vendor_library_headers: ClassVar[frozenset[str]] = frozenset()
+
     # ---- build side -------------------------------------------------------------
     @abstractmethod
     def kernel_compile_cmd(self, src: Path, obj: Path, extra_flags: list[str]) -> list[str]:
@@ -74,9 +99,24 @@ class Backend(ABC):
         """Names the device for cache keys, from the evaluator's side (no device context)."""
         return self.device_name()
 
+    def preprocess_cmds(self, src: Path, extra_flags: list[str]) -> list[list[str]]:
+        """The host preprocessor command(s) that compiling the kernel file `src` amounts to
+        (the static checks read their output)."""
+        cmd = self.kernel_compile_cmd(src, Path(os.devnull), extra_flags)
+        i = cmd.index("-o")
+        return [[c if c != "-c" else "-E" for c in cmd[:i] + cmd[i + 2:]]]
+
+    def device_source(self, path: Path) -> bool:
+        """Whether a kernels/ file is compiled for the device rather than the host."""
+        return False
+
     # ---- run side (inside the worker) ---------------------------------------------
     @abstractmethod
     def is_available(self) -> bool: ...
+
+    def start_device(self) -> None:
+        """Start the device's driver in this process where the device is present: before a
+        sandbox closes the filesystem (the driver writes while it starts)."""
 
     @abstractmethod
     def device_name(self) -> str: ...

@@ -35,6 +35,13 @@ class CpuBackend(Backend):
     extension_name = "cpu_extension"
     kernel_suffix = ".cpp"
     allowed_kernel_flags: ClassVar[frozenset[str]] = frozenset({"-ffast-math", "-funroll-loops"})
+    # 1-50 ms: the CPU backend times >= 100 rounds of eager, compile and candidate per
+    # evaluation; 100 ms tasks would make each evaluation on a small CPU box last minutes
+    task_window_ms = (1.0, 50.0)
+    max_task_tensor_mb = 64.0
+    languages = frozenset({"cpp", "paper"})
+    runtime_symbols = (r"(GOMP|omp|kmp|__kmpc)_\w+",)
+    runtime_title = "OpenMP"
 
     def kernel_compile_cmd(self, src: Path, obj: Path, extra_flags: list[str]) -> list[str]:
         return [host_compiler(), "-O3", "-march=native", "-fopenmp", "-fPIC", "-std=c++17",

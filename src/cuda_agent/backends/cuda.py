@@ -45,6 +45,32 @@ class CudaBackend(Backend):
     allowed_kernel_flags: ClassVar[frozenset[str]] = frozenset(
         {"--use_fast_math", "-use_fast_math", "--ftz=true", "--extra-device-vectorization"}
     ) | frozenset(f"-maxrregcount={n}" for n in (32, 40, 48, 64, 72, 80, 96, 128, 168, 255))
+    gpu = True
+    visible_devices_env = "CUDA_VISIBLE_DEVICES"
+    address_space_cap = False
+    task_window_ms = (1.0, 100.0)  # the paper's window
+    max_task_tensor_mb = 512.0
+    languages = frozenset({"cpp", "triton", "paper"})
+    runtime_symbols = (
+        r"__cuda\w+|__nv\w+|cuda[A-Z]\w*|cu[A-Z]\w*",
+        r"c10::cuda::(getStreamFromPool|setCurrentCUDAStream|MaybeSetDevice|getCurrentCUDAStream|getDefaultCUDAStream"
+        r"|getStreamFromExternal|ExchangeDevice|MaybeExchangeDevice|SetDevice|GetDevice|device_count\w*|current_device"
+        r"|c10_cuda_check_implementation|CUDACachingAllocator::.*|impl::CUDAGuardImpl::.*|warning_state|CUDAStream::.*"
+        r"|get_cuda_check_suffix|getDeviceIndexWithPrimaryContext|CUDAKernelLaunchRegistry::.*)|c10::impl::GPUTrace::.*",
+        r"at::cuda::(getCurrentDeviceProperties|getDeviceProperties|warp_size|getCurrentCUDAStream"
+        r"|getDefaultCUDAStream)")
+    denied_runtime_symbols = r"cudaDeviceReset|cudaThreadExit|cuDevicePrimaryCtxReset\w*|cuCtxDestroy\w*"
+    runtime_title = "the CUDA runtime and driver"
+    runtime_headers = frozenset(
+        "cuda.h cuda_runtime.h cuda_runtime_api.h cuda_fp16.h cuda_fp16.hpp cuda_bf16.h cuda_bf16.hpp cuda_fp8.h "
+        "cuda_fp6.h cuda_fp4.h mma.h cooperative_groups.h cuda_pipeline.h cuda_pipeline_primitives.h "
+        "cuda_awbarrier.h cuda_awbarrier_primitives.h device_launch_parameters.h device_functions.h vector_types.h "
+        "vector_functions.h math_constants.h driver_types.h cuda_texture_types.h texture_types.h surface_types.h "
+        "sm_60_atomic_functions.h sm_61_intrinsics.h cublas_v2.h cublas_api.h cublasLt.h cudnn.h library_types.h "
+        "cuda_device_runtime_api.h cudaTypedefs.h".split())
+    runtime_header_dirs = ("cooperative_groups/", "cuda/", "cub/", "crt/")
+    vendor_library_headers = frozenset("cublas_v2.h cublas_api.h cublas.h cublasLt.h cudnn.h cusparse.h cufft.h "
+                                       "cusolverDn.h curand.h".split())
 
     def __init__(self) -> None:
         self._flush_buffer: Any = None
@@ -84,11 +110,38 @@ class CudaBackend(Backend):
     def device_key(self) -> str:
         return gpu_name_from_smi()
 
+    def preprocess_cmds(self, src: Path, extra_flags: list[str]) -> list[list[str]]:
+        """nvcc's own host preprocessing passes (its device pass cannot reach the OS)."""
+        import shlex
+
+        cmd = super().preprocess_cmds(src, extra_flags)[0]
+        compile_cmd = self.kernel_compile_cmd(src, Path(os.devnull), extra_flags)
+        dry = subprocess.run([compile_cmd[0], "--dryrun", *compile_cmd[1:]], capture_output=True, text=True,
+                             timeout=60)
+        cmds = []
+        for ln in (dry.stdout + dry.stderr).splitlines():
+            if ln.startswith("#$ ") and " -E " in ln and "-D__CUDA_ARCH__=" not in ln:
+                argv = shlex.split(ln[3:])
+                if "-o" in argv:
+                    j = argv.index("-o")
+                    argv = argv[:j] + argv[j + 2:]
+                cmds.append(argv)
+        return cmds or [[host_compiler(), "-E", "-x", "c++", "-D__CUDACC__", *cmd[1:]]]
+
+    def device_source(self, path: Path) -> bool:
+        return path.suffix == self.kernel_suffix
+
     # ---- run side -------------------------------------------------------------------
     def is_available(self) -> bool:
         import torch
 
         return torch.cuda.is_available()
+
+    def start_device(self) -> None:
+        import torch
+
+        if torch.cuda.is_available():
+            torch.empty(1, device=self.torch_device)
 
     def device_name(self) -> str:
         import torch

@@ -24,7 +24,7 @@ _EXPORTS = {
     # `cuda_agent.data.audit` would be the function or the module depending on import order.
     "AuditSummary": "audit",
     "Catalogue": "catalogue", "OpSpec": "catalogue", "build_catalogue": "catalogue", "crawl": "catalogue",
-    "ComposeConfig": "config", "DEFAULT_WINDOWS_MS": "config", "FilterConfig": "config", "OPS6K_MIX": "config",
+    "ComposeConfig": "config", "FilterConfig": "config", "OPS6K_MIX": "config",
     "SynthConfig": "config",
     "FilterResult": "filters", "Reason": "filters", "TaskCheck": "filters",
     "Plan": "plan", "Planner": "plan",

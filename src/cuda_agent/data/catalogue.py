@@ -345,6 +345,7 @@ def build_catalogue(*, include_transformers: bool | None = None, cache_dir: str 
 def _probe_all(refs: list[OpRef], workers: int, op_timeout_s: float,
                progress: Callable[[int, int, OpSpec], None] | None) -> list[OpSpec]:
     """Probe `refs` on a few worker processes; results in the order of `refs`."""
+    from ..backends import HOST_BACKEND
     from .data_worker import DataWorker, WorkerDied, WorkerError
 
     todo = list(enumerate(refs))
@@ -360,7 +361,7 @@ def _probe_all(refs: list[OpRef], workers: int, op_timeout_s: float,
                         return
                     i, ref = todo.pop(0)
                 if worker is None:
-                    worker = DataWorker(backend="cpu", threads=1)
+                    worker = DataWorker(backend=HOST_BACKEND, threads=1)
                 blank = OpSpec(name=ref.name, kind=ref.kind, library=ref.library)
                 try:
                     reply = worker.request({"op": "probe", "ref": ref.model_dump()}, timeout_s=op_timeout_s)

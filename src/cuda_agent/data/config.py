@@ -4,20 +4,18 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
+from ..backends import backend_class
+
 # Composition sizes as published for CUDA-Agent-Ops-6K (SPEC §3): torch×1 3.4%, ×2 83.8%,
 # ×3 7.6%, ×4 2.8%, ×5 1.2% (the remaining 1.2% are transformers tasks, spread over sizes here).
 OPS6K_MIX: dict[int, float] = {1: 3.4, 2: 83.8, 3: 7.6, 4: 2.8, 5: 1.2}
-# Runtime windows (ms). GPU: the paper's 1-100 ms. CPU: 1-50 ms, because the CPU backend times
-# ≥ 100 rounds of eager, compile and candidate per evaluation; 100 ms tasks would make each
-# evaluation on a small CPU box last minutes.
-DEFAULT_WINDOWS_MS: dict[str, tuple[float, float]] = {"cuda": (1.0, 100.0), "cpu": (1.0, 50.0)}
 
 
 class FilterConfig(BaseModel):
     """What a task must pass (SPEC §3), and how hard each check looks."""
 
     window_ms: tuple[float, float] | None = Field(
-        default=None, description="eager runtime window; None = the backend's default (DEFAULT_WINDOWS_MS)")
+        default=None, description="eager runtime window; None = the backend's default (Backend.task_window_ms)")
     compile: bool = Field(default=True, description="run the eager-vs-torch.compile check")
     compile_backend: str = Field(default="inductor", description="torch.compile backend ('eager' and "
                                  "'aot_eager' are cheap stand-ins for tests)")
@@ -45,7 +43,7 @@ class FilterConfig(BaseModel):
         return self.gpu_lock if self.quiet_timing else None
 
     def window(self, backend: str) -> tuple[float, float]:
-        return self.window_ms or DEFAULT_WINDOWS_MS.get(backend, DEFAULT_WINDOWS_MS["cpu"])
+        return self.window_ms or backend_class(backend).task_window_ms
 
     @field_validator("window_ms")
     @classmethod
@@ -68,8 +66,8 @@ class ComposeConfig(BaseModel):
     transformers_share: float = Field(default=0.012, ge=0, le=1, description="share of tasks that use one "
                                       "transformers layer (Ops-6K: 1.2%); the others use torch only")
     include_transformers: bool | None = Field(default=None, description="None = when installed")
-    max_tensor_mb: float | None = Field(default=None, description="cap on any tensor of a task; None = 512 MiB on "
-                                        "GPU, 64 MiB on CPU")
+    max_tensor_mb: float | None = Field(default=None, description="cap on any tensor of a task; None = the backend's "
+                                        "default (Backend.max_task_tensor_mb: 512 MiB on GPU, 64 MiB on CPU)")
     max_scale_steps: int = Field(default=8, ge=1, description="timing rounds the size search may spend")
 
     @model_validator(mode="after")
@@ -81,7 +79,7 @@ class ComposeConfig(BaseModel):
         return self
 
     def tensor_cap_bytes(self, backend: str) -> int:
-        mb = self.max_tensor_mb or (512.0 if backend == "cuda" else 64.0)
+        mb = self.max_tensor_mb or backend_class(backend).max_task_tensor_mb
         return int(mb * 2**20)
 
 

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..backends import HOST_BACKEND
 from ..isolation.processes import PDEATHSIG_PREFIX, child_environment
 from ..isolation.worker import CHANNEL_FD, WorkerDied, WorkerProcess
 from ..isolation.sandbox import NAMESPACE_PREFIX, make_scratch, namespaces_available, scrubbed_environment
@@ -53,7 +54,7 @@ class DataWorker(WorkerProcess):
     module, a thread count, and the isolation switch.
     """
 
-    def __init__(self, backend: str = "cpu", *, isolate: bool = True, memory_limit_gb: float | None = None,
+    def __init__(self, backend: str = HOST_BACKEND, *, isolate: bool = True, memory_limit_gb: float | None = None,
                  threads: int | None = None, max_requests: int = 500, extra_env: dict[str, str] | None = None):
         self.backend = backend
         self.max_requests = max_requests

@@ -24,10 +24,11 @@ from ..isolation import channel
 
 def main() -> None:
     out_fd, backend_name = int(sys.argv[1]), sys.argv[2]
-    import torch
+    import torch  # noqa: F401 - imported, and the device's driver started, before Landlock (both write)
 
-    if backend_name == "cuda" and torch.cuda.is_available():
-        torch.empty(1, device="cuda")  # before Landlock: the driver's start-up needs to write
+    from ..backends import get_backend
+
+    get_backend(backend_name).start_device()
     _isolate()
     while True:
         line = sys.stdin.readline()

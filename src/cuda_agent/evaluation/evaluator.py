@@ -318,8 +318,8 @@ def _fail(result: EvalResult, stage: str, reason: str) -> None:
 
 
 def _address_space_limit(backend: Backend, cfg: EvalConfig) -> int | None:
-    """A hard virtual-memory cap where it is safe (CUDA maps huge virtual ranges)."""
-    if backend.name != "cpu":
+    """A hard virtual-memory cap where it is safe (not where the driver maps huge virtual ranges)."""
+    if not backend.address_space_cap:
         return None
     return int(max(cfg.memory_limit_gb * 1.5, cfg.memory_limit_gb + 6) * 2**30)
 

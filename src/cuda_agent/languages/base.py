@@ -48,7 +48,6 @@ class Language(ABC):
 
     name: ClassVar[str]
     title: ClassVar[str]
-    backends: ClassVar[tuple[str, ...]]
     artifact_suffix: ClassVar[str]
     # run one forward on the first input slot before "ready" (JIT languages compile then)
     warm_up: ClassVar[bool] = False
@@ -72,6 +71,13 @@ class Language(ABC):
     def adoptable_files(self) -> tuple[str, ...] | None:
         """Fixed files an existing directory must have to be adopted (None: all of fixed_files)."""
         return None
+
+    @property
+    def backends(self) -> tuple[str, ...]:
+        """The backends that run this language (each says so in `Backend.languages`)."""
+        from ..backends import BACKEND_NAMES, backend_class
+
+        return tuple(b for b in BACKEND_NAMES if self.name in backend_class(b).languages)
 
     def check_backend(self, backend: str) -> None:
         if backend not in self.backends:

@@ -786,15 +786,6 @@ _STD = frozenset(
     "stdlib.h string.h time.h omp.h immintrin.h x86intrin.h xmmintrin.h emmintrin.h pmmintrin.h tmmintrin.h "
     "smmintrin.h nmmintrin.h wmmintrin.h avxintrin.h avx2intrin.h avx512fintrin.h arm_neon.h arm_sve.h "
     "arm_fp16.h cpuid.h".split())
-_CUDA_HEADERS = frozenset(
-    "cuda.h cuda_runtime.h cuda_runtime_api.h cuda_fp16.h cuda_fp16.hpp cuda_bf16.h cuda_bf16.hpp cuda_fp8.h "
-    "cuda_fp6.h cuda_fp4.h mma.h cooperative_groups.h cuda_pipeline.h cuda_pipeline_primitives.h "
-    "cuda_awbarrier.h cuda_awbarrier_primitives.h device_launch_parameters.h device_functions.h vector_types.h "
-    "vector_functions.h math_constants.h driver_types.h cuda_texture_types.h texture_types.h surface_types.h "
-    "sm_60_atomic_functions.h sm_61_intrinsics.h cublas_v2.h cublas_api.h cublasLt.h cudnn.h library_types.h "
-    "cuda_device_runtime_api.h cudaTypedefs.h".split())
-_VENDOR_HEADERS = frozenset("cublas_v2.h cublas_api.h cublas.h cublasLt.h cudnn.h cusparse.h cufft.h "
-                            "cusolverDn.h curand.h".split())
 _HEAVY = frozenset("ATen/ATen.h ATen/Functions.h ATen/NativeFunctions.h ATen/CPUFunctions.h ATen/CUDAFunctions.h "
                    "ATen/CompositeImplicitAutogradFunctions.h ATen/CompositeExplicitAutogradFunctions.h".split())
 _ALLOC_OPS = re.compile(r"ATen/ops/(empty|empty_like|empty_strided|zeros|zeros_like|ones|ones_like|full|"
@@ -863,6 +854,9 @@ def _strip_cpp(text: str) -> tuple[str, str]:
 
 def _include_problem(n: str, angle: bool, backend: str, local_files: frozenset[str] | None) -> tuple[str, str] | None:
     """(rule, message) for one #include, or None when it is allowed."""
+    from ..backends import backend_class
+
+    be = backend_class(backend)
     name = f"<{n}>" if angle else f'"{n}"'
     if (n in _HEAVY or n.startswith("ATen/native/") or (n.startswith("ATen/ops/") and not _ALLOC_OPS.fullmatch(n))
             or (n.startswith("torch/") and n != "torch/library.h")):
@@ -873,10 +867,9 @@ def _include_problem(n: str, angle: bool, backend: str, local_files: frozenset[s
         return None
     if not angle and not n.startswith("/") and ".." not in Path(n).parts and (local_files is None or n in local_files):
         return None
-    if angle and n in _VENDOR_HEADERS and backend == "cuda":
+    if angle and n in be.vendor_library_headers:
         return "blas-fallback", f"`#include {name}`: cuBLAS / cuDNN are not allowed; write the kernel"
-    if angle and (n in _STD or (backend == "cuda" and (n in _CUDA_HEADERS or n.startswith(
-            ("cooperative_groups/", "cuda/", "cub/", "crt/"))))):
+    if angle and (n in _STD or n in be.runtime_headers or n.startswith(be.runtime_header_dirs)):
         return None
     why = "Thrust launches library kernels" if n.startswith("thrust/") else (
         "not a file in kernels/" if not angle else "not the standard library or CUDA's own headers")
@@ -1089,24 +1082,7 @@ def _preprocess_cmds(src: Path, root: Path, backend_name: str, cache_dir: Path |
         flags = _requested_flags(src, be)
     except BuildError:
         return []  # the build refuses it anyway
-    compile_cmd = be.kernel_compile_cmd(src, Path(os.devnull), flags)
-    i = compile_cmd.index("-o")
-    cmd = [c if c != "-c" else "-E" for c in compile_cmd[:i] + compile_cmd[i + 2:]]
-    if backend_name != "cuda":
-        return [cmd]
-    import shlex
-    import subprocess
-
-    dry = subprocess.run([compile_cmd[0], "--dryrun", *compile_cmd[1:]], capture_output=True, text=True, timeout=60)
-    cmds = []
-    for ln in (dry.stdout + dry.stderr).splitlines():  # nvcc's own host preprocessing (the device
-        if ln.startswith("#$ ") and " -E " in ln and "-D__CUDA_ARCH__=" not in ln:  # pass cannot reach the OS)
-            argv = shlex.split(ln[3:])
-            if "-o" in argv:
-                j = argv.index("-o")
-                argv = argv[:j] + argv[j + 2:]
-            cmds.append(argv)
-    return cmds or [[host_compiler(), "-E", "-x", "c++", "-D__CUDACC__", *cmd[1:]]]
+    return be.preprocess_cmds(src, flags)
 
 
 def check_preprocessed(root: Path, backend: str, *, cache_dir: Path | None = None) -> list[Finding]:
@@ -1137,7 +1113,7 @@ def check_preprocessed(root: Path, backend: str, *, cache_dir: Path | None = Non
     with ThreadPoolExecutor(min(4, max(1, len(cmds)))) as pool:
         outputs = list(pool.map(run, cmds))
     for unit, text in outputs:
-        host = not (backend == "cuda" and unit.suffix == ".cu")
+        host = not be.device_source(unit)
         for fname, lines in _own_lines(text, kdir).items():
             rel = Path(fname).resolve().relative_to(root).as_posix()
             for line, chunks in lines.items():

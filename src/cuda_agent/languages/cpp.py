@@ -15,7 +15,6 @@ from .base import Language
 class CppLanguage(Language):
     name = "cpp"
     title = "CUDA C++ (C++/OpenMP on the cpu backend)"
-    backends = ("cuda", "cpu")
     artifact_suffix = ".so"
 
     def extension_name(self, backend: str) -> str:

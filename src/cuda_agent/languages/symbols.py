@@ -9,8 +9,9 @@ Every undefined dynamic symbol of the library must be one of:
   * c10 / ATen tensor allocation (`at::_ops::empty*`, `zeros*`, views, copies, casts), tensor
     metadata (`TensorImpl`, `TensorBase`, `SymInt`, ...), error reporting (`TORCH_CHECK`) and
     the op registration `REGISTER_BINDING` expands to (`torch::Library::_def`);
-  * cpu backend: OpenMP (`GOMP_*`, `omp_*`); cuda backend: the CUDA runtime and driver
-    (`cuda*`, `cu*`, nvcc's `__cuda*` registration) and c10's CUDA stream/device/allocator API.
+  * the backend's own runtime (`Backend.runtime_symbols`): on cpu OpenMP (`GOMP_*`, `omp_*`); on
+    cuda the CUDA runtime and driver (`cuda*`, `cu*`, nvcc's `__cuda*` registration) and c10's
+    CUDA stream/device/allocator API, less the calls that reset the context.
 
 Named fallbacks get their own rule: BLAS of any vendor (cblas, Fortran BLAS, MKL, OpenBLAS,
 cuBLAS, cuDNN, ...) is `blas-fallback`; ATen compute (`at::native::`, `at::cpu::`, other
@@ -34,6 +35,7 @@ from pathlib import Path
 from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 
+from ..backends import backend_class
 from .checks import Finding
 
 # ---- denied, with a reason ------------------------------------------------------------------
@@ -108,22 +110,17 @@ _COMMON = [
     r"|fill_|zero_|split\w*|chunk|unbind\w*|movedim\w*|swapaxes|swapdims|unfold|_unsafe_view|resize_)::(call|redispatch)",
     r"torch::Library::(Library|_def|~Library|reset)|torch::CppFunction::.*|torch::jit::parseSchema(OrName)?",
 ]
-_BACKEND = {
-    "cpu": [r"(GOMP|omp|kmp|__kmpc)_\w+"],
-    "cuda": [r"__cuda\w+|__nv\w+|cuda[A-Z]\w*|cu[A-Z]\w*",
-             r"c10::cuda::(getStreamFromPool|setCurrentCUDAStream|MaybeSetDevice|getCurrentCUDAStream|getDefaultCUDAStream|getStreamFromExternal|ExchangeDevice"
-             r"|MaybeExchangeDevice|SetDevice|GetDevice|device_count\w*|current_device|c10_cuda_check_implementation"
-             r"|CUDACachingAllocator::.*|impl::CUDAGuardImpl::.*|warning_state|CUDAStream::.*|get_cuda_check_suffix"
-             r"|getDeviceIndexWithPrimaryContext|CUDAKernelLaunchRegistry::.*)|c10::impl::GPUTrace::.*",
-             r"at::cuda::(getCurrentDeviceProperties|getDeviceProperties|warp_size|getCurrentCUDAStream"
-             r"|getDefaultCUDAStream)"],
-}
-_CUDA_DENY = re.compile(r"cudaDeviceReset|cudaThreadExit|cuDevicePrimaryCtxReset\w*|cuCtxDestroy\w*")
 
 
 @functools.cache
 def _allowed(backend: str) -> re.Pattern[str]:
-    return re.compile("|".join(f"(?:{p})" for p in _COMMON + _BACKEND.get(backend, [])))
+    return re.compile("|".join(f"(?:{p})" for p in _COMMON + list(backend_class(backend).runtime_symbols)))
+
+
+@functools.cache
+def _denied(backend: str) -> re.Pattern[str] | None:
+    rx = backend_class(backend).denied_runtime_symbols
+    return re.compile(rx) if rx else None
 
 
 def classify(symbol: str, backend: str) -> tuple[str, str] | None:
@@ -132,13 +129,13 @@ def classify(symbol: str, backend: str) -> tuple[str, str] | None:
     for rule, rx, why in _DENY:
         if rx.fullmatch(name) and not (rule == "aten-compute-in-cpp" and _allowed(backend).fullmatch(name)):
             return rule, why
-    if backend == "cuda" and _CUDA_DENY.fullmatch(name):
-        return "symbol-not-allowed", "resets or destroys the CUDA context"
+    denied = _denied(backend)
+    if denied is not None and denied.fullmatch(name):
+        return "symbol-not-allowed", "resets or destroys the device context"
     if _allowed(backend).fullmatch(name):
         return None
     return "symbol-not-allowed", ("is outside the allow-list (libc memory/math, the C++ runtime, tensor "
-                                  "allocation and metadata, " + ("OpenMP)" if backend == "cpu" else
-                                                                 "the CUDA runtime and driver)"))
+                                  f"allocation and metadata, {backend_class(backend).runtime_title})")
 
 
 _SPECIAL = re.compile(r"^(?:(?:construction )?vtable for |VTT for |typeinfo (?:name )?for |guard variable for "

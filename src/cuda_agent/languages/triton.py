@@ -37,7 +37,6 @@ MANIFEST = "manifest.triton.json"
 class TritonLanguage(Language):
     name = "triton"
     title = "Triton (kernels/*.py with @triton.jit kernels and their launchers)"
-    backends = ("cuda",)
     artifact_suffix = ".triton.json"
     warm_up = True
     spawns_while_loading = True

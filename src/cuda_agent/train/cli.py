@@ -58,14 +58,15 @@ def filter_cmd(
 def demos_cmd(
     tasks: list[str] = typer.Argument(..., help="bundled examples ('examples', 'examples:level=1', 'examples:NAME')"),
     out: Path = typer.Option(..., "--out", "-o", help="RFT rows to write (JSONL, the format `train rft` reads)"),
-    backend: str = typer.Option("cuda", help="whose solutions: cuda or cpu"),
+    backend: Optional[str] = typer.Option(None, help="whose solutions: cuda or cpu (default: cuda)"),
 ) -> None:
     """RFT rows from the bundled examples' solutions: scripted successful episodes (write the
     kernel, binding and model_new.py, then stop), for a policy that cannot call tools yet."""
+    from ..backends import PRIMARY_BACKEND
     from .demos import example_solution_rows, write_rows
 
     try:
-        rows = example_solution_rows(tasks, backend)
+        rows = example_solution_rows(tasks, backend or PRIMARY_BACKEND)
     except (KeyError, ValueError, FileNotFoundError) as exc:
         err.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2)
@@ -101,11 +102,13 @@ def rl_cmd(config: Optional[Path] = typer.Option(None, "--config", "-c", help="Y
 def verl_data_cmd(
     tasks: list[str] = typer.Argument(..., help="task sources (paths, 'examples', 'examples:level=1', ...)"),
     out: Path = typer.Option(..., "--out", "-o", help="parquet for verl's RL trainer"),
-    backend: str = typer.Option("cuda", help="backend the prompts and rewards are for (cuda or cpu)"),
+    backend: Optional[str] = typer.Option(None, help="backend the prompts and rewards are for: cuda or cpu "
+                                          "(default: cuda)"),
     limit: Optional[int] = typer.Option(None, help="only the first N tasks"),
     single_turn: bool = typer.Option(False, help="stage 1: single-turn rows (no tools)"),
 ) -> None:
     """Tasks -> verl RL parquet (prompt, agent_name, the task in extra_info)."""
+    from ..backends import PRIMARY_BACKEND
     from .models import resolve_tasks
     from .verl_data import tasks_to_verl_parquet
 
@@ -113,7 +116,7 @@ def verl_data_cmd(
         chosen = resolve_tasks(tasks, limit)
     except (KeyError, ValueError) as exc:  # a TaskError names the file or row that cannot be loaded
         raise fail(str(exc.args[0]) if isinstance(exc, KeyError) else str(exc))
-    n = tasks_to_verl_parquet(chosen, out, backend=backend, single_turn=single_turn)
+    n = tasks_to_verl_parquet(chosen, out, backend=backend or PRIMARY_BACKEND, single_turn=single_turn)
     console.print(f"wrote {n} rows to {out}")
 
 

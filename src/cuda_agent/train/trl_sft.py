@@ -18,12 +18,12 @@ from .rft import load_sft_rows
 
 
 def run_rft(cfg: RFTConfig) -> Path:
-    import torch
     from datasets import Dataset
     from transformers import TrainerCallback
     from transformers.trainer_utils import get_last_checkpoint
     from trl import SFTConfig, SFTTrainer
 
+    from ..backends import model_backend
     from .chat import tokenize_conversation
     from .models import load_model_and_tokenizer
 
@@ -31,8 +31,8 @@ def run_rft(cfg: RFTConfig) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     save_config(cfg, out / "config.yaml")
     os.environ.setdefault("TENSORBOARD_LOGGING_DIR", str(out / "tensorboard"))
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    model, tokenizer = load_model_and_tokenizer(cfg.model, device)
+    be = model_backend()
+    model, tokenizer = load_model_and_tokenizer(cfg.model, be.torch_device)
     rows = load_sft_rows(cfg.dataset)
     if not rows:
         raise ValueError(f"{cfg.dataset} holds no rows: the filter kept nothing (see its .report.json)")
@@ -53,8 +53,7 @@ def run_rft(cfg: RFTConfig) -> Path:
         # assistant's tokens only (its `assistant_only_loss` flag is for rows it tokenises itself)
         assistant_only_loss=False, save_steps=cfg.save_steps,
         save_total_limit=cfg.save_total_limit, logging_steps=cfg.logging.logging_steps, report_to=report,
-        use_cpu=device == "cpu", bf16=device == "cuda" and cfg.model.bf16_autocast,
-        gradient_checkpointing=device == "cuda",
+        use_cpu=not be.gpu, bf16=be.gpu and cfg.model.bf16_autocast, gradient_checkpointing=be.gpu,
     )
     jsonl = JsonlLog(out / "metrics.jsonl")
 

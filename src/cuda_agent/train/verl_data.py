@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..backends import PRIMARY_BACKEND
 from ..tasks import Task
 from ..workspace import create_workspace
 from .prompting import initial_messages
@@ -45,7 +46,7 @@ _SINGLE_TURN_NOTE = ("\n\nAnswer in one message, without tools: give the complet
                      "and each kernels/ file in a block whose first line is a comment with its file name.")
 
 
-def tasks_to_verl_parquet(tasks: list[Task], out: str | Path, *, backend: str = "cuda",
+def tasks_to_verl_parquet(tasks: list[Task], out: str | Path, *, backend: str = PRIMARY_BACKEND,
                           single_turn: bool = False) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -73,7 +74,7 @@ def task_from_extra_info(extra_info: dict[str, Any]) -> tuple[Task, str]:
     raw = (extra_info or {}).get("task_json")
     if not raw:
         raise ValueError("verl row has no extra_info.task_json: build the parquet with `cuda-agent train verl-data`")
-    return Task.model_validate_json(raw), (extra_info.get("backend") or "cuda")
+    return Task.model_validate_json(raw), (extra_info.get("backend") or PRIMARY_BACKEND)
 
 
 __all__ = ["AGENT_LOOP_NAME", "task_row", "tasks_to_verl_parquet", "rft_rows_to_verl_parquet",

@@ -42,6 +42,8 @@ class LocalPolicy(Policy):
         try:
             import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer
+
+            from ...backends import backend_of_device, model_backend
         except ImportError as exc:
             raise PolicyError("the local policy needs transformers (and gguf for .gguf files): "
                               "`pip install 'cuda-agent[agent]'`") from exc
@@ -55,8 +57,8 @@ class LocalPolicy(Policy):
             if path.suffix != ".gguf":
                 raise PolicyError(f"{path}: a local model is a Hugging Face folder or a .gguf file")
             folder, kw["gguf_file"] = path.parent, path.name
-        self.device = config.device or ("cuda" if torch.cuda.is_available() else "cpu")
-        dtype = torch.bfloat16 if self.device.startswith("cuda") else torch.float32
+        self.device = config.device or model_backend().torch_device
+        dtype = torch.bfloat16 if backend_of_device(self.device).gpu else torch.float32
         t0 = time.monotonic()
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(folder, **kw)
