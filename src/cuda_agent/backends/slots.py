@@ -194,11 +194,11 @@ class _SlotProcess:
 class LocalSlots(Slots):
     """One process per slot on this machine, a driver thread for each."""
 
-    def __init__(self, slots: Sequence[SlotSpec], log_dir: Path | None = None) -> None:
+    def __init__(self, slots: Sequence[SlotSpec], log_dir: str | Path | None = None) -> None:
         if not slots:
             raise ValueError("a scheduler needs at least one slot")
         self.slots = list(slots)
-        self.log_dir = log_dir or Path.cwd() / "logs"
+        self.log_dir = Path(log_dir) if log_dir else Path.cwd() / "logs"
         self._procs: list[_SlotProcess] = []
         self._threads: list[threading.Thread] = []
 
