@@ -84,22 +84,13 @@ def run_batch(tasks: Sequence[Task], policy: PolicyConfig | Policy, config: Agen
     if samples < 1 or workers < 1:
         raise ValueError("samples and workers must be >= 1")
     out = Path(out_dir)
-    with RunLock(out, "optimize run"):
-        return _run_batch(tasks, policy, config, out, samples, workers, devices, on_result, on_start)
+    with RunLock(out, "optimize run"), TrajectoryWriter(out / TRAJECTORIES) as writer:  # the file's one writer
+        return _run_batch(tasks, policy, config, out, samples, workers, devices, on_result, on_start, writer)
 
 
 def _run_batch(tasks: Sequence[Task], policy: PolicyConfig | Policy, config: AgentConfig, out: Path, samples: int,
                workers: int, devices: Sequence[str] | None, on_result: Callable[[Trajectory], None] | None,
-               on_start: Callable[[int, int], None] | None) -> BatchSummary:
-    path = out / TRAJECTORIES
-    with TrajectoryWriter(path) as writer:  # one writer holds the file; closed even when a worker dies
-        return _run_batch_with(tasks, policy, config, out, samples, workers, devices, on_result, on_start, writer)
-
-
-def _run_batch_with(tasks: Sequence[Task], policy: PolicyConfig | Policy, config: AgentConfig, out: Path,
-                    samples: int, workers: int, devices: Sequence[str] | None,
-                    on_result: Callable[[Trajectory], None] | None, on_start: Callable[[int, int], None] | None,
-                    writer: TrajectoryWriter) -> BatchSummary:
+               on_start: Callable[[int, int], None] | None, writer: TrajectoryWriter) -> BatchSummary:
     path = writer.path
     previous = latest_by_episode(list(iter_trajectories(path, strict=False))) if path.exists() else {}
     jobs = [(task, s, episode_id(task, s)) for task in tasks for s in range(samples)]

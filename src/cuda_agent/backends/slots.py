@@ -1,20 +1,15 @@
-"""One scheduler over device slots, with a local and a Ray implementation.
+"""One scheduler over device slots: `run(jobs, factory, on_result)`, local or on Ray.
 
-A caller hands `run` an iterable of jobs (it may block, e.g. on builds), a worker factory and a
-callback. The factory is a picklable callable run once per slot process (to load a policy, say);
-it returns the function that handles one job. Each slot runs one job at a time; each result
-comes back, as it completes, to `on_result(job, Outcome)` on the calling thread, one at a time.
+The jobs may come from a blocking iterable (e.g. as builds finish). The factory (picklable) runs
+once per slot process and returns the function that handles one job; a slot runs one job at a
+time, and each result comes back as it completes to `on_result(job, Outcome)` on the caller's
+thread. A failure is an `Outcome` with an error, never an exception; Ctrl-C, SIGTERM
+(`isolation.processes.terminate_on_sigterm`) or an exception in `on_result` stops every slot.
 
-`LocalSlots`: one long-lived process per `SlotSpec` (`python -m cuda_agent.backends.slots`),
-started with the slot's environment (so its device is pinned before anything imports CUDA), in
-its own session, dying with the driver (PR_SET_PDEATHSIG). Jobs and results cross its stdin and
-stdout as pickles; anything it prints goes to its log. A slot that dies is restarted and its job
-tried once more; a second death is an `Outcome` with an error, not an exception.
-`RaySlots`: the same contract over Ray tasks (one GPU each on a GPU backend); a task that keeps
-failing after Ray's retries is an `Outcome` with an error.
-
-Ctrl-C, SIGTERM (`isolation.processes.terminate_on_sigterm`) or an exception in `on_result`
-stops every slot at once and is raised.
+`LocalSlots`: one process per `SlotSpec`, started in the slot's environment (its device pinned
+before anything imports CUDA) and its own session, dying with the driver (PR_SET_PDEATHSIG);
+pickles cross its stdin/stdout, its prints go to its log. A slot that dies is restarted and
+its job tried once more. `RaySlots`: Ray tasks (one GPU each on a GPU backend), Ray's retries.
 """
 
 from __future__ import annotations
@@ -27,8 +22,8 @@ import subprocess
 import sys
 import threading
 import traceback
-from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import suppress
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass
@@ -42,22 +37,21 @@ J = TypeVar("J")
 R = TypeVar("R")
 Factory = Callable[[], Callable[[Any], Any]]
 """Picklable; called once per slot process; returns the function that handles one job."""
+Server = Callable[[Callable[[], Any], Callable[[Any], None]], None]
+"""A serving thread's body: takes jobs until `_END`, puts (job, Outcome)."""
 _SRC_ROOT = str(Path(__file__).resolve().parents[2])
 _END = object()
 
 
 @dataclass(frozen=True)
 class Outcome(Generic[R]):
-    """What became of one job: its value, or why there is none (a slot that died twice, a
-    failed Ray task, an exception in the work function)."""
+    """What became of one job: its value, or why there is none (a slot that died twice, a failed
+    Ray task, the work function's traceback)."""
 
     slot: str
     attempts: int = 1
     value: R | None = None
     error: str | None = None
-
-
-OnResult = Callable[[Any, Outcome[Any]], None]
 
 
 def stateless(work: Callable[[J], R]) -> Factory:
@@ -69,54 +63,51 @@ def _same(work: Callable[[J], R]) -> Callable[[J], R]:
     return work
 
 
-class _Jobs:
-    """The job stream, taken from by several threads; stops handing out jobs once stopped."""
-
-    def __init__(self, jobs: Iterable[Any]) -> None:
-        self._it: Iterator[Any] = iter(jobs)
-        self._lock = threading.Lock()
-        self.stopped = threading.Event()
-
-    def take(self) -> Any:
-        with self._lock:
-            return _END if self.stopped.is_set() else next(self._it, _END)
-
-
-class Slots(ABC):
-    """Run jobs on slots; see the module's docstring for the contract."""
+class Slots:
+    """Run jobs on slots (see the module's docstring); an implementation says how to serve them."""
 
     def run(self, jobs: Iterable[J], factory: Factory, on_result: Callable[[J, Outcome[Any]], None]) -> None:
-        stream, done = _Jobs(jobs), queue.Queue()  # type: ignore[var-annotated]
-        producers = self._start(stream, factory, done)
+        it, lock, stop, done = iter(jobs), threading.Lock(), threading.Event(), queue.Queue()  # type: ignore[var-annotated]
+
+        def take() -> Any:  # the job stream is shared by the serving threads (and may block, e.g. on builds)
+            with lock:
+                return _END if stop.is_set() else next(it, _END)
+
+        def produce(serve: Server) -> None:
+            try:
+                serve(take, done.put)
+            except BaseException as exc:  # the job stream raised: the run stops and the caller sees it
+                done.put(exc)
+            finally:
+                done.put(_END)
+
+        threads = [threading.Thread(target=produce, args=(s,), daemon=True) for s in self._servers(factory)]
+        for t in threads:
+            t.start()
         try:
-            while producers:
+            live = len(threads)
+            while live:
                 item = done.get()
                 if item is _END:
-                    producers -= 1
-                elif isinstance(item, BaseException):  # the job stream raised
+                    live -= 1
+                elif isinstance(item, BaseException):
                     raise item
                 else:
                     on_result(*item)
         except BaseException:
-            stream.stopped.set()
+            stop.set()
             self._abort()
             raise
         finally:
-            stream.stopped.set()
-            self._join()
+            stop.set()
+            for t in threads:
+                t.join()
 
-    @abstractmethod
-    def _start(self, stream: _Jobs, factory: Factory, done: queue.Queue[Any]) -> int:
-        """Start serving `stream`, putting (job, Outcome) on `done`; return how many producers
-        will each put `_END` when they finish (or an exception when the stream raises)."""
+    def _servers(self, factory: Factory) -> list[Server]:
+        raise NotImplementedError
 
-    @abstractmethod
     def _abort(self) -> None:
         """Stop all work now."""
-
-    @abstractmethod
-    def _join(self) -> None:
-        """Wait for the producers to end."""
 
 
 class _SlotProcess:
@@ -134,11 +125,8 @@ class _SlotProcess:
         with self.log_path.open("ab") as log:
             proc = subprocess.Popen([sys.executable, "-m", __name__, str(os.getpid())], stdin=subprocess.PIPE,
                                     stdout=subprocess.PIPE, stderr=log, env=env, start_new_session=True)
-        assert proc.stdin is not None
-        try:
-            proc.stdin.write(self.factory)
-        except OSError:
-            pass  # it died at once: found out when the job is sent
+        with suppress(OSError):  # if it died at once, sending the job finds out
+            proc.stdin.write(self.factory)  # type: ignore[union-attr]
         return proc
 
     def run(self, job: Any) -> Outcome[Any]:
@@ -183,11 +171,8 @@ class _SlotProcess:
             proc.kill()
         proc.wait()
         for pipe in (proc.stdin, proc.stdout):
-            try:
-                if pipe:
-                    pipe.close()
-            except OSError:
-                pass
+            with suppress(OSError):
+                pipe.close()  # type: ignore[union-attr]
         self.proc = None
 
 
@@ -200,41 +185,30 @@ class LocalSlots(Slots):
         self.slots = list(slots)
         self.log_dir = Path(log_dir) if log_dir else Path.cwd() / "logs"
         self._procs: list[_SlotProcess] = []
-        self._threads: list[threading.Thread] = []
 
-    def _start(self, stream: _Jobs, factory: Factory, done: queue.Queue[Any]) -> int:
+    def _servers(self, factory: Factory) -> list[Server]:
         blob = pickle.dumps(factory)
         names = [s.label.replace(":", "") for s in self.slots]
         self._procs = [_SlotProcess(s, self.log_dir / f"slot-{n}{f'-{i}' if names.count(n) > 1 else ''}.log", blob)
                        for i, (s, n) in enumerate(zip(self.slots, names))]
-
-        def serve(slot: _SlotProcess) -> None:  # the process is started from this thread: it dies with it
-            try:
-                while (job := stream.take()) is not _END:
-                    outcome = slot.run(job)
-                    if slot.stopped:
-                        break
-                    done.put((job, outcome))
-            except BaseException as exc:  # the job stream raised: the run stops, the caller sees it
-                done.put(exc)
-            finally:
-                slot.close()
-                done.put(_END)
-
-        self._threads = [threading.Thread(target=serve, args=(p,), daemon=True, name=f"slot-{p.spec.label}")
-                         for p in self._procs]
-        for t in self._threads:
-            t.start()
-        return len(self._threads)
+        return [partial(_serve, p) for p in self._procs]
 
     def _abort(self) -> None:
         for p in self._procs:
             p.stopped = True
             p.kill()
 
-    def _join(self) -> None:
-        for t in self._threads:
-            t.join()
+
+def _serve(slot: _SlotProcess, take: Callable[[], Any], put: Callable[[Any], None]) -> None:
+    """A slot's thread (its process is started from here, so it dies with this thread too)."""
+    try:
+        while (job := take()) is not _END:
+            outcome = slot.run(job)
+            if slot.stopped:
+                return
+            put((job, outcome))
+    finally:
+        slot.close()
 
 
 class RaySlots(Slots):
@@ -247,7 +221,6 @@ class RaySlots(Slots):
         self.max_retries = max_retries
         self.init_kwargs = init_kwargs or {}
         self._refs: list[Any] = []
-        self._feeder: threading.Thread | None = None
 
     def ray(self) -> Any:
         """The `ray` module, connected (to `address`, or to a local cluster it starts)."""
@@ -265,62 +238,38 @@ class RaySlots(Slots):
         return ray
 
     def slot_options(self) -> dict[str, Any]:
-        """Ray resources of one slot task."""
-        gpus = {"num_gpus": 1} if _uses_gpus(self.backend) else {}
-        return {"num_cpus": 1, "max_retries": self.max_retries, **gpus}
+        """Ray resources of one slot task (TODO: ask the backend whether it holds a GPU, once it can say)."""
+        return {"num_cpus": 1, "max_retries": self.max_retries, **({"num_gpus": 1} if self.backend == "cuda" else {})}
 
     def on_cpu(self, fn: Callable[..., R], *args: Any) -> Future[R]:
         """Run `fn(*args)` as a one-CPU Ray task (e.g. a build feeding the slots)."""
         ray = self.ray()
         return ray.remote(num_cpus=1, max_retries=self.max_retries)(fn).remote(*args).future()
 
-    def _start(self, stream: _Jobs, factory: Factory, done: queue.Queue[Any]) -> int:
-        task = self.ray().remote(**self.slot_options())(_ray_slot)
-        self._refs = []
+    def _servers(self, factory: Factory) -> list[Server]:
+        return [partial(self._feed, self.ray().remote(**self.slot_options())(_ray_slot), factory)]
 
+    def _feed(self, task: Any, factory: Factory, take: Callable[[], Any], put: Callable[[Any], None]) -> None:
         def report(job: Any, fut: Future[Any]) -> None:
             try:
                 label, ok, payload = fut.result()
-                done.put((job, Outcome(label, 1, payload if ok else None, None if ok else payload)))
+                put((job, Outcome(label, 1, payload if ok else None, None if ok else payload)))
             except BaseException as exc:  # the task raised, or its worker kept dying
-                done.put((job, Outcome("ray", 1 + self.max_retries, error=f"ray task failed: {exc}"[:4000])))
+                put((job, Outcome("ray", 1 + self.max_retries, error=f"ray task failed: {exc}"[:4000])))
 
-        def feed() -> None:
-            futures = []
-            try:
-                while (job := stream.take()) is not _END:
-                    ref = task.remote(factory, job)
-                    self._refs.append(ref)
-                    fut = ref.future()
-                    fut.add_done_callback(partial(report, job))
-                    futures.append(fut)
-                wait_futures(futures)
-            except BaseException as exc:
-                done.put(exc)
-            finally:
-                done.put(_END)
-
-        self._feeder = threading.Thread(target=feed, daemon=True, name="ray-slots")
-        self._feeder.start()
-        return 1
+        futures = []
+        while (job := take()) is not _END:
+            self._refs.append(ref := task.remote(factory, job))
+            futures.append(fut := ref.future())
+            fut.add_done_callback(partial(report, job))
+        wait_futures(futures)
 
     def _abort(self) -> None:
         import ray
 
         for ref in self._refs:
-            try:
+            with suppress(Exception):  # finished already, or the cluster went away
                 ray.cancel(ref, force=True)
-            except Exception:  # noqa: BLE001 - finished already, or the cluster went away
-                pass
-
-    def _join(self) -> None:
-        if self._feeder is not None:
-            self._feeder.join()
-
-
-def _uses_gpus(backend: str) -> bool:
-    """Whether a slot of this backend holds a GPU (TODO: a Backend property, once it exists)."""
-    return backend == "cuda"
 
 
 def _ray_slot(factory: Factory, job: Any) -> tuple[str, bool, Any]:
@@ -352,25 +301,14 @@ def main() -> None:
     os.dup2(2, 1)  # stray prints (libraries, compilers) must not corrupt the reply stream
     sys.stdout = sys.stderr
     requests = sys.stdin.buffer
-    factory = pickle.load(requests)
-    try:
-        work: Callable[[Any], Any] | None = factory()
-        setup_error = ""
-    except Exception:  # noqa: BLE001 - every job hears why
-        work, setup_error = None, f"the slot could not be set up:\n{traceback.format_exc()[-4000:]}"
+    work = pickle.load(requests)()  # if this raises, the slot dies twice and its log says why
     while True:
         try:
             job = pickle.load(requests)
         except EOFError:
             return
-        reply = _call(work, job) if work is not None else (False, setup_error)
-        try:
-            data = pickle.dumps(reply)
-        except Exception as exc:  # noqa: BLE001
-            data = pickle.dumps((False, f"the result could not be sent back: {type(exc).__name__}: {exc}"))
-        replies.write(data)
+        replies.write(pickle.dumps(_call(work, job)))
         replies.flush()
-
 
 if __name__ == "__main__":
     main()
