@@ -125,7 +125,7 @@ def test_sigkill_of_an_optimize_pool_leaves_nothing(tmp_path: Path, cache_dir: P
     script = sleeper_script(tmp_path, 313)
     r = kill_run(tmp_path, [*CLI, "optimize", "swish", "--samples", "2", "--workers", "2", "--backend", "cpu",
                             "--script", str(script), "--out", str(tmp_path / "out"), "--no-compile-baseline"],
-                 {"sleep 313": 4, "multiprocessing": 2}, signal.SIGKILL)
+                 {"sleep 313": 4, "cuda_agent.backends.slots": 2}, signal.SIGKILL)
     assert r["rc"] == -signal.SIGKILL
     assert r["left"] == {}, r["left"]
     # the run's lock died with it: a re-run starts at once and resumes both episodes from their journals
@@ -154,7 +154,7 @@ def test_sigkill_of_a_bench_run_leaves_no_slot_or_agent_process(tmp_path: Path, 
                             "--out", str(tmp_path / "bench"), "--policy", f"agent:scripted:{script}",
                             "--backend", "cpu", "--no-compile-baseline",
                             "--build-workers", "2", "--trials", "1", "--no-timing"],
-                 {"sleep 331": 1, "cuda_agent.benchmark.slot": 1}, signal.SIGKILL, settle_s=1)
+                 {"sleep 331": 1, "cuda_agent.backends.slots": 1}, signal.SIGKILL, settle_s=1)
     assert r["rc"] == -signal.SIGKILL
     assert ours(r["left"]) == {}, r["left"]
 

@@ -4,27 +4,28 @@ Every finished episode is appended to `OUT/trajectories.jsonl` as it completes (
 only writer); a re-run skips episodes whose latest record finished and retries the rest (policy
 or infrastructure errors). Episode folders live in `OUT/episodes/<id>/` (workspace + best state).
 With one worker, episodes run in this process and share one policy (a local model loads once);
-with more, each worker process owns one device slot (`CUDA_VISIBLE_DEVICES`) and its own policy.
+with more, each worker is a slot process (`cuda_agent.backends.slots`) pinned to one device
+(`CUDA_VISIBLE_DEVICES`) with its own policy; a worker that dies is restarted and its episode
+tried once more, then recorded as an error (retried on resume). Worker logs: `OUT/logs/`.
 Each episode journals its turns (`episodes/<id>/journal.jsonl`), so an episode cut short by a
 crash resumes mid-way. A run holds `OUT/.lock` while it runs (a second run on the same folder is
-refused), and its worker processes die with it, on SIGKILL too (`cuda_agent.isolation.processes`).
+refused), and its worker processes die with it, on SIGKILL too.
 """
 
 from __future__ import annotations
 
 import math
-import os
 import statistics
 from collections import Counter
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
-from multiprocessing import get_context
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from pydantic import BaseModel, Field
 
-from ..isolation.processes import RunLock, die_with_parent
+from ..backends.devices import device_slots, spread
+from ..backends.slots import LocalSlots, Outcome
+from ..isolation.processes import RunLock
 from ..tasks import Task
 from .loop import AgentConfig, run_episode
 from .policies.base import Policy, PolicyConfig, PolicyError, make_policy
@@ -83,22 +84,13 @@ def run_batch(tasks: Sequence[Task], policy: PolicyConfig | Policy, config: Agen
     if samples < 1 or workers < 1:
         raise ValueError("samples and workers must be >= 1")
     out = Path(out_dir)
-    with RunLock(out, "optimize run"):
-        return _run_batch(tasks, policy, config, out, samples, workers, devices, on_result, on_start)
+    with RunLock(out, "optimize run"), TrajectoryWriter(out / TRAJECTORIES) as writer:  # the file's one writer
+        return _run_batch(tasks, policy, config, out, samples, workers, devices, on_result, on_start, writer)
 
 
 def _run_batch(tasks: Sequence[Task], policy: PolicyConfig | Policy, config: AgentConfig, out: Path, samples: int,
                workers: int, devices: Sequence[str] | None, on_result: Callable[[Trajectory], None] | None,
-               on_start: Callable[[int, int], None] | None) -> BatchSummary:
-    path = out / TRAJECTORIES
-    with TrajectoryWriter(path) as writer:  # one writer holds the file; closed even when a worker dies
-        return _run_batch_with(tasks, policy, config, out, samples, workers, devices, on_result, on_start, writer)
-
-
-def _run_batch_with(tasks: Sequence[Task], policy: PolicyConfig | Policy, config: AgentConfig, out: Path,
-                    samples: int, workers: int, devices: Sequence[str] | None,
-                    on_result: Callable[[Trajectory], None] | None, on_start: Callable[[int, int], None] | None,
-                    writer: TrajectoryWriter) -> BatchSummary:
+               on_start: Callable[[int, int], None] | None, writer: TrajectoryWriter) -> BatchSummary:
     path = writer.path
     previous = latest_by_episode(list(iter_trajectories(path, strict=False))) if path.exists() else {}
     jobs = [(task, s, episode_id(task, s)) for task in tasks for s in range(samples)]
@@ -123,78 +115,65 @@ def _run_batch_with(tasks: Sequence[Task], policy: PolicyConfig | Policy, config
 
 
 class EpisodeWorkerDied(RuntimeError):
-    """An episode worker process died (out of memory, a crash in the model); finished episodes are saved."""
+    """An episode's slot process died twice on it (out of memory, a crash in the model): recorded as the
+    episode's error (not finished, so retried on resume)."""
 
 
-def _run_here(todo: list[tuple[Task, int, str]], policy: PolicyConfig | Policy, config: AgentConfig, out: Path,
+Job = tuple[Task, int, str]  # task, sample, episode id
+
+
+class _Episodes:
+    """Plays episodes with one policy, built once (per slot process, or here): a policy that cannot be
+    built (e.g. the local model cannot load) makes each episode a `policy_error` record, and the run goes on."""
+
+    def __init__(self, policy: PolicyConfig | Policy, config: AgentConfig, out: Path) -> None:
+        self.config, self.out, self.owned = config, out, not isinstance(policy, Policy)
+        self.error: PolicyError | None = None
+        try:
+            self.policy = policy if isinstance(policy, Policy) else make_policy(policy)
+        except PolicyError as exc:
+            self.error = exc
+
+    def __call__(self, job: Job) -> Trajectory:
+        task, sample, eid = job
+        if self.error is not None:
+            traj = error_trajectory(task, sample, eid, self.config, self.error)
+            traj.stop_reason = "policy_error"
+            return traj
+        try:
+            return run_episode(task, self.policy, self.config, self.out / "episodes" / eid, episode_id=eid,
+                               sample=sample)
+        except Exception as exc:  # infrastructure (e.g. the workspace could not be made): recorded, retried later
+            return error_trajectory(task, sample, eid, self.config, exc)
+
+    def close(self) -> None:
+        if self.owned and self.error is None:
+            self.policy.close()
+
+
+def _run_here(todo: list[Job], policy: PolicyConfig | Policy, config: AgentConfig, out: Path,
               record: Callable[[Trajectory], None]) -> None:
     if not todo:
         return
+    episodes = _Episodes(policy, config, out)
     try:
-        built = policy if isinstance(policy, Policy) else make_policy(policy)
-    except PolicyError as exc:  # e.g. the local model cannot load: each episode says so, and the run goes on
-        for task, sample, eid in todo:
-            traj = error_trajectory(task, sample, eid, config, exc)
-            traj.stop_reason = "policy_error"
-            record(traj)
-        return
-    try:
-        for task, sample, eid in todo:
-            try:
-                traj = run_episode(task, built, config, out / "episodes" / eid, episode_id=eid, sample=sample)
-            except Exception as exc:  # infrastructure (e.g. the workspace could not be made): recorded, retried later
-                traj = error_trajectory(task, sample, eid, config, exc)
-            record(traj)
+        for job in todo:
+            record(episodes(job))
     finally:
-        if not isinstance(policy, Policy):
-            built.close()
+        episodes.close()
 
 
-def _run_pool(todo: list[tuple[Task, int, str]], policy: PolicyConfig, config: AgentConfig, out: Path,
+def _run_pool(todo: list[Job], policy: PolicyConfig, config: AgentConfig, out: Path,
               record: Callable[[Trajectory], None], workers: int, devices: Sequence[str] | None) -> None:
-    ctx = get_context("spawn")
-    slots = ctx.Queue()
-    for i in range(workers):
-        slots.put(devices[i % len(devices)] if devices else None)
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_init_worker,
-                               initargs=(slots, policy.model_dump_json(), os.getpid()))
-    try:
-        pending: set[Future[str]] = {pool.submit(_worker_episode, t.model_dump_json(), s, eid, config.model_dump_json(),
-                                                 str(out / "episodes" / eid)) for t, s, eid in todo}
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in done:
-                try:
-                    record(Trajectory.model_validate_json(fut.result()))
-                except BrokenProcessPool as exc:
-                    raise EpisodeWorkerDied("a worker process died (out of memory, or a crash in the model); finished "
-                                       "episodes are saved: re-run the same command to resume") from exc
-    except BaseException:  # Ctrl-C, SIGTERM, a dead worker: stop the others now, not after their episodes
-        for proc in list(getattr(pool, "_processes", {}).values()):
-            proc.kill()
-        pool.shutdown(wait=True, cancel_futures=True)
-        raise
-    pool.shutdown(wait=True)
+    """One slot process per worker, spread over `devices`, each with its own policy."""
+    slots = device_slots("cuda", [int(d) for d in devices]) if devices else device_slots("cpu", cpu_slots=workers)
 
+    def done(job: Job, outcome: Outcome[Trajectory]) -> None:
+        task, sample, eid = job
+        record(outcome.value if outcome.value is not None
+               else error_trajectory(task, sample, eid, config, EpisodeWorkerDied(outcome.error)))
 
-_WORKER: dict[str, Any] = {}
-
-
-def _init_worker(slots: Any, policy_json: str, parent: int) -> None:
-    die_with_parent(parent)  # a killed run leaves no worker (and, through theirs, no tool process) behind
-    device = slots.get()
-    if device is not None:
-        os.environ["CUDA_VISIBLE_DEVICES"] = str(device)
-    _WORKER["policy"] = make_policy(PolicyConfig.model_validate_json(policy_json))
-
-
-def _worker_episode(task_json: str, sample: int, eid: str, config_json: str, workdir: str) -> str:
-    task, config = Task.model_validate_json(task_json), AgentConfig.model_validate_json(config_json)
-    try:
-        traj = run_episode(task, _WORKER["policy"], config, workdir, episode_id=eid, sample=sample)
-    except Exception as exc:
-        traj = error_trajectory(task, sample, eid, config, exc)
-    return traj.model_dump_json()
+    LocalSlots(spread(slots, workers), out / "logs").run(todo, partial(_Episodes, policy, config, out), done)
 
 
 def error_trajectory(task: Task, sample: int, eid: str, config: AgentConfig, exc: Exception) -> Trajectory:

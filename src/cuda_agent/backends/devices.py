@@ -1,6 +1,6 @@
 """Which devices a run may use, counted once: one evaluation slot per visible GPU (so no two
 timings share one), or a number of CPU slots. The agent, the benchmark and data synthesis
-all place their work through `device_slots`."""
+all place their work through `device_slots`; `slots.py` schedules jobs over them."""
 
 from __future__ import annotations
 
@@ -33,10 +33,15 @@ def device_slots(backend: str, devices: list[int] | None = None, cpu_slots: int 
     return out
 
 
+def spread(slots: list[SlotSpec], workers: int) -> list[SlotSpec]:
+    """`workers` slots dealt round-robin over `slots` (several workers may share one device)."""
+    return [slots[k % len(slots)] for k in range(workers)]
+
+
 def visible_gpu_count() -> int:
     import torch
 
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
-__all__ = ["SlotSpec", "device_slots", "visible_gpu_count"]
+__all__ = ["SlotSpec", "device_slots", "spread", "visible_gpu_count"]
