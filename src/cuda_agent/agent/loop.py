@@ -335,7 +335,8 @@ class _Episode:
         if cached is not None and (trigger != "final" or self.cfg.reuse_final_evaluation):
             result = cached
         else:
-            result = self.env.evaluate(self.cfg.eval if measured else self.cfg.eval.model_copy(update={"measure": False}))
+            config = self.cfg.eval if measured else self.cfg.eval.model_copy(update={"measure": False})
+            result = self.env.evaluate(config)
             self.evaluated[(chash, measured)] = result
         before = self.best.best.result if self.best.best else None
         improved = improves(result, before) and self.best.consider(result, turn, chash)
