@@ -92,6 +92,7 @@ class Environment:
         """The environment's verdict on the workspace as it is now (trusted; never the agent's words)."""
         result = self.evaluator(self.ws, config or self.eval_config)
         if inspect.isawaitable(result):
+            getattr(result, "close", lambda: None)()  # not run: never awaited
             raise TypeError("this environment's evaluator is async: await aevaluate()")
         return result
 
