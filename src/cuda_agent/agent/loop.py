@@ -197,7 +197,7 @@ class _Episode:
                  journal: Journal, price: Price | None, template: str | None, t0: float):
         self.env, self.ws, self.policy, self.cfg, self.traj, self.best = env, env.ws, policy, cfg, traj, best
         self.journal, self.price, self.template, self.t0 = journal, price, template, t0
-        self.files = _read_candidate(ws.root)
+        self.files = _read_candidate(self.ws.root)
         limit = min(cfg.context_tokens, policy.context_limit or cfg.context_tokens)
         reserve = min(policy.config.max_tokens, limit // 4)
         self.window = ContextWindow(limit - reserve, tools=TOOLS, keep_recent_turns=cfg.keep_recent_turns,
