@@ -2,7 +2,7 @@
 
 Why: a trajectory is one record written when an episode ends, so a crash (or a killed run) used
 to lose every turn so far, and nothing outside the process could see progress. The journal is
-append-only JSON lines, fsynced per line:
+append-only JSON lines (`storage.JsonlWriter`: fsynced per line, one writer):
 
     {"type": "start", "trajectory": {...}}      the trajectory as the episode began (prompt included)
     {"type": "turn", "turn": 3, ...}            what that turn added: messages, the turn record,
@@ -10,36 +10,40 @@ append-only JSON lines, fsynced per line:
                                                 and the running best, usage and cost
     {"type": "end", "stop_reason": "done"}      the episode ended (its trajectory is complete)
 
-`load_journal` rebuilds the trajectory from it (a torn last line is ignored), so `run_episode`
+`load_journal` rebuilds the trajectory from it in one pass (a torn last line is ignored), so `run_episode`
 can resume an unfinished episode mid-way; the live view and the viewer read it while it grows.
 """
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from ..storage import JsonlWriter, StoreError, read_jsonl
 from .trajectory import (Compaction, Evaluation, FileDiff, Message, Snapshot, ToolCallRecord, Trajectory, Turn,
                          Usage)
 
 JOURNAL = "journal.jsonl"
-_LISTS = ("messages", "turns", "tool_calls", "evaluations", "compactions", "diffs")
+_LISTS = {"messages": Message, "turns": Turn, "tool_calls": ToolCallRecord, "evaluations": Evaluation,
+          "compactions": Compaction, "diffs": FileDiff}
+"""The trajectory's lists a turn event extends, and the record type of each."""
 
 
 class Journal:
-    """Appends one episode's events; `mark()` / `turn()` write what changed since the last mark."""
+    """Appends one episode's events through the one JSONL writer (its lock, its torn-tail rule);
+    `mark()` / `turn()` write what changed since the last mark; `end()` closes it."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self._marks: dict[str, int] = {}
+        self._writer = JsonlWriter(self.path)
 
     def start(self, traj: Trajectory) -> None:
+        self._writer.close()
         self.path.unlink(missing_ok=True)
-        self._write({"type": "start", "trajectory": traj.model_dump(mode="json")})
+        self._writer.append({"type": "start", "trajectory": traj.model_dump(mode="json")})
         self.mark(traj)
 
     def mark(self, traj: Trajectory) -> None:
@@ -53,18 +57,12 @@ class Journal:
         event["best"] = traj.best.model_dump(mode="json") if traj.best else None
         event["usage"] = traj.usage.model_dump(mode="json")
         event["cost_usd"] = traj.cost_usd
-        self._write(event)
+        self._writer.append(event)
         self.mark(traj)
 
     def end(self, traj: Trajectory) -> None:
-        self._write({"type": "end", "stop_reason": traj.stop_reason, "finished": traj.finished})
-
-    def _write(self, event: dict[str, Any]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(event, ensure_ascii=False) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+        self._writer.append({"type": "end", "stop_reason": traj.stop_reason, "finished": traj.finished})
+        self._writer.close()
 
 
 class JournalState:
@@ -75,35 +73,25 @@ class JournalState:
         self.ended = ended  # the stop reason of an `end` event, None while running or after a crash
 
 
-_TYPES = {"messages": Message, "turns": Turn, "tool_calls": ToolCallRecord, "evaluations": Evaluation,
-          "compactions": Compaction, "diffs": FileDiff}
-
-
 def load_journal(path: str | Path) -> JournalState | None:
-    """Rebuild the trajectory a journal describes; None if there is none or it has no start."""
-    path = Path(path)
-    if not path.is_file():
-        return None
+    """Rebuild the trajectory a journal describes; None if there is none or it has no start. A torn
+    last line (a kill mid-write) is ignored; a damaged complete line raises `StoreError`."""
     traj: Trajectory | None = None
     ended: str | None = None
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            if not line.endswith("\n"):
-                break  # torn by a crash mid-write: the turn it held is lost, the rest stands
-            try:
-                event = json.loads(line)
-                if event.get("type") == "start":
-                    traj, ended = Trajectory.model_validate(event["trajectory"]), None
-                elif traj is not None and event.get("type") == "turn":
-                    for name, kind in _TYPES.items():
-                        getattr(traj, name).extend(kind.model_validate(x) for x in event.get(name, []))
-                    traj.best = Snapshot.model_validate(event["best"]) if event.get("best") else None
-                    traj.usage = Usage.model_validate(event.get("usage") or {})
-                    traj.cost_usd = event.get("cost_usd")
-                elif traj is not None and event.get("type") == "end":
-                    ended = str(event.get("stop_reason"))
-            except (json.JSONDecodeError, ValidationError, KeyError, AttributeError):
-                break
+    for n, event in enumerate(read_jsonl(path), start=1):
+        try:
+            if event.get("type") == "start":
+                traj, ended = Trajectory.model_validate(event["trajectory"]), None
+            elif traj is not None and event.get("type") == "turn":
+                for name, kind in _LISTS.items():
+                    getattr(traj, name).extend(kind.model_validate(x) for x in event.get(name, []))
+                traj.best = Snapshot.model_validate(event["best"]) if event.get("best") else None
+                traj.usage = Usage.model_validate(event.get("usage") or {})
+                traj.cost_usd = event.get("cost_usd")
+            elif traj is not None and event.get("type") == "end":
+                ended = str(event.get("stop_reason"))
+        except (ValidationError, KeyError, TypeError) as exc:
+            raise StoreError(f"{path}: event {n} is not a journal event: {exc}") from None
     return JournalState(traj, ended) if traj is not None else None
 
 

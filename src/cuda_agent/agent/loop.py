@@ -24,18 +24,20 @@ from typing import Callable
 
 from pydantic import BaseModel, Field
 
-from ..evaluation import EvalConfig, evaluate
+from ..evaluation import EvalConfig
 from ..evaluation.records import EvalResult
+from ..storage import StoreError
 from ..tasks import Task
 from ..workspace import Workspace, create_workspace, open_workspace
 from .context import ContextExhausted, ContextWindow
+from .environment import Environment
 from .journal import JOURNAL, Journal, load_journal
 from .policies.base import ContextOverflow, Policy, PolicyError, PolicyReply
 from .prices import Price, load_table, price_for
 from .prompts import NUDGE_MESSAGE, initial_messages, load_template
 from .shell import ShellConfig
 from .snapshots import BestState, Trigger, candidate_files, candidate_hash, eval_trigger, improves, restore_snapshot
-from .tools import TOOL_NAMES, TOOLS, ToolConfig, ToolExecutor, ToolResult
+from .tools import TOOL_NAMES, TOOLS, ToolConfig
 from .trajectory import (Evaluation, FileDiff, Message, StopReason, TaskInfo, ToolCall, ToolCallRecord, Trajectory,
                          Turn, now_iso)
 
@@ -132,20 +134,20 @@ def run_episode(task: Task, policy: Policy, config: AgentConfig | None = None, w
         ws = workspace if workspace is not None else create_workspace(task, root / WORKSPACE, backend,
                                                                       overwrite=True, cache_dir=cache)
     try:
-        executor = ToolExecutor.for_workspace(ws, cfg.tool_config())
+        env = Environment(ws, tool_config=cfg.tool_config(), eval_config=cfg.eval)
     except RuntimeError as exc:  # the sealed shell cannot start here: a setup problem, said in one line
         traj.stop_reason, traj.error, traj.finished_at = "error", str(exc), now_iso()
         return traj
-    traj.environment["tools"] = executor.shell.confinement
+    traj.environment["tools"] = env.executor.shell.confinement
     best = BestState(ws.root, root / BEST)
     best.best = traj.best
-    episode = _Episode(ws, policy, cfg, executor, traj, best, journal, price, template, t_start - prior)
+    episode = _Episode(env, policy, cfg, traj, best, journal, price, template, t_start - prior)
     try:
         traj.stop_reason, traj.error = episode.run(on_turn)
     except Exception as exc:  # a bug or an infrastructure failure: recorded, and the final evaluation still runs
         traj.stop_reason, traj.error = "error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=6)}"
     finally:
-        executor.close()
+        env.close()  # the tools stop; the workspace (ours or the caller's) stays
     try:
         episode.final_evaluation()
     except Exception as exc:  # the environment itself failed: no final verdict, the episode is not finished
@@ -163,7 +165,10 @@ def _resumable(root: Path, task: Task, episode_id: str | None, cfg: AgentConfig)
     it did not end (a crash or a kill) or ended only because the endpoint failed."""
     if not cfg.resume:
         return None
-    state = load_journal(root / JOURNAL)
+    try:
+        state = load_journal(root / JOURNAL)
+    except StoreError:  # damaged: the episode starts again
+        return None
     if state is None or state.ended not in (None, "policy_error"):
         return None
     traj = state.trajectory
@@ -188,11 +193,11 @@ def _remove(path: Path) -> None:
 class _Episode:
     """The state one episode carries between turns."""
 
-    def __init__(self, ws: Workspace, policy: Policy, cfg: AgentConfig, executor: ToolExecutor, traj: Trajectory,
-                 best: BestState, journal: Journal, price: Price | None, template: str | None, t0: float):
-        self.ws, self.policy, self.cfg, self.executor, self.traj, self.best = ws, policy, cfg, executor, traj, best
+    def __init__(self, env: Environment, policy: Policy, cfg: AgentConfig, traj: Trajectory, best: BestState,
+                 journal: Journal, price: Price | None, template: str | None, t0: float):
+        self.env, self.ws, self.policy, self.cfg, self.traj, self.best = env, env.ws, policy, cfg, traj, best
         self.journal, self.price, self.template, self.t0 = journal, price, template, t0
-        self.files = _read_candidate(ws.root)
+        self.files = _read_candidate(self.ws.root)
         limit = min(cfg.context_tokens, policy.context_limit or cfg.context_tokens)
         reserve = min(policy.config.max_tokens, limit // 4)
         self.window = ContextWindow(limit - reserve, tools=TOOLS, keep_recent_turns=cfg.keep_recent_turns,
@@ -306,7 +311,7 @@ class _Episode:
         trigger: Trigger | None = None
         self._last_command = None
         for call in calls:
-            result = self._execute(call)
+            result = self.env.execute(call)
             record.tool_seconds += result.seconds
             shown = self.window.add(Message(role="tool", content=result.text, tool_call_id=call.id, name=call.name,
                                             turn=turn))
@@ -321,14 +326,6 @@ class _Episode:
                     trigger, self._last_command = kind, str(call.arguments.get("command"))
         return trigger
 
-    def _execute(self, call: ToolCall) -> ToolResult:
-        if call.parse_error is not None:
-            return ToolResult(name=call.name or "?", ok=False,
-                              error=f"{call.parse_error}; the call was not run. Send the arguments as one JSON object.")
-        if not call.name:
-            return ToolResult(name="?", ok=False, error=f"a tool call needs a tool name; tools are: {', '.join(TOOL_NAMES)}")
-        return self.executor.execute(call.name, call.arguments)
-
     def _evaluate(self, turn: int | None, trigger: Trigger | str, command: str | None) -> EvalResult:
         """Evaluate the current state (trusted, in this process); record it; snapshot if best."""
         measured = trigger in ("profile", "final")
@@ -338,7 +335,8 @@ class _Episode:
         if cached is not None and (trigger != "final" or self.cfg.reuse_final_evaluation):
             result = cached
         else:
-            result = evaluate(self.ws, self.cfg.eval if measured else self.cfg.eval.model_copy(update={"measure": False}))
+            config = self.cfg.eval if measured else self.cfg.eval.model_copy(update={"measure": False})
+            result = self.env.evaluate(config)
             self.evaluated[(chash, measured)] = result
         before = self.best.best.result if self.best.best else None
         improved = improves(result, before) and self.best.consider(result, turn, chash)
@@ -357,7 +355,7 @@ class _Episode:
             check = create_workspace(self.ws.task, self.best.dir.with_name(BEST_CHECK), self.ws.backend, overwrite=True,
                                      cache_dir=Path(self.cfg.eval.cache_dir) if self.cfg.eval.cache_dir else None)
             restore_snapshot(best, check.root)
-            self.traj.best_final = evaluate(check, self.cfg.eval)
+            self.traj.best_final = self.env.evaluator(check, self.cfg.eval)  # type: ignore[assignment]
         if self.traj.turns:
             self.traj.turns[-1].eval_seconds += time.monotonic() - t0
 

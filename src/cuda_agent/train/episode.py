@@ -2,8 +2,8 @@
 
 It follows verl's AgentLoop contract without importing verl: a server with
 `async generate(request_id=, prompt_ids=, sampling_params=) -> (token_ids, log_probs)` produces
-the assistant's tokens; tool calls in them run through the agent's `ToolExecutor` inside a
-workspace this episode owns; the tool results are appended as tokens with mask 0 (the policy
+the assistant's tokens; tool calls in them run in the agent's `Environment` (a temporary
+workspace this episode owns); the tool results are appended as tokens with mask 0 (the policy
 is never trained to predict them) and log-prob 0; when the model stops calling tools (or a
 budget runs out) the final workspace is evaluated and its milestone reward is the episode's.
 
@@ -17,21 +17,19 @@ first two through verl's own continuous-token builder (`ct_build_initial_tokens`
 from __future__ import annotations
 
 import asyncio
-import shutil
-import tempfile
+import functools
 import time
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
 
+from ..agent.environment import Environment
 from ..agent.loop import TRAIN_MAX_TURNS
 from ..agent.policies.text_calls import parse_tool_calls
-from ..agent.tools import ToolConfig, ToolExecutor, tool_schemas
+from ..agent.tools import ToolConfig, tool_schemas
 from ..agent.trajectory import ToolCall
 from ..evaluation import EvalResult
 from ..tasks import Task
-from ..workspace import Workspace, create_workspace
 from .chat import tool_suffix_ids
 from .eval_pool import Evaluator
 from .prompting import initial_messages
@@ -46,13 +44,12 @@ class TokenServer(Protocol):
 
 @dataclass(kw_only=True)
 class EpisodeConfig:
-    backend: str = "cuda"
+    backend: str | None = None  # None: the local device
     max_turns: int = TRAIN_MAX_TURNS
     response_length: int = 131_072 - 8_192
-    max_tool_output_chars: int = 30_000
-    workdir: str | None = None
+    workdir: str | None = None  # where episodes' temporary workspaces go (default: the system's temp folder)
     keep_workspace: bool = False
-    tool_config: ToolConfig | None = None
+    tool_config: ToolConfig = field(default_factory=ToolConfig)
 
 
 @dataclass
@@ -119,34 +116,22 @@ class TokenEpisode:
     async def run(self, task: Task, sampling_params: dict[str, Any], request_id: str | None = None) -> EpisodeOutput:
         cfg = self.config
         request_id = request_id or uuid.uuid4().hex
-        base = Path(cfg.workdir) if cfg.workdir else Path(tempfile.gettempdir())
-        base.mkdir(parents=True, exist_ok=True)
-        ws_dir = Path(tempfile.mkdtemp(prefix=f"ep-{request_id[:8]}-", dir=base))
-        timings = {"generate": 0.0, "tools": 0.0, "evaluate": 0.0}
-        try:
-            ws = await asyncio.get_running_loop().run_in_executor(None, self._workspace, task, ws_dir)
-            executor = ToolExecutor.for_workspace(ws, cfg.tool_config)
-            try:
-                return await self._rollout(ws, executor, sampling_params, request_id, timings)
-            finally:
-                executor.close()
-        finally:
-            if not cfg.keep_workspace:
-                shutil.rmtree(ws_dir, ignore_errors=True)
+        env = await asyncio.get_running_loop().run_in_executor(None, functools.partial(
+            Environment.fresh, task, cfg.backend, workdir=cfg.workdir, prefix=f"ep-{request_id[:8]}-",
+            keep=cfg.keep_workspace, tool_config=cfg.tool_config,
+            evaluator=lambda ws, _config: self.evaluator.evaluate(ws)))
+        with env:
+            return await self._rollout(env, sampling_params, request_id)
 
-    def _workspace(self, task: Task, ws_dir: Path) -> Workspace:
-        return create_workspace(task, ws_dir / "ws", self.config.backend)
-
-    async def _rollout(self, ws: Workspace, executor: ToolExecutor, sampling_params: dict[str, Any],
-                       request_id: str, timings: dict[str, float]) -> EpisodeOutput:
+    async def _rollout(self, env: Environment, sampling_params: dict[str, Any], request_id: str) -> EpisodeOutput:
         cfg = self.config
-        loop = asyncio.get_running_loop()
-        messages = initial_messages(ws)
+        timings = {"generate": 0.0, "tools": 0.0, "evaluate": 0.0}
+        messages = initial_messages(env.ws)
         prompt_ids = await self._initial_tokens(messages)
         response: list[int] = []
         mask: list[int] = []
         logprobs: list[float] = []
-        turns = calls_made = errors = 0
+        turns = 0
         stop = "done"
         while True:
             if turns >= cfg.max_turns:
@@ -170,18 +155,8 @@ class TokenEpisode:
             if not calls:
                 break
             t0 = time.monotonic()
-            tool_messages = []
-            for call in calls:
-                calls_made += 1
-                if call.arguments is None:
-                    errors += 1
-                    text = f"Error: {call.parse_error}; send " \
-                           '<tool_call>{"name": ..., "arguments": {...}}</tool_call>'
-                else:
-                    res = await loop.run_in_executor(None, executor.execute, call.name, call.arguments)
-                    errors += not res.ok
-                    text = res.text[: cfg.max_tool_output_chars]
-                tool_messages.append({"role": "tool", "name": call.name, "tool_call_id": call.id, "content": text})
+            tool_messages = [{"role": "tool", "name": call.name, "tool_call_id": call.id,
+                              "content": (await env.aexecute(call)).text} for call in calls]
             timings["tools"] += time.monotonic() - t0
             previous = list(messages)
             messages.extend(tool_messages)
@@ -192,13 +167,13 @@ class TokenEpisode:
                 break
             response, mask, logprobs = new_response, new_mask, new_logprobs
         t0 = time.monotonic()
-        result = await self.evaluator.evaluate(ws)
+        result = await env.aevaluate()
         timings["evaluate"] = time.monotonic() - t0
         n = cfg.response_length
         return EpisodeOutput(prompt_ids=prompt_ids, response_ids=response[:n], response_mask=mask[:n],
                              response_logprobs=logprobs[:n], reward=float(result.reward), result=result,
-                             num_turns=turns, messages=messages, stop_reason=stop, tool_calls=calls_made,
-                             tool_errors=errors, seconds=timings)
+                             num_turns=turns, messages=messages, stop_reason=stop, tool_calls=env.calls,
+                             tool_errors=env.errors, seconds=timings)
 
 
 def _assistant_message(content: str, calls: list[ToolCall]) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """The environment as TRL sees it (`GRPOTrainer(environment_factory=...)`): one instance per
 rollout, `reset(**row)` lays out a fresh workspace for the row's task, each public method is one
-of the agent's tools (executed by the agent's `ToolExecutor`, never re-implemented), and
+of the agent's tools (run in the agent's `Environment`, never re-implemented), and
 `get_reward()` evaluates the final workspace with `cuda_agent.evaluate`.
 
 TRL derives each tool's schema from a method's signature and docstring; the methods are
@@ -12,20 +12,18 @@ Tool outputs are masked out of the loss by TRL itself.
 from __future__ import annotations
 
 import inspect
-import shutil
-import tempfile
 import threading
 import types
 import typing
 import weakref
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any, Callable
 
-from ..agent.tools import TOOLS, ToolConfig, ToolExecutor, ToolSpec
-from ..evaluation import EvalConfig, EvalResult, evaluate
+from ..agent.environment import Environment
+from ..agent.tools import TOOLS, ToolConfig, ToolSpec
+from ..agent.trajectory import ToolCall
+from ..evaluation import EvalConfig, EvalResult
 from ..tasks import Task
-from ..workspace import create_workspace
 
 
 class EpisodeLog:
@@ -49,7 +47,7 @@ class KernelEnvBase:
     """State and lifecycle; the tool methods are added by `make_env_class`."""
 
     tasks: dict[str, Task] = {}
-    backend: str = "cuda"
+    backend: str | None = None  # None: the local device
     eval_config: EvalConfig = EvalConfig()
     tool_config: ToolConfig | None = None
     workdir: str | None = None
@@ -58,12 +56,8 @@ class KernelEnvBase:
     _live: "weakref.WeakSet[KernelEnvBase]" = weakref.WeakSet()  # make_env_class gives each class its own
 
     def __init__(self) -> None:
-        self._dir: Path | None = None
-        self._executor: ToolExecutor | None = None
-        self._ws = None
+        self._env: Environment | None = None
         self._result: EvalResult | None = None
-        self._calls = 0
-        self._errors = 0
         type(self)._live.add(self)
 
     def reset(self, **row: Any) -> str | None:
@@ -73,14 +67,8 @@ class KernelEnvBase:
         name = row.get("task_name")
         if name not in self.tasks:
             raise KeyError(f"row names task {name!r}, which is not among the {len(self.tasks)} tasks of this run")
-        base = Path(self.workdir) if self.workdir else None
-        if base:
-            base.mkdir(parents=True, exist_ok=True)
-        self._dir = Path(tempfile.mkdtemp(prefix="trl-ep-", dir=base))
-        self._ws = create_workspace(self.tasks[name], self._dir / "ws", self.backend)
-        self._executor = ToolExecutor.for_workspace(self._ws, self.tool_config)
-        self._calls = self._errors = 0
-        self._result = None
+        self._env = Environment.fresh(self.tasks[name], self.backend, workdir=self.workdir, prefix="trl-ep-",
+                                      tool_config=self.tool_config, eval_config=self.eval_config)
         return None
 
     def get_reward(self) -> float:
@@ -88,40 +76,35 @@ class KernelEnvBase:
         after another once the whole batch has finished; with `eval_concurrency` > 1 the first
         call evaluates every finished workspace of the batch at once (builds are CPU-bound and
         dominate), and the others return their stored verdicts."""
-        if self._ws is None:
+        if self._env is None:
             raise RuntimeError("get_reward() before reset()")
         if self._result is None and self.eval_concurrency > 1:
             self._evaluate_pending()
-        result: EvalResult = self._result or evaluate(self._ws, self.eval_config)
-        self.log.add({"task": self._ws.task.name, "reward": result.reward, "compiled": result.compiled,
+        env = self._env
+        result: EvalResult = self._result or env.evaluate()
+        self.log.add({"task": env.ws.task.name, "reward": result.reward, "compiled": result.compiled,
                       "correct": result.correct, "speedup_vs_eager": result.speedup_vs_eager,
-                      "speedup_vs_compile": result.speedup_vs_compile, "tool_calls": self._calls,
-                      "tool_errors": self._errors, "reason": result.reason.splitlines()[0] if result.reason else ""})
+                      "speedup_vs_compile": result.speedup_vs_compile, "tool_calls": env.calls,
+                      "tool_errors": env.errors, "reason": result.reason.splitlines()[0] if result.reason else ""})
         self._cleanup()
         return float(result.reward)
 
     def _evaluate_pending(self) -> None:
-        pending = [e for e in list(type(self)._live) if e._ws is not None and e._result is None]
+        pending = [e for e in list(type(self)._live) if e._env is not None and e._result is None]
         with ThreadPoolExecutor(max_workers=min(self.eval_concurrency, len(pending))) as pool:
-            for env, res in zip(pending, pool.map(lambda e: evaluate(e._ws, e.eval_config), pending)):
+            for env, res in zip(pending, pool.map(lambda e: e._env.evaluate(), pending)):
                 env._result = res
 
     def _run_tool(self, name: str, arguments: dict[str, Any]) -> str:
-        if self._executor is None:
+        if self._env is None:
             raise RuntimeError("tool called before reset()")
-        self._calls += 1
-        res = self._executor.execute(name, {k: v for k, v in arguments.items() if v is not None})
-        self._errors += not res.ok
-        return res.text
+        args = {k: v for k, v in arguments.items() if v is not None}
+        return self._env.execute(ToolCall(id="", name=name, arguments=args)).text
 
     def _cleanup(self) -> None:
-        if self._executor is not None:
-            self._executor.close()
-            self._executor = None
-        if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
-            self._dir = None
-        self._ws = None
+        if self._env is not None:
+            self._env.close()
+            self._env = None
         self._result = None
 
     def __del__(self) -> None:  # pools are dropped at the end of training

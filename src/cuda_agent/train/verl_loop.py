@@ -22,6 +22,7 @@ from typing import Any
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
 from ..agent.loop import TRAIN_MAX_TURNS
+from ..agent.tools import ToolConfig
 from .episode import EpisodeConfig, TokenEpisode
 from .eval_pool import Evaluator, shared_evaluator
 from .verl_data import AGENT_LOOP_NAME, task_from_extra_info
@@ -59,7 +60,8 @@ class CudaAgentLoop(AgentLoopBase):
         self.episode_config = EpisodeConfig(
             max_turns=int(multi.get("max_assistant_turns") or ours.get("max_turns", TRAIN_MAX_TURNS)),
             response_length=int(self.rollout_config.response_length),
-            max_tool_output_chars=int(ours.get("max_tool_output_chars", 30_000)),
+            tool_config=ToolConfig(max_output_chars=int(ours.get("max_tool_output_chars",
+                                                                 ToolConfig.max_output_chars))),
             workdir=ours.get("workdir") or os.environ.get("CUDA_AGENT_EPISODES"),
         )
         self.evaluator = shared_evaluator(ours)
