@@ -26,17 +26,6 @@ ALLOWED: dict[str, int] = {
     "train/verl_data.py": 1,  # verl's dataset column `ability`: a label, not a backend
     "languages/checks.py": 1,  # `at::cuda::` in C++ source: a namespace, not a backend
 }
-# Owned by a parallel change: remove each entry once that file asks its backend.
-PARALLEL: dict[str, int] = {
-    "isolation/sandbox.py": 1,
-    "evaluation/candidate.py": 1,
-    "benchmark/ray_pool.py": 2,
-    "train/trl_rl.py": 5,
-    "train/episode.py": 1,
-    "train/trl_env.py": 1,
-    "data/synth.py": 1,
-    "languages/paper.py": 2,
-}
 
 
 def _names_in(path: Path) -> int:
@@ -49,7 +38,7 @@ def test_no_backend_name_is_compared_above_backends() -> None:
     found = Counter({p.relative_to(SRC).as_posix(): _names_in(p) for p in SRC.rglob("*.py")
                      if p.relative_to(SRC).parts[0] != "backends"})
     found = +found  # drop the files without any
-    allowed = {**ALLOWED, **PARALLEL}
+    allowed = ALLOWED
     extra = {f: n for f, n in found.items() if n > allowed.get(f, 0)}
     assert not extra, (f"backend names spelled above backends/ (ask the backend instead: "
                        f"backend_class(name).gpu, .torch_device, ...): {extra}")

@@ -102,7 +102,7 @@ scratch, workspace, unix_path = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3
 torch.set_num_threads(2)
 torch.ones(256, 256) @ torch.ones(256, 256)  # torch / OpenMP threads exist before the sandbox
 from cuda_agent.isolation.sandbox import apply_candidate_sandbox
-report = apply_candidate_sandbox(scratch, "cpu")
+report = apply_candidate_sandbox(scratch, False)
 libc = ctypes.CDLL(None, use_errno=True)
 ppid = os.getppid()
 
@@ -244,9 +244,9 @@ def test_device_write_paths_are_single_nodes(tmp_path: Path) -> None:
     (gpu / "information").write_text("Model: H200\nDevice Minor: 2\nBus Location: 0000:3b:00.0\n")
     assert gpu_minors([(0, 0x3B, 0)], proc) == [2]
     assert gpu_minors([(0, 0x3C, 0)], proc) is None
-    assert device_write_paths("cpu", dev=dev, proc=proc) == [dev / "null"]
+    assert device_write_paths(False, dev=dev, proc=proc) == [dev / "null"]
     # no CUDA initialised in this process: every GPU node, but never /dev itself or /dev/shm
-    cuda = device_write_paths("cuda", dev=dev, proc=proc)
+    cuda = device_write_paths(True, dev=dev, proc=proc)
     assert set(cuda) == {dev / n for n in ("null", "nvidiactl", "nvidia-uvm", "nvidia0", "nvidia1", "nvidia2")}
 
 

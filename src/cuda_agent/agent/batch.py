@@ -23,6 +23,7 @@ from typing import Any, Callable, Sequence
 
 from pydantic import BaseModel, Field
 
+from ..backends import default_backend_name
 from ..backends.devices import device_slots, spread
 from ..backends.slots import LocalSlots, Outcome
 from ..isolation.processes import RunLock
@@ -166,7 +167,8 @@ def _run_here(todo: list[Job], policy: PolicyConfig | Policy, config: AgentConfi
 def _run_pool(todo: list[Job], policy: PolicyConfig, config: AgentConfig, out: Path,
               record: Callable[[Trajectory], None], workers: int, devices: Sequence[str] | None) -> None:
     """One slot process per worker, spread over `devices`, each with its own policy."""
-    slots = device_slots("cuda", [int(d) for d in devices]) if devices else device_slots("cpu", cpu_slots=workers)
+    backend = config.backend or default_backend_name()
+    slots = device_slots(backend, [int(d) for d in devices] if devices else None, cpu_slots=workers)
 
     def done(job: Job, outcome: Outcome[Trajectory]) -> None:
         task, sample, eid = job

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..exit_codes import ExitCode, fail
+from .limits import EVAL_MAX_TURNS
 
 console = Console()
 
@@ -42,7 +43,7 @@ def optimize(
     timeout: float = typer.Option(300.0, help="seconds per model request (connecting: 10 s)"),
     retries: int = typer.Option(4, help="retries per request (timeouts, 429, 5xx)"),
     script: Optional[Path] = typer.Option(None, help="scripted policy: JSON list of replies"),
-    max_turns: int = typer.Option(200, help="turns per episode"),
+    max_turns: int = typer.Option(EVAL_MAX_TURNS, help="turns per episode"),
     context_tokens: int = typer.Option(131_072, help="context budget in tokens"),
     samples: int = typer.Option(1, help="episodes per task"),
     workers: Optional[int] = typer.Option(None, help="concurrent episodes (default: one per GPU, 1 on CPU)"),

@@ -17,19 +17,23 @@ class SlotSpec:
 
 
 def device_slots(backend: str, devices: list[int] | None = None, cpu_slots: int = 1) -> list[SlotSpec]:
-    """One slot per GPU (all visible ones unless `devices` says which), or `cpu_slots` on CPU."""
-    if backend != "cuda":
-        return [SlotSpec(f"cpu:{i}") for i in range(max(1, cpu_slots))]
+    """One slot per GPU (all visible ones unless `devices` says which), or `cpu_slots` on a
+    backend without one. A device index is mapped through an inherited visibility variable."""
+    from . import backend_class
+
+    env_key = backend_class(backend).visible_devices_env
+    if not backend_class(backend).gpu or env_key is None:
+        return [SlotSpec(f"{backend}:{i}") for i in range(max(1, cpu_slots))]
     if devices is None:
         devices = list(range(visible_gpu_count()))
     if not devices:
-        raise RuntimeError("the cuda backend needs at least one visible GPU")
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        raise RuntimeError(f"the {backend} backend needs at least one visible GPU")
+    visible = os.environ.get(env_key)
     physical = [d.strip() for d in visible.split(",")] if visible else None
     out = []
     for d in devices:
         dev = physical[d] if physical and d < len(physical) else str(d)
-        out.append(SlotSpec(f"cuda:{dev}", {"CUDA_VISIBLE_DEVICES": dev}))
+        out.append(SlotSpec(f"{backend}:{dev}", {env_key: dev}))
     return out
 
 

@@ -31,6 +31,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from ..isolation.processes import child_environment
 from .devices import SlotSpec
 
 J = TypeVar("J")
@@ -39,7 +40,6 @@ Factory = Callable[[], Callable[[Any], Any]]
 """Picklable; called once per slot process; returns the function that handles one job."""
 Server = Callable[[Callable[[], Any], Callable[[Any], None]], None]
 """A serving thread's body: takes jobs until `_END`, puts (job, Outcome)."""
-_SRC_ROOT = str(Path(__file__).resolve().parents[2])
 _END = object()
 
 
@@ -119,8 +119,7 @@ class _SlotProcess:
         self.stopped = False
 
     def _start(self) -> subprocess.Popen[bytes]:
-        env = {**os.environ, **self.spec.env}
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (_SRC_ROOT, env.get("PYTHONPATH", "")) if p)
+        env = child_environment({**os.environ, **self.spec.env})
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("ab") as log:
             proc = subprocess.Popen([sys.executable, "-m", __name__, str(os.getpid())], stdin=subprocess.PIPE,
@@ -238,8 +237,11 @@ class RaySlots(Slots):
         return ray
 
     def slot_options(self) -> dict[str, Any]:
-        """Ray resources of one slot task (TODO: ask the backend whether it holds a GPU, once it can say)."""
-        return {"num_cpus": 1, "max_retries": self.max_retries, **({"num_gpus": 1} if self.backend == "cuda" else {})}
+        """Ray resources of one slot task: one GPU each where the backend's device is a GPU."""
+        from . import backend_class
+
+        gpu = {"num_gpus": 1} if backend_class(self.backend).gpu else {}
+        return {"num_cpus": 1, "max_retries": self.max_retries, **gpu}
 
     def on_cpu(self, fn: Callable[..., R], *args: Any) -> Future[R]:
         """Run `fn(*args)` as a one-CPU Ray task (e.g. a build feeding the slots)."""

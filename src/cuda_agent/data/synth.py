@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .canonical import ContaminationIndex, OpForm, op_form
+from .canonical import ContaminationIndex, OpSequences, canonical_form, op_form
 from .catalogue import Catalogue, build_catalogue
 from .config import FilterConfig, SynthConfig
 from .filters import Reason, TaskCheck
@@ -83,13 +83,6 @@ class EvalSet:
                 self.canonical.add(task.name, form)
 
 
-def canonical_form(code: str) -> OpForm | None:
-    try:
-        return op_form(code)
-    except SyntaxError:
-        return None
-
-
 def synthesize(out_dir: str | Path, config: SynthConfig, *, catalogue: Catalogue | None = None,
                progress: ProgressFn | None = None, policy: Any = None) -> SynthStats:
     """Generate tasks into `out_dir` until `config.count` are accepted (or a limit is hit).
@@ -119,13 +112,11 @@ def _synthesize(out_dir: str | Path, config: SynthConfig, *, catalogue: Catalogu
     evals = EvalSet(config.eval_sets, config.contamination_verdicts)
     accepted_index = SimilarityIndex()
     accepted_names: list[str] = []
-    accepted_ops: dict[tuple[str, ...], str] = {}  # canonical operator sequence -> first task with it
+    accepted_ops = OpSequences()
     for row in store.tasks:
         accepted_index.add(row["code"])
         accepted_names.append(row["name"])
-        form = canonical_form(row["code"])
-        if form is not None and form.ops:
-            accepted_ops.setdefault(form.ops, row["name"])
+        accepted_ops.add(row["name"], canonical_form(row["code"]))
     filters = filters_by_device(config.filters, config.workers, config.devices, Path(out_dir) / ".timing.lock")
     stats = SynthStats(wanted=config.count, accepted=len(store.tasks), resumed=len(store.candidates))
     for c in store.candidates:
@@ -160,17 +151,15 @@ def _synthesize(out_dir: str | Path, config: SynthConfig, *, catalogue: Catalogu
                 if dup.score >= config.similarity_threshold:
                     check = check.model_copy(update={"ok": False, "reason": Reason.NEAR_DUPLICATE,
                                                      "detail": f"similarity {dup.score:.3f} to {accepted_names[dup.index]}"})
-                elif config.semantic_dedup and form is not None and form.ops in accepted_ops:
+                elif config.semantic_dedup and (first := accepted_ops.first(form)) is not None:
                     check = check.model_copy(update={"ok": False, "reason": Reason.NEAR_DUPLICATE,
-                                                     "detail": "same operators in the same order as "
-                                                               f"{accepted_ops[form.ops]}"})
+                                                     "detail": f"same operators in the same order as {first}"})
             if check.ok and code is not None and plan is not None:  # in-flight ones past `count` are kept too
                 name = f"synth-{config.seed}-{index:06d}"
                 task_row = _task_row(name, index, plan, code, check, config, backend, extra)
                 accepted_index.add(code)
                 accepted_names.append(name)
-                if form is not None and form.ops:
-                    accepted_ops.setdefault(form.ops, name)
+                accepted_ops.add(name, form)
                 stats.accepted += 1
             stats.candidates += 1
             if not check.ok:
@@ -211,9 +200,9 @@ def _synthesize(out_dir: str | Path, config: SynthConfig, *, catalogue: Catalogu
         meta["similarity_set"] = round(m.score, 4)
         if m.score >= config.similarity_threshold:
             return (Reason.NEAR_DUPLICATE, f"similarity {m.score:.3f} to {accepted_names[m.index]}"), meta
-        if config.semantic_dedup and form is not None and form.ops:
+        if config.semantic_dedup:
             with lock:
-                first = accepted_ops.get(form.ops)
+                first = accepted_ops.first(form)
             if first is not None:
                 return (Reason.NEAR_DUPLICATE, f"same operators in the same order as {first}"), meta
         return None, meta
@@ -331,7 +320,9 @@ def device_env(device: int | None) -> dict[str, str] | None:
     `device_slots` maps it through an inherited CUDA_VISIBLE_DEVICES)."""
     from ..backends.devices import device_slots
 
-    return device_slots("cuda", [device])[0].env if device is not None else None
+    from ..backends import PRIMARY_BACKEND
+
+    return device_slots(PRIMARY_BACKEND, [device])[0].env if device is not None else None
 
 
 def filters_by_device(filters: FilterConfig, workers: int, devices: list[int] | None,

@@ -31,8 +31,7 @@ def main() -> None:
     from ..backends import get_backend
 
     backend = get_backend(backend_name)
-    if backend_name != "cpu" and torch.cuda.is_available():
-        torch.empty(1, device=backend.torch_device)
+    backend.start_device()
     sock = socket.socket(fileno=sock_fd)
     try:
         request, fds = _receive(sock)
@@ -212,7 +211,7 @@ def _enter_sandbox(request: dict[str, Any], backend: Any, lang: Any = None) -> d
     if needs:
         os.environ.update(needs.environment)
     return apply_candidate_sandbox(
-        scratch, backend.name, limits=request.get("limits", {}), address_space_limit=request.get("address_space_limit"),
+        scratch, backend.gpu, limits=request.get("limits", {}), address_space_limit=request.get("address_space_limit"),
         filesystem=bool(request.get("filesystem")), syscalls=bool(request.get("syscalls")),
         writable=needs.writable if needs else (), spawn=bool(needs and needs.processes_while_loading),
         executable=needs.executable if needs else ())

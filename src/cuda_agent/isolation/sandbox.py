@@ -195,13 +195,13 @@ def _thread_count() -> int:
 
 
 # ---- device nodes the candidate may write (worker side) -----------------------------------
-def device_write_paths(backend_name: str, *, dev: Path = Path("/dev"), proc: Path = Path("/proc")) -> list[Path]:
+def device_write_paths(gpu: bool, *, dev: Path = Path("/dev"), proc: Path = Path("/proc")) -> list[Path]:
     """The only paths outside the scratch dir the candidate may write: /dev/null (libraries
-    open it to silence output; it keeps nothing) and, on CUDA, the driver's control and UVM
+    open it to silence output; it keeps nothing) and, on a GPU backend, the driver's control and UVM
     nodes plus the nodes of the GPUs this process sees (not every GPU of the host: another
     evaluation may run on those). Never /dev as a whole, /dev/shm, /tmp or the workspace."""
     paths = [dev / "null"]
-    if backend_name == "cuda":
+    if gpu:
         paths += [dev / "nvidiactl", dev / "nvidia-uvm", dev / "nvidia-uvm-tools"]
         minors = gpu_minors(_visible_pci_ids(), proc)
         if minors is None:  # the mapping is unknown: every GPU node rather than a CUDA failure
@@ -388,12 +388,12 @@ def seccomp_supported() -> bool:
         return False
 
 
-def apply_candidate_sandbox(scratch: Path, backend_name: str, *, limits: dict[str, Any] | None = None,
+def apply_candidate_sandbox(scratch: Path, gpu: bool, *, limits: dict[str, Any] | None = None,
                             address_space_limit: int | None = None, filesystem: bool = True,
                             syscalls: bool = True, writable: Sequence[Path] = (),
                             spawn: bool = False, executable: Sequence[Path] = ()) -> dict[str, Any]:
     """Every layer for a candidate process, in order: rlimits (`limits`: file_size_bytes,
-    cpu_seconds, open_files, processes), then writes only to `scratch`, the device nodes and
+    cpu_seconds, open_files, processes), then writes only to `scratch`, the device nodes (`gpu`: the backend's device is a GPU) and
     `writable`, then the syscall filter. Call it after the device started, before loading any
     candidate code. `spawn`: the language starts compilers while loading (Triton): execution is
     then limited by Landlock to `executable`, and the filter lets processes start (the strict one
@@ -402,7 +402,7 @@ def apply_candidate_sandbox(scratch: Path, backend_name: str, *, limits: dict[st
     report = apply_limits(limits.get("file_size_bytes"), limits.get("cpu_seconds"), limits.get("open_files"),
                           limits.get("processes"), address_space_limit)
     if filesystem:
-        paths = [p for p in [scratch, *device_write_paths(backend_name), *writable] if p.exists()]
+        paths = [p for p in [scratch, *device_write_paths(gpu), *writable] if p.exists()]
         report.update(restrict_writes(paths, executable=list(executable) if spawn else None))
     if syscalls:
         report.update(deny_syscalls(allow_processes=spawn))

@@ -57,7 +57,6 @@ _CASTER_SYMBOLS = frozenset((
 class PaperLanguage(Language):
     name = "paper"
     title = "The CUDA Agent paper's agent_workdir (pybind11 REGISTER_BINDING registry, utils/ scripts)"
-    backends = ("cuda", "cpu")
     artifact_suffix = ".pyext.so"
 
     def extension_name(self, backend: str) -> str:

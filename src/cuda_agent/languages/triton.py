@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -169,22 +170,33 @@ def triton_executables() -> list[Path]:
                 found.append(Path(path))
     found += [Path(p) for p in os.environ.get("CUDA_AGENT_TRITON_EXEC", "").split(os.pathsep) if p]
     resolved = {Path(os.path.realpath(p)) for p in found if os.path.exists(p)}
-    resolved |= {Path(os.path.realpath(i)) for p in list(resolved) for i in _interpreters(p)}
+    for _ in range(3):  # a wrapper script's target may itself be a script or need a loader
+        resolved |= {Path(os.path.realpath(i)) for p in list(resolved) for i in _interpreters(p)}
     return sorted(resolved)
 
 
 def _interpreters(path: Path) -> list[str]:
-    """PT_INTERP of an executable (or of every file in a directory): execve opens it too."""
+    """What execve of an executable (or of every file in a directory) also needs: an ELF file's
+    PT_INTERP; a script's `#!` interpreter and the absolute paths of executables it names (a
+    compiler driver is often `#!/bin/sh` + `exec /opt/.../gcc-real ...`: without both, exec
+    fails with EACCES under Landlock)."""
     from elftools.elf.elffile import ELFFile
 
     out = []
     for f in ([*path.iterdir()] if path.is_dir() else [path]):
         try:
             with open(f, "rb") as fh:
+                head = fh.read(65536)
+                if head.startswith(b"#!"):
+                    text = head.decode(errors="replace")
+                    out += [w for w in re.findall(r"(?<![\w.-])(/[\w./+-]+)", text)
+                            if os.path.isfile(w) and os.access(w, os.X_OK)]
+                    continue
+                fh.seek(0)
                 for seg in ELFFile(fh).iter_segments():
                     if seg.header.p_type == "PT_INTERP":
                         out.append(seg.get_interp_name())
-        except Exception:  # not an ELF file (a script) or unreadable: nothing to add
+        except Exception:  # neither an ELF file nor a script, or unreadable: nothing to add
             continue
     return [p for p in out if os.path.exists(p)]
 

@@ -9,6 +9,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..agent.limits import TRAIN_MAX_TURNS
 from ..evaluation import EvalConfig, TimingConfig
 
 
@@ -43,7 +44,7 @@ class RLConfig(_Cfg):
     prompts_per_step: int = Field(default=4, ge=1, description="tasks per optimizer step")
     num_generations: int = Field(default=4, ge=2, description="rollouts per task (the group baseline)")
     max_completion_tokens: int = Field(default=4096, description="model + tool tokens per episode")
-    max_tool_calls: int = Field(default=150, description="tool-calling iterations per episode (paper: 150 turns)")
+    max_tool_calls: int = Field(default=TRAIN_MAX_TURNS, description="tool-calling iterations per episode (paper: 150 turns)")
     learning_rate: float = 3e-6
     beta: float = Field(default=0.0, description="KL coefficient to the reference policy (0: no reference model)")
     epsilon_low: float = 0.2

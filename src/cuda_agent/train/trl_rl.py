@@ -30,7 +30,7 @@ def run_rl(cfg: RLConfig) -> Path:
 
     from ..agent.shell import ShellConfig
     from ..agent.tools import ToolConfig
-    from ..backends import default_backend_name
+    from ..backends import default_backend_name, model_backend
     from .models import load_model_and_tokenizer, resolve_tasks
     from .prompting import initial_messages
     from .trl_env import EpisodeLog, make_env_class
@@ -41,7 +41,8 @@ def run_rl(cfg: RLConfig) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     save_config(cfg, out / "config.yaml")
     backend = cfg.backend or default_backend_name()
-    device = "cuda" if backend == "cuda" and torch.cuda.is_available() else "cpu"
+    model_be = model_backend(backend)
+    device = model_be.torch_device
     tasks = resolve_tasks(cfg.tasks, cfg.task_limit)
     heldout = resolve_tasks(cfg.heldout_tasks) if cfg.heldout_tasks else []
     if overlap := {t.name for t in tasks} & {t.name for t in heldout}:
@@ -67,8 +68,8 @@ def run_rl(cfg: RLConfig) -> Path:
         epsilon=cfg.epsilon_low, epsilon_high=cfg.epsilon_high, num_iterations=cfg.num_iterations,
         temperature=cfg.temperature, max_grad_norm=cfg.max_grad_norm, seed=cfg.seed,
         save_steps=cfg.save_steps, save_total_limit=cfg.save_total_limit, logging_steps=cfg.logging.logging_steps,
-        report_to=report, use_cpu=device == "cpu",
-        bf16=device == "cuda" and cfg.model.bf16_autocast,
+        report_to=report, use_cpu=not model_be.gpu,
+        bf16=model_be.gpu and cfg.model.bf16_autocast,
         loss_type="grpo", scale_rewards="group", lr_scheduler_type="constant", warmup_steps=0,
         dataloader_num_workers=0, remove_unused_columns=False, shuffle_dataset=True,
         per_device_eval_batch_size=max(1, len(heldout)) * cfg.heldout_generations,

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..agent.journal import JOURNAL, load_journal
 from ..agent.trajectory import SCHEMA_VERSION, Trajectory
+from ..storage import StoreError
 
 Source = Literal["optimize", "bench", "train"]
 _SKIP_DIRS = {"workspace", "best", "best_check", "kernels", "build", ".cuda_agent", "__pycache__", "logs"}
@@ -84,7 +85,10 @@ def scan(root: str | Path) -> RunIndex:
     for path in journals:  # running or crashed episodes with no record yet
         if path.parent.name in recorded:  # the folder is named after its episode: already recorded, not re-read
             continue
-        state = load_journal(path)
+        try:
+            state = load_journal(path)
+        except StoreError:  # a damaged journal: the viewer shows the rest, not nothing
+            continue
         if state is None or state.trajectory.episode_id in recorded:
             continue
         index.add("optimize", path, state.trajectory, "running" if state.ended is None else state.ended)
