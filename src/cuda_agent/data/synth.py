@@ -318,9 +318,8 @@ def device_of(slot: int, devices: list[int] | None) -> int | None:
 def device_env(device: int | None) -> dict[str, str] | None:
     """The environment that pins a worker to GPU `device` (as numbered in this process:
     `device_slots` maps it through an inherited CUDA_VISIBLE_DEVICES)."""
-    from ..backends.devices import device_slots
-
     from ..backends import PRIMARY_BACKEND
+    from ..backends.devices import device_slots
 
     return device_slots(PRIMARY_BACKEND, [device])[0].env if device is not None else None
 
