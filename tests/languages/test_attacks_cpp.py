@@ -182,6 +182,7 @@ CUDA_HONEST_IMPORTS = [
     "unsigned int, bool)", "c10::cuda::CUDACachingAllocator::allocator",
     "at::cuda::getCurrentDeviceProperties()", "c10::impl::device_guard_impl_registry",
     "float* at::TensorBase::data_ptr<float>() const",
+    "c10::throwNullDataPtrError()", "c10::warnDeprecatedDataPtr()",  # inlined by data_ptr<T>() on torch 2.11
     "at::_ops::empty_like::call(at::Tensor const&, std::optional<c10::ScalarType>, std::optional<c10::Layout>, "
     "std::optional<c10::Device>, std::optional<bool>, std::optional<c10::MemoryFormat>)",
 ]

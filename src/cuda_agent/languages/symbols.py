@@ -98,7 +98,8 @@ _COMMON = [
     r"|_str_wrapper\w*|deprecated\w*)",
     r"c10::(Error|ValueError|TypeError|IndexError|NotImplementedError|LinAlgError|OutOfMemoryError|AcceleratorError"
     r"|EnforceFiniteError|Warning|WarningHandler|WarningUtils|SourceLocation)(::.*)?|c10::(warn|get_backtrace"
-    r"|GetExceptionString|ThrowEnforceNotMet|ThrowEnforceFiniteNotMet|toString|operator<<|typeKindToString)",
+    r"|GetExceptionString|ThrowEnforceNotMet|ThrowEnforceFiniteNotMet|toString|operator<<|typeKindToString"
+    r"|throwNullDataPtrError|warnDeprecatedDataPtr)",  # data_ptr<T>() on torch 2.11: a null check and a warning
     r"c10::(SymInt|SymBool|SymFloat|SymNodeImpl|SymbolicShapeMeta|TensorImpl|UndefinedTensorImpl|StorageImpl|Storage"
     r"|Device|Stream|Scalar|TensorOptions|intrusive_ptr_target|IValue|FunctionSchema|Argument|OperatorName|AliasInfo"
     r"|Symbol|Type|DataPtr|Allocator)(::.*)?|c10::\w+Type::\w+|c10::(GetAllocator|GetCPUAllocator)"
