@@ -37,6 +37,8 @@ def where(job: str) -> dict[str, object]:
         os._exit(3)
     if job == "raise":
         raise ValueError("the job's own failure")
+    if job == "unpicklable":
+        return lambda: None  # a result the slot cannot send back
     return {"job": job, "pid": os.getpid(), "cuda": os.environ.get("CUDA_VISIBLE_DEVICES"),
             "mark": os.environ.get("SLOT_MARK")}
 
@@ -79,7 +81,7 @@ def test_a_slot_is_set_up_once_and_runs_one_job_at_a_time(tmp_path: Path) -> Non
 
 def test_a_dead_slot_is_restarted_and_its_job_retried_once_then_reported(tmp_path: Path) -> None:
     marker = tmp_path / "died-once"
-    got = dict(collect(LocalSlots([SlotSpec("cpu:0")], tmp_path / "logs"), [f"die-once:{marker}", "die", "ok", "raise"]))
+    got = dict(collect(LocalSlots([SlotSpec("cpu:0")], tmp_path / "logs"), [f"die-once:{marker}", "die", "ok", "raise", "unpicklable"]))
     once = got[f"die-once:{marker}"]
     assert once.error is None and once.attempts == 2 and once.value["job"] == f"die-once:{marker}"
     twice = got["die"]
@@ -88,6 +90,7 @@ def test_a_dead_slot_is_restarted_and_its_job_retried_once_then_reported(tmp_pat
     assert got["ok"].value["job"] == "ok"  # the restarted slot goes on with the next job
     assert got["raise"].value is None and "ValueError: the job's own failure" in got["raise"].error  # data, not raised
     assert got["raise"].attempts == 1
+    assert got["unpicklable"].attempts == 1 and "pickle" in got["unpicklable"].error.lower()  # the job's, not a dead slot
 
 
 def test_results_arrive_as_each_job_completes(tmp_path: Path) -> None:

@@ -321,6 +321,9 @@ def test_single_file_compile_failure_counts_as_not_compiled(tmp_path) -> None:
         update={"reason": "failed to load the candidate: TypeError: __init__() takes 1 argument",
                 "load_step": "construct"}))
     assert other.compiled and other.compile_error is None
+    # records written before load_step existed keep their verdict (read from the reason, as then)
+    legacy = TaskRecord(task="t", level=1, mode="single_file", result=res.model_copy(update={"load_step": None}))
+    assert not legacy.compiled and "expected ';'" in legacy.compile_error
     info = RunInfo(suite="s", solutions="x", backend="cpu", config=EvalConfig(), tasks=["t"], levels={"t": 1})
     report = build_report([single], info)
     assert report.metrics.overall.compiled_rate == 0.0

@@ -25,7 +25,6 @@ import traceback
 from contextlib import suppress
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
-from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -71,7 +70,10 @@ class Slots:
 
         def take() -> Any:  # the job stream is shared by the serving threads (and may block, e.g. on builds)
             with lock:
-                return _END if stop.is_set() else next(it, _END)
+                if stop.is_set():
+                    return _END
+                job = next(it, _END)  # may block; the run may have been stopped meanwhile
+                return _END if stop.is_set() else job
 
         def produce(serve: Server) -> None:
             try:
@@ -134,6 +136,9 @@ class _SlotProcess:
                 break
             if self.proc is None or self.proc.poll() is not None:
                 self.proc = self._start()
+                if self.stopped:  # aborted while it started: `kill` found nothing to kill
+                    self.kill()
+                    break
             proc = self.proc
             assert proc.stdin is not None and proc.stdout is not None
             try:
@@ -252,19 +257,24 @@ class RaySlots(Slots):
         return [partial(self._feed, self.ray().remote(**self.slot_options())(_ray_slot), factory)]
 
     def _feed(self, task: Any, factory: Factory, take: Callable[[], Any], put: Callable[[Any], None]) -> None:
+        reported = threading.Semaphore(0)
+
         def report(job: Any, fut: Future[Any]) -> None:
             try:
                 label, ok, payload = fut.result()
                 put((job, Outcome(label, 1, payload if ok else None, None if ok else payload)))
             except BaseException as exc:  # the task raised, or its worker kept dying
                 put((job, Outcome("ray", 1 + self.max_retries, error=f"ray task failed: {exc}"[:4000])))
+            finally:
+                reported.release()
 
-        futures = []
+        submitted = 0
         while (job := take()) is not _END:
             self._refs.append(ref := task.remote(factory, job))
-            futures.append(fut := ref.future())
-            fut.add_done_callback(partial(report, job))
-        wait_futures(futures)
+            ref.future().add_done_callback(partial(report, job))
+            submitted += 1
+        for _ in range(submitted):  # wait for the reports, not the futures: a future's waiters
+            reported.acquire()      # wake before its callbacks run, and the last result would be lost
 
     def _abort(self) -> None:
         import ray
@@ -309,7 +319,12 @@ def main() -> None:
             job = pickle.load(requests)
         except EOFError:
             return
-        replies.write(pickle.dumps(_call(work, job)))
+        ok, value = _call(work, job)
+        try:
+            reply = pickle.dumps((ok, value))
+        except Exception:  # noqa: BLE001 - an unpicklable result is the job's failure, not the slot's
+            reply = pickle.dumps((False, traceback.format_exc()[-4000:]))
+        replies.write(reply)
         replies.flush()
 
 if __name__ == "__main__":

@@ -26,6 +26,9 @@ Status = Literal["evaluated", "no_solution", "episode_failed", "harness_error", 
 # Statuses a resumed run tries again: the harness's fault, or this machine's (never the candidate's).
 RETRIED = frozenset({"harness_error", "skipped"})
 Mode = Literal["workspace", "single_file", "reference", "policy"]
+# How records written before EvalResult.load_step said that a single-file import failed.
+_LEGACY_IMPORT_FAILURES = ("Error building extension", "defines no class ModelNew", "SyntaxError",
+                           "CalledProcessError")
 
 
 class Candidate(BaseModel):
@@ -105,7 +108,9 @@ class TaskRecord(BaseModel):
             return (res.build.log if res.build and res.build.log else res.reason) or "build failed"
         # KernelBench: a single-file solution whose import fails (its load_inline build, a syntax
         # error) or that defines no ModelNew did not compile; one that fails to construct did
-        if self.mode == "single_file" and res.stage == "load" and res.load_step == "import":
+        if self.mode == "single_file" and res.stage == "load" and (
+                res.load_step == "import" if res.load_step is not None  # records from before load_step: their text
+                else any(m in res.reason for m in _LEGACY_IMPORT_FAILURES)):
             return res.reason
         return None
 
