@@ -136,6 +136,22 @@ def test_verify_only_gives_reward_one_without_timing(make_workspace, fast_config
     assert res.reward == 1 and res.correct and res.time_ms.candidate is None
 
 
+def test_modules_planted_in_the_working_directory_are_not_imported(make_workspace, fast_config, monkeypatch):
+    """`python -m` puts the working directory first on sys.path: run from inside a workspace, the
+    judge and the candidate (before its sandbox) would import a planted `torch`. They start in
+    their scratch dir (the judge in /) instead."""
+    from cuda_agent.evaluation.judge_client import drop_judge
+
+    ws = make_workspace()
+    (ws.root / "torch").mkdir()
+    (ws.root / "torch" / "__init__.py").write_text("raise SystemExit('planted torch imported')\n")
+    drop_judge("cpu")  # the next evaluation starts its judge (and candidates) from this directory
+    monkeypatch.chdir(ws.root)
+    res = evaluate(ws, fast_config.model_copy(update={"measure": False}))
+    assert res.reward == 1 and res.correct, res.reason + res.worker_log
+    drop_judge("cpu")
+
+
 def test_unchanged_reference_is_not_called_faster(make_workspace, fast_config):
     """The candidate is the reference itself, with the guards (which forbid exactly that) off."""
     same = RELU_MODEL_NEW.replace("return cpu_extension.relu(x.contiguous())", "return torch.relu(x)")

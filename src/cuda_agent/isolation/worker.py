@@ -55,6 +55,7 @@ class WatchedProcess:
             argv, stdin=stdin, stdout=self._log, stderr=subprocess.STDOUT, pass_fds=pass_fds,
             preexec_fn=start_detached_child if dies_with_parent else None,
             start_new_session=not dies_with_parent, env=env, text=stdin is subprocess.PIPE,
+            cwd=str(scratch) if scratch is not None else "/",  # `-m` puts the cwd first on sys.path: never a workspace
         )
 
     def alive(self) -> bool:
