@@ -15,6 +15,7 @@ its job tried once more. `RaySlots`: Ray tasks (one GPU each on a GPU backend), 
 from __future__ import annotations
 
 import os
+from abc import ABC, abstractmethod
 import pickle
 import queue
 import signal
@@ -62,7 +63,7 @@ def _same(work: Callable[[J], R]) -> Callable[[J], R]:
     return work
 
 
-class Slots:
+class Slots(ABC):
     """Run jobs on slots (see the module's docstring); an implementation says how to serve them."""
 
     def run(self, jobs: Iterable[J], factory: Factory, on_result: Callable[[J, Outcome[Any]], None]) -> None:
@@ -105,8 +106,9 @@ class Slots:
             for t in threads:
                 t.join()
 
+    @abstractmethod
     def _servers(self, factory: Factory) -> list[Server]:
-        raise NotImplementedError
+        """One serving thread's body per slot."""
 
     def _abort(self) -> None:
         """Stop all work now."""
