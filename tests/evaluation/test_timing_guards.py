@@ -69,7 +69,9 @@ def test_fingerprint_caching_does_not_pay(make_workspace, fast_config):
     on = evaluate(ws, fast_config.model_copy(update={"guards": _guards()}))
     assert on.correct and on.reward == 1 and on.speedup_vs_eager < 1, on.reason
     off = evaluate(ws, fast_config.model_copy(update={"guards": _guards(fresh_values=False)}))
-    assert off.reward >= 2, off.reason  # the hole the fresh values close
+    # the hole the fresh values close: without them the cache pays several times over. The
+    # point estimate, not the reward: on a loaded 2-core box the confidence bound may not clear.
+    assert off.correct and off.speedup_vs_eager > 2, off.reason
 
 
 ASYNC_THREAD = '''
