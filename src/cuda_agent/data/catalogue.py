@@ -25,6 +25,7 @@ from pydantic import BaseModel, Field
 
 from .ops import ArgChoice, Kind
 from ..isolation.paths import default_cache_dir
+from ..storage import atomic_write
 
 Library = Literal["torch", "transformers"]
 CATALOGUE_VERSION = 1
@@ -159,11 +160,7 @@ class Catalogue(BaseModel):
         }
 
     def save(self, path: str | Path) -> None:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(self.model_dump_json(indent=1))
-        tmp.replace(path)
+        atomic_write(path, self.model_dump_json(indent=1))
 
     @classmethod
     def load(cls, path: str | Path) -> "Catalogue":
@@ -346,49 +343,30 @@ def _probe_all(refs: list[OpRef], workers: int, op_timeout_s: float,
                progress: Callable[[int, int, OpSpec], None] | None) -> list[OpSpec]:
     """Probe `refs` on a few worker processes; results in the order of `refs`."""
     from ..backends import HOST_BACKEND
-    from .data_worker import DataWorker, WorkerDied, WorkerError
+    from .data_worker import DataWorker, WorkerDied, WorkerError, run_jobs
 
-    todo = list(enumerate(refs))
     results: dict[int, OpSpec] = {}
     lock = threading.Lock()
 
-    def run() -> None:
-        worker: DataWorker | None = None
+    def probe(_: int, worker: DataWorker, job: tuple[int, OpRef]) -> None:
+        i, ref = job
+        blank = OpSpec(name=ref.name, kind=ref.kind, library=ref.library)
         try:
-            while True:
-                with lock:
-                    if not todo:
-                        return
-                    i, ref = todo.pop(0)
-                if worker is None:
-                    worker = DataWorker(backend=HOST_BACKEND, threads=1)
-                blank = OpSpec(name=ref.name, kind=ref.kind, library=ref.library)
-                try:
-                    reply = worker.request({"op": "probe", "ref": ref.model_dump()}, timeout_s=op_timeout_s)
-                    spec = OpSpec.model_validate(reply["spec"])
-                except WorkerDied as exc:
-                    worker.close()
-                    worker = None
-                    spec = blank.rejected(f"worker died: {exc.reason}")
-                except WorkerError as exc:
-                    spec = blank.rejected(f"probe failed: {exc.message.splitlines()[-1][:200]}")
-                with lock:
-                    results[i] = spec
-                    if progress:
-                        progress(len(results), len(refs), spec)
-        finally:
-            if worker is not None:
-                worker.close()
+            reply = worker.request({"op": "probe", "ref": ref.model_dump()}, timeout_s=op_timeout_s)
+            spec = OpSpec.model_validate(reply["spec"])
+        except WorkerDied as exc:
+            spec = blank.rejected(f"worker died: {exc.reason}")
+        except WorkerError as exc:
+            spec = blank.rejected(f"probe failed: {exc.message.splitlines()[-1][:200]}")
+        with lock:
+            results[i] = spec
+            if progress:
+                progress(len(results), len(refs), spec)
 
-    threads = [threading.Thread(target=run, daemon=True) for _ in range(max(1, min(workers, len(refs))))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_jobs(enumerate(refs), min(workers, len(refs)), lambda _: DataWorker(HOST_BACKEND, threads=1), probe)
     return [results[i] for i in range(len(refs))]
 
 
 def _cache_path(cache_dir: str | Path | None, key: str) -> Path:
-
     root = Path(cache_dir) if cache_dir else default_cache_dir()
     return root / "data" / f"catalogue-{key}.json"

@@ -16,17 +16,19 @@ import json
 import os
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..backends import HOST_BACKEND
 from ..isolation.processes import PDEATHSIG_PREFIX, child_environment
 from ..isolation.worker import CHANNEL_FD, WorkerDied, WorkerProcess
 from ..isolation.sandbox import NAMESPACE_PREFIX, make_scratch, namespaces_available, scrubbed_environment
 
-__all__ = ["DataWorker", "WorkerDied", "WorkerError"]
-
+__all__ = ["DataWorker", "WorkerDied", "WorkerError", "run_jobs"]
+Job = TypeVar("Job")
 
 
 def _default_memory_limit() -> int:
@@ -59,6 +61,7 @@ class DataWorker(WorkerProcess):
         self.backend = backend
         self.max_requests = max_requests
         self.requests = 0
+        self.died = False
         env = child_environment()
         extra = dict(extra_env or {})
         if threads:
@@ -79,7 +82,11 @@ class DataWorker(WorkerProcess):
 
     def receive(self, timeout_s: float) -> dict[str, Any]:  # type: ignore[override]
         """The next reply; WorkerDied on timeout, crash or limit; WorkerError if it reported one."""
-        reply = self.receive_by(time.monotonic() + timeout_s, f"timed out after {timeout_s:.0f} s")
+        try:
+            reply = self.receive_by(time.monotonic() + timeout_s, f"timed out after {timeout_s:.0f} s")
+        except WorkerDied:
+            self.died = True
+            raise
         if reply.get("type") == "error":
             raise WorkerError(str(reply.get("stage", "worker")), str(reply.get("message", "")))
         return reply
@@ -91,10 +98,41 @@ class DataWorker(WorkerProcess):
 
     @property
     def worn_out(self) -> bool:
-        return self.requests >= self.max_requests or not self.alive()
+        return self.requests >= self.max_requests or self.died or not self.alive()
 
     def __enter__(self) -> "DataWorker":
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def run_jobs(jobs: Iterable[Job], slots: int, start: Callable[[int], DataWorker],
+             run: Callable[[int, DataWorker, Job], bool | None]) -> None:
+    """`run(slot, worker, job)` for every job, on `slots` threads with a worker each (`start(slot)`);
+    a worker worn out or dead is replaced before the next job. A slot stops when `run` says False."""
+    it, lock, end = iter(jobs), threading.Lock(), object()
+
+    def loop(slot: int) -> None:
+        worker: DataWorker | None = None
+        try:
+            while True:
+                with lock:
+                    job = next(it, end)
+                if job is end:
+                    return
+                if worker is None or worker.worn_out:
+                    if worker is not None:
+                        worker.close()
+                    worker = start(slot)
+                if run(slot, worker, job) is False:  # type: ignore[arg-type]
+                    return
+        finally:
+            if worker is not None:
+                worker.close()
+
+    threads = [threading.Thread(target=loop, args=(k,), daemon=True) for k in range(max(1, slots))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()

@@ -100,8 +100,3 @@ class DatasetStore:
         pq.write_table(table, tmp)
         os.replace(tmp, self.parquet_path)
         return self.parquet_path
-
-
-def read_records(path: str | Path) -> list[dict[str, Any]]:
-    """Every complete record of a JSONL file; [] if absent (see `cuda_agent.storage`)."""
-    return read_jsonl(path)
