@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import threading
+from array import array
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -30,7 +31,6 @@ from dataclasses import dataclass
 import numpy as np
 
 K = 3
-DEFAULT_THRESHOLD = 0.9
 _KEEP_NAMES = frozenset({"torch", "nn", "F", "math", "np", "numpy", "self", "Model", "forward", "__init__",
                          "get_inputs", "get_init_inputs", "super", "range", "len", "int", "float", "list",
                          "tuple", "dict", "min", "max", "sum", "abs"})
@@ -275,7 +275,7 @@ class SimilarityIndex:
 
     def __init__(self) -> None:
         self._vocab: dict[str, dict[str, int]] = {k: {} for k in self._KINDS}
-        self._postings: dict[str, list[_Posting]] = {k: [] for k in self._KINDS}
+        self._postings: dict[str, list[array[int]]] = {k: [] for k in self._KINDS}  # int32 ref ids
         self._sizes = np.zeros((0, 2), dtype=np.float64)
         self._count = 0
         self._lock = threading.Lock()
@@ -294,7 +294,7 @@ class SimilarityIndex:
                     fid = vocab.get(feature)
                     if fid is None:
                         fid = vocab[feature] = len(postings)
-                        postings.append(_Posting())
+                        postings.append(array("i"))
                     postings[fid].append(ref)
             if ref >= len(self._sizes):
                 grown = np.zeros((max(64, 2 * len(self._sizes)), 2))
@@ -319,8 +319,9 @@ class SimilarityIndex:
             for j, kind in enumerate(self._KINDS):
                 feats = getattr(fp, kind)
                 vocab, postings = self._vocab[kind], self._postings[kind]
-                lists = [postings[vocab[f]].view() for f in feats if f in vocab]
+                lists = [np.frombuffer(postings[vocab[f]], dtype=np.int32) for f in feats if f in vocab]
                 hits = np.bincount(np.concatenate(lists), minlength=n)[:n] if lists else np.zeros(n)
+                del lists  # a view pins its array (no append while one exists): drop them under the lock
                 total = len(feats) + self._sizes[:n, j]
                 dice = np.where(total > 0, 2 * hits / np.maximum(total, 1), 1.0)
                 score = dice if score is None else np.minimum(score, dice)
@@ -332,21 +333,3 @@ class SimilarityIndex:
         """`best` for each query."""
         return [self.best(i) for i in items]
 
-
-class _Posting:
-    """A growable int32 array of reference ids (amortised O(1) append, zero-copy view)."""
-
-    __slots__ = ("buf", "n")
-
-    def __init__(self) -> None:
-        self.buf = np.empty(4, dtype=np.int32)
-        self.n = 0
-
-    def append(self, ref: int) -> None:
-        if self.n == len(self.buf):
-            self.buf = np.concatenate([self.buf, np.empty(len(self.buf), dtype=np.int32)])
-        self.buf[self.n] = ref
-        self.n += 1
-
-    def view(self) -> np.ndarray:
-        return self.buf[:self.n]
