@@ -174,13 +174,12 @@ def render(real: Realized) -> str:
     inputs = [f"torch.{'rand' if plan.positive_input else 'randn'}({', '.join(dims)})"]
     body: list[str] = []
     imports: dict[str, None] = {}
-    in_shape = real.input_shape
 
     def shape_expr(shape: tuple[int, ...]) -> str:
         parts = [dims[0] if i == 0 and plan.rank > 1 and v == real.dim0 else repr(v) for i, v in enumerate(shape)]
         return ", ".join(parts)
 
-    for j, (step, inst) in enumerate(zip(plan.steps, real.steps)):
+    for step, inst in zip(plan.steps, real.steps):
         call_args: list[str] = []
         ctor_args: list[str] = []
         for choice in step.args:
@@ -221,8 +220,6 @@ def render(real: Realized) -> str:
             body.append(f"x = x.{step.op.rsplit('.', 1)[-1]}({', '.join(call_args)}){index}")
         else:
             body.append(f"x = {callee}({', '.join(['x', *call_args])}){index}")
-        in_shape = real.shapes[j]
-    del in_shape
     uses_f = any("F." in line for line in body)
     header = ["import torch", "import torch.nn as nn", *(["import torch.nn.functional as F"] if uses_f else []),
               *imports]

@@ -44,7 +44,6 @@ class WorkerError(Exception):
 
     def __init__(self, stage: str, message: str):
         super().__init__(f"{stage}: {message}")
-        self.stage = stage
         self.message = message
 
 
@@ -67,11 +66,9 @@ class DataWorker(WorkerProcess):
         if threads:
             extra.update({"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)})
         extra["CUDA_AGENT_DATA_ISOLATE"] = "1" if isolate else "0"
-        self.env_key = json.dumps([backend, isolate, sorted(extra.items())])
-        self.namespaces = isolate and namespaces_available()
         scratch = make_scratch(Path(tempfile.mkdtemp(prefix="cuda-agent-data-")))
         super().__init__(
-            [*PDEATHSIG_PREFIX, *(NAMESPACE_PREFIX if self.namespaces else ()),  # dies with us, on SIGKILL too
+            [*PDEATHSIG_PREFIX, *(NAMESPACE_PREFIX if isolate and namespaces_available() else ()),  # dies with us, on SIGKILL too
              sys.executable, "-m", "cuda_agent.data.worker", CHANNEL_FD, backend],
             env=scrubbed_environment(env, scratch, extra), scratch=scratch, log_prefix="cuda-agent-data-",
             memory_limit_bytes=int(memory_limit_gb * 2**30) if memory_limit_gb else _default_memory_limit(),

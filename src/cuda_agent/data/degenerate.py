@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .canonical import canonical_name
+from .ops import tensors
 
 # Operators whose repetition is degenerate: idempotent (relu, abs, sort, norms) or collapsing
 # (softmax of probabilities is nearly uniform).
@@ -68,13 +69,6 @@ def trace_forward(model: Any, inputs: list[Any]) -> list[Step]:
     steps: list[Step] = []
     producer: dict[int, int] = {}
     keep: list[Any] = []  # hold every traced tensor so ids are not reused during the call
-
-    def tensors(obj: Any) -> list[Any]:
-        if isinstance(obj, torch.Tensor):
-            return [obj]
-        if isinstance(obj, (list, tuple)):
-            return [t for o in obj for t in tensors(o)]
-        return []
 
     class Recorder(TorchFunctionMode):
         def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..storage import read_jsonl
+from ..tasks.loaders import parse_ops
 
 
 def synth_report(run_dir: str | Path) -> Path:
@@ -20,8 +21,8 @@ def synth_report(run_dir: str | Path) -> Path:
     candidates = read_jsonl(root / "candidates.jsonl")
     tasks = read_jsonl(root / "tasks.jsonl")
     summary = json.loads((root / "summary.json").read_text()) if (root / "summary.json").is_file() else {}
-    ops = Counter(op for t in tasks for op in _ops(t["ops"]))
-    sizes = Counter(len(_ops(t["ops"])) for t in tasks)
+    ops = Counter(op for t in tasks for op in parse_ops(t["ops"]))
+    sizes = Counter(len(parse_ops(t["ops"])) for t in tasks)
     sources = Counter(t["data_source"].split("#")[0] for t in tasks)
     reasons = Counter(c["reason"] for c in candidates if c["status"] != "accepted")
     runtimes = [t["runtime_ms"] for t in tasks if t.get("runtime_ms")]
@@ -118,9 +119,3 @@ def _plots(folder: Path, ops: Counter[str], sizes: Counter[int], reasons: Counte
         plt.close(fig)
         made.append(folder / "runtime.png")
     return made
-
-
-def _ops(value: Any) -> list[str]:
-    from ..tasks.loaders import parse_ops
-
-    return parse_ops(value)

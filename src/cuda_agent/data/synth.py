@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from . import device_lock
 from .canonical import canonical_form
 from .catalogue import Catalogue, build_catalogue
 from .config import FilterConfig, SynthConfig
@@ -102,7 +103,7 @@ def _synthesize(out_dir: str | Path, config: SynthConfig, *, catalogue: Catalogu
     lock = threading.Lock()
     deadline = time.time() + config.time_budget_s if config.time_budget_s else None
     t_start = time.time()
-    prior_elapsed = _prior_elapsed(store)
+    prior_elapsed = max((float(c.get("elapsed_s", 0.0)) for c in store.candidates), default=0.0)
 
     def indices() -> Iterator[int]:  # run_jobs draws them one at a time
         i = 0
@@ -286,14 +287,8 @@ def filters_by_device(filters: FilterConfig, workers: int, devices: list[int] | 
     for device in (devices or [None]):
         sharing = sum(1 for k in range(workers) if device_of(k, devices) == device)
         path = lock if device is None else lock.with_name(f"{lock.name}.{device}")
-        out[device] = with_timing_lock(filters, path) if sharing > 1 else filters
+        out[device] = filters.model_copy(update={"gpu_lock": device_lock.create(path)}) if sharing > 1 else filters
     return out
-
-
-def with_timing_lock(filters: FilterConfig, path: Path) -> FilterConfig:
-    from . import device_lock
-
-    return filters.model_copy(update={"gpu_lock": device_lock.create(path)})
 
 
 def _task_row(name: str, index: int, plan: Plan, code: str, check: TaskCheck, config: SynthConfig, backend: str,
@@ -312,7 +307,3 @@ def _task_row(name: str, index: int, plan: Plan, code: str, check: TaskCheck, co
         "canonical_ops": json.dumps(extra.get("canonical_ops")), "first_call_ms": check.first_call_ms,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
-
-
-def _prior_elapsed(store: DatasetStore) -> float:
-    return max((float(c.get("elapsed_s", 0.0)) for c in store.candidates), default=0.0)

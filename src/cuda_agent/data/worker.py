@@ -65,8 +65,6 @@ def _handle(request: dict[str, Any], backend_name: str) -> Any:
         from .synth_worker import check_source
 
         yield {"type": "result", "check": check_source(request, backend_name).model_dump(mode="json")}
-    elif op == "ping":
-        yield {"type": "pong"}
     else:
         yield {"type": "error", "stage": "worker", "message": f"unknown request {op!r}"}
 
