@@ -1,11 +1,7 @@
 """`audit()`: re-run every filter on an existing data set and say what fails and why.
 
-Why: an independent audit of the released Ops-6K kept only 66% of its rows (runtime failures,
-duplicates, unused state, fixed inputs). The audit loads any task source the loaders accept
-(a parquet/JSONL table, a directory, a HF id), screens near-duplicates inside the set and
-similarity to evaluation sets, then runs the execution filters on this machine with
-`early_exit` off, so each row lists every check it fails. Results are appended per row to a
-JSONL file; re-running with the same file skips rows already audited.
+Why: an independent audit of the released Ops-6K kept only 66% of its rows. Every row lists
+every check it fails (early exit off); rows are appended to a JSONL file, and a rerun resumes.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """The operator catalogue: every public torch (and transformers) operator, with what probing
-found out about it.
-
-`crawl()` lists candidates from the installed libraries: `torch.nn` modules, `torch.nn.functional`,
-`torch`, `torch.special`, `torch.linalg`, `torch.fft`, `Tensor` methods without a `torch.`
-twin, and, when `transformers` is installed, its activation classes and the norm layers its
-models define. `build_catalogue()` probes each one in an isolated worker (`probe.py`) and
-caches the result per library version, so later runs load it in milliseconds.
+found out about it. `crawl()` lists the candidates, `build_catalogue()` probes each in an
+isolated worker (`probe.py`) and caches the result per library version.
 """
 
 from __future__ import annotations
@@ -179,10 +174,8 @@ class OpRef(BaseModel):
 
 
 def crawl(include_transformers: bool | None = None, transformers_norm_limit: int = 24) -> list[OpRef]:
-    """Candidate operators from the installed libraries, in a stable order, each object once.
-
-    `include_transformers=None` includes them when the package is importable.
-    """
+    """Candidate operators from the installed libraries, in a stable order, each object once;
+    transformers' when `include_transformers`, or when it is importable if None."""
     import torch
     import torch.nn.functional as F
     from torch.nn.modules.lazy import LazyModuleMixin
@@ -238,11 +231,8 @@ _NORM_CLASS = re.compile(r"^class (\w+(?:RMSNorm|LayerNorm))\(nn\.Module\):", re
 
 
 def _transformers_refs(required: bool, norm_limit: int) -> list[OpRef]:
-    """transformers' activation classes, and norm layers defined in its model files.
-
-    Norm classes are found by reading the modeling sources (importing hundreds of model
-    modules would take minutes); copies with identical bodies count once.
-    """
+    """transformers' activation classes, and norm layers defined in its model files: found by
+    reading the sources (importing hundreds of model modules takes minutes), identical bodies once."""
     try:
         import transformers
         import transformers.activations as acts
@@ -309,13 +299,9 @@ def build_catalogue(*, include_transformers: bool | None = None, cache_dir: str 
                     refresh: bool = False, op_timeout_s: float = 10.0, workers: int | None = None,
                     progress: Callable[[int, int, OpSpec], None] | None = None,
                     only: Iterable[str] | None = None) -> Catalogue:
-    """Crawl and probe every operator (cached per versions; `refresh` re-probes).
-
-    Probing runs in `workers` isolated processes (default: one per core, at most 4); an
-    operator that hangs or crashes its worker is rejected with that reason and the worker is
-    replaced. `only` restricts probing to the named operators (tests, debugging); such a
-    catalogue is not cached.
-    """
+    """Crawl and probe every operator (cached per versions; `refresh` re-probes) in `workers`
+    isolated processes (default: one per core, at most 4); an operator that kills its worker is
+    rejected with that reason. `only` probes just the named operators, and is not cached."""
     import torch
 
     key = catalogue_key(include_transformers)

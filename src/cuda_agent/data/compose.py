@@ -1,9 +1,6 @@
-"""Turn a plan into a task: run its operators on a real input (shapes propagate and are checked
-by running), size the input so the eager runtime lands in the window, and render readable
-KernelBench-format source (class Model, get_inputs, get_init_inputs).
-
-Runs inside the data worker. Every size and argument in the rendered code is the value the
-operators were actually run with.
+"""Turn a plan into a task: run its operators on a real input (shapes are checked by running),
+size the input so the eager runtime lands in the window, and render KernelBench-format source
+in which every size and argument is the value the operators actually ran with.
 """
 
 from __future__ import annotations
@@ -107,14 +104,10 @@ def size_plan(plan: Plan, device: Any, time_ms: Callable[[Realized], float], win
               cap_bytes: int, max_steps: int,
               device_work: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
               ) -> tuple[Realized, float]:
-    """Grow the first axis (powers of two) until the eager runtime reaches the plan's target.
-
-    Runtime is flat while launch-bound and linear once the device is busy, so each step grows
-    by the measured shortfall, at least ×2 and at most ×16; a size whose tensors would pass the
-    memory cap is never run. `device_work` wraps the building of each size (its parameters are
-    made on the device), so a worker sharing the device can hold it off a timer. Returns the tried size closest (in log time) to the target within
-    the window, or the last one tried (the runtime filter then rejects it, with its reason).
-    """
+    """Grow the first axis until the eager runtime reaches the plan's target: by the measured
+    shortfall (runtime is flat while launch-bound, then linear), ×2 to ×16 a step, never past the
+    memory cap. `device_work` wraps building each size, so a worker sharing the device can hold it
+    off a timer. Returns the size closest (in log time) to the target in the window, else the last."""
     lo, hi = window
     dim0 = 1 if plan.rank > 1 else RANK1_START
     tried: list[tuple[float, Realized]] = []

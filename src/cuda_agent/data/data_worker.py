@@ -1,13 +1,8 @@
 """Parent side of the data worker: a subprocess that runs generated or third-party task code.
 
-Task code is untrusted (an LLM may have written it; an audited data set may come from anywhere),
-so it never runs in the caller's process. Each worker is started the way the evaluation
-environment starts its own (`isolation/sandbox.py`): a scrubbed environment and private scratch
-directory, its own process group, new network and PID namespaces where the OS allows, a
-resident-memory watchdog and a deadline per request; a kill takes the whole group. Replies come
-over the evaluation channel (`isolation/channel.py`): JSON frames on a private pipe, decoded
-without executing anything. A worker serves many requests (torch import and device start-up are
-paid once) and is replaced after a crash, a timeout or `max_requests`.
+Task code is untrusted, so it never runs in the caller's process: the worker is sandboxed and
+watched like the evaluation's own children (`isolation/worker.py`), serves many requests (torch
+and the device start once) and is replaced after a crash, a timeout or `max_requests`.
 """
 
 from __future__ import annotations
@@ -49,11 +44,7 @@ class WorkerError(Exception):
 
 class DataWorker(WorkerProcess):
     """One data worker process; `request` sends a JSON request and waits for its reply.
-
-    `isolation.worker.WorkerProcess` supplies talking, watching (memory), killing (the group
-    and any escaped daemon), death reasons and clean-up; only the start differs: another
-    module, a thread count, and the isolation switch.
-    """
+    `WorkerProcess` does the rest; only the start differs (module, thread count, isolation)."""
 
     def __init__(self, backend: str = HOST_BACKEND, *, isolate: bool = True, memory_limit_gb: float | None = None,
                  threads: int | None = None, max_requests: int = 500, extra_env: dict[str, str] | None = None):
@@ -68,7 +59,8 @@ class DataWorker(WorkerProcess):
         extra["CUDA_AGENT_DATA_ISOLATE"] = "1" if isolate else "0"
         scratch = make_scratch(Path(tempfile.mkdtemp(prefix="cuda-agent-data-")))
         super().__init__(
-            [*PDEATHSIG_PREFIX, *(NAMESPACE_PREFIX if isolate and namespaces_available() else ()),  # dies with us, on SIGKILL too
+            [*PDEATHSIG_PREFIX,  # dies with us, on SIGKILL too
+             *(NAMESPACE_PREFIX if isolate and namespaces_available() else ()),
              sys.executable, "-m", "cuda_agent.data.worker", CHANNEL_FD, backend],
             env=scrubbed_environment(env, scratch, extra), scratch=scratch, log_prefix="cuda-agent-data-",
             memory_limit_bytes=int(memory_limit_gb * 2**30) if memory_limit_gb else _default_memory_limit(),

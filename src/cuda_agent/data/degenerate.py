@@ -1,27 +1,8 @@
 """Degenerate work: tasks that run, are finite and depend on their input, yet teach nothing.
 
 Why a trace: the same degenerate chain has many spellings (`nn.Softmax()` then
-`torch.special.softmax`), so the checks look at what forward actually calls. A
-`TorchFunctionMode` records every top-level torch call of one forward (nested calls inside a
-call are not seen, module internals are seen as their functional call), each under its
-canonical name (canonical.py), with where its tensor inputs came from. Layout calls pass their
-producer through. On that trace:
-
-  redundant_op       an operator applied straight to its own output when that is degenerate
-                     (softmax twice, relu twice, a norm twice), or a step whose output equals
-                     its input (relu after sigmoid, attention of a tensor with itself that
-                     returns it)
-  self_attention     attention whose query and key are one 2-D tensor (the batch axis
-                     attends to itself)
-  random_target      a loss whose target is outside the loss's domain (MultiLabelSoftMarginLoss
-                     on randn targets; regression losses take any target)
-  overflow           an intermediate holds Inf/NaN or values past 1e30 that later ops hide
-  degenerate_domain  a step whose gain (output spread / input spread) is under 1% of its gain
-                     on a standard normal input of the same shape: the op sees a domain where
-                     it is flat (sinc of values in the hundreds, exp of very negative values)
-  near_constant      the output is constant to 1e-3 of its magnitude, or a constant tensor
-                     matches every output element within the check's atol/rtol (a kernel
-                     returning that constant would pass)
+`torch.special.softmax`), so the checks look at what forward actually calls, each call under its
+canonical name (canonical.py). docs/data.md lists the reasons and their rules.
 """
 
 from __future__ import annotations

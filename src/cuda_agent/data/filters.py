@@ -1,10 +1,7 @@
 """The execution filters of SPEC §3, run on one task's source inside the data worker.
 
-Each check returns a `FilterResult`; a failure carries a short reason code (the `Reason`
-constants, used in stats and audits) and a readable detail. The order runs cheap checks first,
-so synthesis (early exit) spends timing and torch.compile only on tasks that are otherwise
-good. Conventions follow the evaluation worker: weights made under `seed`, inputs made on the
-device under their own seed, the model in eval mode, no autograd.
+Each failure carries a `Reason` code and a readable detail. Cheap checks run first, so synthesis
+(early exit) spends timing and torch.compile only on tasks that are otherwise good.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """The one curated table: how to fill an argument the probe cannot guess, keyed by its name.
 
-Why a table at all: a signature says an argument is required, not what a sensible value is.
-`in_features` must equal the input's last size, `kernel_size` wants a small odd number,
-`other` wants a second tensor. These conventions are shared by hundreds of operators, so the
-table is keyed by argument *name*, never by operator: no operator is listed here, and which
-operators a hint fits is decided by probing (a hint that does not fit simply fails there).
-Each name maps to candidates tried in order; the probe records which one worked.
+Why by name: a signature says an argument is required, not what a sensible value is, and such
+conventions (`in_features` = the input's last size) are shared by hundreds of operators. Which
+operators a hint fits is decided by probing; no operator is listed here.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """Plans: which operators a task composes, in which order, on an input of which rank.
 
-Sampling needs no execution: the catalogue already says, per operator and input rank, how to
-fill its arguments and what rank comes out, so a plan is a walk through those facts. Candidate
-`i` of a run with seed `s` is sampled from its own generator seeded by ("s:i"), so a plan never
-depends on what other candidates did, on worker count or on scheduling: resuming or adding
-workers reproduces the same plans.
+Candidate `i` of a run with seed `s` is sampled from its own generator seeded by "s:i", so a
+plan never depends on other candidates, worker count or scheduling: a resumed run replays it.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """Discover, by running it on small tensors, what an operator accepts and how it behaves.
 
-Runs inside the data worker (never in the caller's process): probing calls hundreds of
-operators with guessed arguments, and a few of them crash, hang or touch global state.
-For each input rank 1-5 the probe tries the argument fillings `hints` offers until one works,
-then measures the operator's behaviour with that filling: output rank and dtype, whether it
-needs positive inputs, whether it is elementwise, stochastic, nondeterministic, an identity,
-constant or blind to its input. Nothing here names an operator.
+Runs inside the data worker: probing calls hundreds of operators with guessed arguments, and a
+few crash, hang or touch global state. Nothing here names an operator.
 """
 
 from __future__ import annotations

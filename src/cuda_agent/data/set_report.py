@@ -1,9 +1,6 @@
-"""`dataset_report()`: what a generated (or any) task set contains, read as a lab would before
-training on it: operator, size and composition distributions beside what SPEC §3 says of
-CUDA-Agent-Ops-6K, the nearest evaluation task of every row (canonical form, canonical.py),
-the audit's verdicts when given, and a sample of rows a person can read.
-
-Static except for the audit file it may be given: nothing here runs task code.
+"""`dataset_report()`: what a task set contains, read as a lab would before training on it:
+distributions beside SPEC §3's Ops-6K, each row's nearest evaluation task, the audit's verdicts
+when given, and a readable sample. Nothing here runs task code.
 """
 
 from __future__ import annotations

@@ -1,22 +1,9 @@
 """AST similarity between task files: the contamination and near-duplicate screen.
 
-Why this measure (docs/data.md gives the full definition): two task files are "the same task"
-when they compute the same thing with the same structure, whatever their names, sizes,
-comments and formatting. So each file is reduced to two fingerprints of its normalised AST:
-
-- structure: the multiset of k-grams (k = 3) of node labels in pre-order, after removing
-  imports, docstrings, annotations, module-level constants and `super().__init__()`, with
-  local names and `self.` attributes renamed by first appearance and every number replaced
-  by one token;
-- operators: the multiset of operator names the code calls or applies (`relu`, `conv2d`,
-  `add`), lower-cased, namespace dropped (`torch.relu`, `F.relu` and `nn.ReLU` agree).
-
-Each similarity is a Dice coefficient, 2|A ∩ B| / (|A| + |B|) on multisets, and the score is
-the smaller of the two: a near-copy must both look the same and call the same operators, so
-`relu(x)` and `sigmoid(x)` (same shape, other operator) do not collide while a renamed,
-resized copy scores 1.0. Multisets become sets by numbering repeats ("x#0", "x#1"), which
-turns every intersection into a count of shared feature ids: an inverted index answers a query
-against thousands of references in milliseconds (bench/data_similarity.py).
+Why: two files are "the same task" when they compute the same thing with the same structure,
+whatever their names, sizes and formatting. The score is the smaller of two multiset Dice
+coefficients, over k-grams of the normalised AST and over the operators called, so a near-copy
+must both look the same and call the same operators (docs/data.md gives the definition).
 """
 
 from __future__ import annotations
@@ -264,12 +251,8 @@ class Match:
 
 class SimilarityIndex:
     """Fingerprints of reference tasks in an inverted index (feature -> references holding it).
-
-    A query gathers the posting lists of its features and counts hits per reference
-    (`numpy.bincount`), so its cost is the total length of those lists: no dense vectors over
-    the vocabulary, no pairwise loop. `add` is O(features). Thread-safe: synthesis workers
-    query and add from several threads.
-    """
+    A query counts hits per reference over its features' posting lists (`numpy.bincount`): no
+    pairwise loop. Thread-safe: synthesis workers query and add from several threads."""
 
     _KINDS = ("structure", "operators")
 

@@ -1,12 +1,8 @@
 """`synthesize()`: generate an Ops-6K-style data set, resumably, with every reject explained.
 
-Per candidate index i (plans are a pure function of seed and i, see plan.py):
-  plan -> worker composes it at the smallest size and returns the code
-       -> parent screens AST similarity (evaluation sets, tasks accepted so far)
-       -> worker sizes the input to the runtime window and runs the execution filters
-       -> parent re-checks near-duplicates against tasks accepted meanwhile, then records it.
-Several workers run candidates at once; timing is serialised across them by a lock file so
-concurrent work does not distort the runtime window.
+Candidate i: plan (a pure function of seed and i) -> the worker composes it small -> the parent
+screens similarity -> the worker sizes it and runs the filters -> the parent re-checks
+near-duplicates against tasks accepted meanwhile and records it (docs/data.md, Pipeline).
 """
 
 from __future__ import annotations
@@ -65,11 +61,9 @@ class SynthStats:
 
 def synthesize(out_dir: str | Path, config: SynthConfig, *, catalogue: Catalogue | None = None,
                progress: ProgressFn | None = None, policy: Any = None) -> SynthStats:
-    """Generate tasks into `out_dir` until `config.count` are accepted (or a limit is hit).
-
-    Resumes a run already in `out_dir` (same settings required). `policy` is needed only for
-    `generator="llm"` (see llm.py). The run holds `out_dir/.lock`: a second run there is refused.
-    """
+    """Generate tasks into `out_dir` until `config.count` are accepted (or a limit is hit),
+    resuming a run already there (same settings); holds `out_dir/.lock` against a second run.
+    `policy` is needed only for `generator="llm"` (see llm.py)."""
     from ..isolation.processes import RunLock
 
     with RunLock(out_dir, "data run"):

@@ -1,13 +1,6 @@
 """The data worker (`python -m cuda_agent.data.worker FD BACKEND`): runs task code for the
-catalogue probe, composition and the filters, one JSON request per stdin line, replies framed
-on the private pipe FD. See data_worker.py for the parent side and the isolation it provides.
-
-Requests:
-  {"op": "probe", "ref": OpRef}                 -> {"type": "result", "spec": OpSpec}
-  {"op": "synth", "plan": Plan, "config": ...}  -> {"type": "code", ...}, then waits for a
-        "proceed" / "stop" line (the parent screens the code's similarity meanwhile)
-                                                -> {"type": "result", "check": TaskCheck}
-  {"op": "check", "source": str, "config": ...} -> {"type": "result", "check": TaskCheck}
+probe, composition and the filters, one JSON request per stdin line ("probe", "synth", "check"),
+replies framed on the private pipe FD. data_worker.py is the parent side.
 """
 
 from __future__ import annotations
