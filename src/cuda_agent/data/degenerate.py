@@ -68,7 +68,8 @@ def trace_forward(model: Any, inputs: list[Any]) -> list[Step]:
                 return out
             step = Step(op=name, main_parent=first_in)
             if name in ATTENTION:
-                q, k = _qk(args, kwargs)
+                q = kwargs.get("query", args[0] if len(args) > 0 else None)
+                k = kwargs.get("key", args[1] if len(args) > 1 else None)
                 step.same_qk_2d = q is not None and k is not None and (q is k or _same_tensor(q, k)) and q.dim() == 2
             try:
                 step.finding = _judge_step(name, func, args, kwargs, ins, outs[0], steps, step)
@@ -182,12 +183,6 @@ def _spread(t: Any) -> float:
     q = torch.quantile(x, torch.tensor([0.25, 0.75], dtype=x.dtype, device=x.device))
     iqr = float(q[1] - q[0])
     return iqr / 1.349 if iqr > 0 else float(x.std())
-
-
-def _qk(args: Any, kwargs: dict[str, Any]) -> tuple[Any, Any]:
-    q = kwargs.get("query", args[0] if len(args) > 0 else None)
-    k = kwargs.get("key", args[1] if len(args) > 1 else None)
-    return q, k
 
 
 def _same_tensor(a: Any, b: Any) -> bool:

@@ -10,7 +10,7 @@ import random
 
 from pydantic import BaseModel, Field
 
-from .catalogue import Catalogue, OpSpec, RankVariant
+from .catalogue import Catalogue, OpSpec
 from .config import ComposeConfig
 from .hints import SIZE_MENU
 from .ops import ArgChoice, Kind
@@ -64,6 +64,7 @@ class Planner:
         self.ops = [o for o in catalogue.usable() if include_tf is not False or o.library != "transformers"]
         if not self.ops:
             raise PlanError("the catalogue has no usable operators")
+        self._by_name = {o.name: o for o in self.ops}
         self._by_rank: dict[int, list[OpSpec]] = {
             r: [o for o in self.ops if o.variant(r) is not None] for r in range(1, 6)}
 
@@ -74,7 +75,8 @@ class Planner:
         for _ in range(PLAN_ATTEMPTS):
             steps = self._walk(rng, k)
             if steps:
-                first = self._variant(steps[0])
+                first = self._by_name[steps[0].op].variant(steps[0].rank)
+                assert first is not None
                 rank = steps[0].rank
                 lo, hi = self.window_ms
                 target = _log_uniform(rng, max(lo * 2, lo + 1e-3), max(hi / 2, lo * 2))
@@ -120,14 +122,6 @@ class Planner:
         categories = sorted({o.category for o in pool})
         cat = rng.choices(categories, weights=[weights.get(c, 0.5) for c in categories])[0]
         return rng.choice([o for o in pool if o.category == cat])
-
-    def _variant(self, step: PlanStep) -> RankVariant:
-        for op in self.ops:
-            if op.name == step.op:
-                v = op.variant(step.rank)
-                assert v is not None
-                return v
-        raise KeyError(step.op)
 
 
 def _same_op(a: str, b: str) -> bool:

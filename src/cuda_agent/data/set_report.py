@@ -6,6 +6,7 @@ when given, and a readable sample. Nothing here runs task code.
 from __future__ import annotations
 
 import json
+import math
 import random
 import statistics
 from collections import Counter
@@ -185,13 +186,7 @@ def _shapes(shapes: Any) -> str:
 
 
 def _numel(shapes: list[list[int]]) -> int:
-    total = 0
-    for s in shapes:
-        k = 1
-        for d in s:
-            k *= int(d)
-        total += k
-    return total
+    return sum(math.prod(int(d) for d in s) for s in shapes)
 
 
 def _q(values: list[float], q: float) -> float:

@@ -94,7 +94,6 @@ def _strip(tree: ast.Module) -> ast.Module:
             node.body = [s for s in node.body if not _is_docstring(s) and not _is_super_init(s)] or [ast.Pass()]
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             node.body = _inline(node.body)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             node.returns = None
             node.decorator_list = []
             for arg in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs):
@@ -211,21 +210,16 @@ def _walk(node: ast.AST, labels: list[str], operators: list[str]) -> None:
         _walk(child, labels, operators)
 
 
+_LABELLED = {ast.Name: "id", ast.Attribute: "attr", ast.keyword: "arg", ast.FunctionDef: "name",
+             ast.ClassDef: "name", ast.arg: "arg"}  # node type -> the field its label carries
+
+
 def _label(node: ast.AST) -> str:
     kind = type(node).__name__
-    if isinstance(node, ast.Name):
-        return f"{kind}:{node.id}"
-    if isinstance(node, ast.Attribute):
-        return f"{kind}:{node.attr}"
     if isinstance(node, ast.Constant):
         return f"{kind}:{node.value!r}"[:60]
-    if isinstance(node, ast.keyword):
-        return f"{kind}:{node.arg}"
-    if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-        return f"{kind}:{node.name}"
-    if isinstance(node, ast.arg):
-        return f"{kind}:{node.arg}"
-    return kind
+    field = _LABELLED.get(type(node))
+    return f"{kind}:{getattr(node, field)}" if field else kind
 
 
 def _callee(func: ast.expr) -> str | None:
