@@ -305,7 +305,7 @@ def build_catalogue(*, include_transformers: bool | None = None, cache_dir: str 
     import torch
 
     key = catalogue_key(include_transformers)
-    path = _cache_path(cache_dir, key)
+    path = Path(cache_dir or default_cache_dir()) / "data" / f"catalogue-{key}.json"
     if only is None and not refresh and path.is_file():
         try:
             return Catalogue.load(path)
@@ -351,8 +351,3 @@ def _probe_all(refs: list[OpRef], workers: int, op_timeout_s: float,
 
     run_jobs(enumerate(refs), min(workers, len(refs)), lambda _: DataWorker(HOST_BACKEND, threads=1), probe)
     return [results[i] for i in range(len(refs))]
-
-
-def _cache_path(cache_dir: str | Path | None, key: str) -> Path:
-    root = Path(cache_dir) if cache_dir else default_cache_dir()
-    return root / "data" / f"catalogue-{key}.json"

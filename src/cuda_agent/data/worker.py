@@ -53,17 +53,13 @@ def _handle(request: dict[str, Any], backend_name: str) -> Any:
     elif op == "synth":
         from .synth_worker import synth_candidate
 
-        yield from synth_candidate(request, backend_name, _wait_line)
+        yield from synth_candidate(request, backend_name, lambda: sys.stdin.readline().strip())
     elif op == "check":
         from .synth_worker import check_source
 
         yield {"type": "result", "check": check_source(request, backend_name).model_dump(mode="json")}
     else:
         yield {"type": "error", "stage": "worker", "message": f"unknown request {op!r}"}
-
-
-def _wait_line() -> str:
-    return sys.stdin.readline().strip()
 
 
 def _isolate() -> None:
