@@ -11,7 +11,7 @@ import pytest
 
 from cuda_agent.data.canonical import (EVAL_COMPOSITION, SAME_OPS, SAME_PRIMITIVES, ContaminationIndex,
                                        canonical_name, op_form)
-from cuda_agent.data.synth import EvalSet
+from cuda_agent.data.screen import EvalSet
 
 HEAD = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
 TAIL = "\nbatch_size = {b}\ndim = {d}\n\ndef get_inputs():\n    return [torch.rand(batch_size, dim)]\n\n" \

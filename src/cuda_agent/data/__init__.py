@@ -7,6 +7,7 @@ filters     the execution checks of SPEC §3, each reject with a reason code
 similarity  the AST similarity screen (contamination, near-duplicates)
 canonical   the canonical operator form: semantic contamination and de-duplication
 degenerate  degenerate-work checks on a trace of forward (redundant ops, random targets ...)
+screen      the similarity screen: evaluation sets, near-duplicates of the tasks kept so far
 synth       the resumable generation loop; store writes parquet + JSONL
 audit       re-run every filter on an existing data set
 report      Markdown stats with plots; set_report: a data set beside Ops-6K, with a readable sample

@@ -1,16 +1,11 @@
 """`audit()`: re-run every filter on an existing data set and say what fails and why.
 
-Why: an independent audit of the released Ops-6K kept only 66% of its rows (runtime failures,
-duplicates, unused state, fixed inputs). The audit loads any task source the loaders accept
-(a parquet/JSONL table, a directory, a HF id), screens near-duplicates inside the set and
-similarity to evaluation sets, then runs the execution filters on this machine with
-`early_exit` off, so each row lists every check it fails. Results are appended per row to a
-JSONL file; re-running with the same file skips rows already audited.
+Why: an independent audit of the released Ops-6K kept only 66% of its rows. Every row lists
+every check it fails (early exit off); rows are appended to a JSONL file, and a rerun resumes.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections import Counter
@@ -21,9 +16,8 @@ from typing import Any
 
 from .config import FilterConfig
 from .filters import Reason, TaskCheck
-from .similarity import SimilarityError, SimilarityIndex, fingerprint
-from ..storage import JsonlWriter
-from .store import read_records
+from .similarity import SimilarityError, fingerprint
+from ..storage import JsonlWriter, read_jsonl
 
 
 @dataclass
@@ -58,10 +52,11 @@ def audit(dataset: str | Path, out: str | Path, *, backend: str | None = None, f
     tasks = list(loaded)[:limit] if limit else list(loaded)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    from .synth import device_env, device_of, filters_by_device
+    from .data_worker import run_jobs
+    from .synth import device_of, failed_check, filters_by_device, start_worker
 
     by_device = filters_by_device(cfg, workers, devices, out.with_suffix(".timing.lock"))
-    done = {r["name"]: r for r in read_records(out)}  # a torn line: that row is audited again
+    done = {r["name"]: r for r in read_jsonl(out)}  # a torn line: that row is audited again
     rows: dict[str, dict[str, Any]] = {}
     for err in loaded.rejected:  # rows the loaders could not even read
         rows[err.origin] = {"name": err.origin, "origin": err.origin, "ok": False,
@@ -69,7 +64,6 @@ def audit(dataset: str | Path, out: str | Path, *, backend: str | None = None, f
     nearest: dict[str, dict[str, Any]] = {}
     screens = _screen(tasks, eval_sets or [], similarity_threshold, nearest)
     lock = threading.Lock()
-    todo = [t for t in tasks if t.name not in done]
     summary = AuditSummary(out=str(out))
     writer = JsonlWriter(out)  # one writer: a torn last line from a killed audit is cut before it appends
     for name, row in list(rows.items()):
@@ -85,44 +79,19 @@ def audit(dataset: str | Path, out: str | Path, *, backend: str | None = None, f
             if progress:
                 progress(len(done), total, row)
 
-    def run(slot: int) -> None:
-        from .data_worker import DataWorker, WorkerDied, WorkerError
+    def check(slot: int, worker: Any, task: Any) -> None:
+        from .data_worker import WorkerDied, WorkerError
 
-        device = device_of(slot, devices)
-        cfg = by_device[device]
-        worker: DataWorker | None = None
-        threads = max(1, (os.cpu_count() or 1) // workers)
+        filters = by_device[device_of(slot, devices)].model_dump(mode="json")
         try:
-            while True:
-                with lock:
-                    if not todo:
-                        return
-                    task = todo.pop(0)
-                if worker is None or worker.worn_out:
-                    if worker is not None:
-                        worker.close()
-                    worker = DataWorker(backend, threads=threads, extra_env=device_env(device))
-                try:
-                    reply = worker.request({"op": "check", "source": task.source, "filters": cfg.model_dump(mode="json")},
-                                           timeout_s)
-                    check = TaskCheck.model_validate(reply["check"])
-                except WorkerDied as exc:
-                    worker.close()
-                    worker = None
-                    reason = Reason.TIMEOUT if "timed out" in exc.reason else Reason.CRASHED
-                    check = TaskCheck(ok=False, reason=reason, detail=exc.reason)
-                except WorkerError as exc:
-                    check = TaskCheck(ok=False, reason=Reason.RUNTIME_ERROR, detail=exc.message)
-                record(_row(task, check, screens.get(task.name, []), nearest.get(task.name, {})))
-        finally:
-            if worker is not None:
-                worker.close()
+            reply = worker.request({"op": "check", "source": task.source, "filters": filters}, timeout_s)
+            result = TaskCheck.model_validate(reply["check"])
+        except (WorkerDied, WorkerError) as exc:
+            result = failed_check(exc)
+        record(_row(task, result, screens.get(task.name, []), nearest.get(task.name, {})))
 
-    threads_ = [threading.Thread(target=run, args=(k,), daemon=True) for k in range(max(1, workers))]
-    for t in threads_:
-        t.start()
-    for t in threads_:
-        t.join()
+    todo = [t for t in tasks if t.name not in done]
+    run_jobs(todo, workers, lambda slot: start_worker(backend, workers, device_of(slot, devices)), check)
     writer.close()
     for row in done.values():
         summary.rows += 1
@@ -136,50 +105,39 @@ def audit(dataset: str | Path, out: str | Path, *, backend: str | None = None, f
 
 
 def _screen(tasks: list[Any], eval_sets: list[str], threshold: float,
-            nearest: dict[str, dict[str, Any]] | None = None) -> dict[str, list[dict[str, str]]]:
+            nearest: dict[str, dict[str, Any]]) -> dict[str, list[dict[str, str]]]:
     """Similarity failures per task: near-duplicates of an earlier row (AST, or the same canonical
     operator sequence), near-copies of / equivalents to eval tasks; `nearest` gets each row's
     nearest evaluation task."""
-    from .canonical import OpSequences, canonical_form
-    from .synth import EvalSet
+    from .canonical import canonical_form
+    from .screen import EvalSet, Kept
 
     found: dict[str, list[dict[str, str]]] = {}
     evals = EvalSet(eval_sets) if eval_sets else None
-    seen = SimilarityIndex()
-    seen_names: list[str] = []
-    seen_ops = OpSequences()
+    kept = Kept()
+
+    def fail(task: Any, check: str, reason: str, detail: str) -> None:
+        found.setdefault(task.name, []).append({"filter": check, "reason": reason, "detail": detail})
+
     for task in tasks:
         form = canonical_form(task.source)
-        first = seen_ops.first(form)
+        first = kept.ops.first(form)
         if first is not None and first != task.name:
-            found.setdefault(task.name, []).append({"filter": "duplicate", "reason": Reason.NEAR_DUPLICATE,
-                                                    "detail": f"same operators in the same order as {first}"})
-        seen_ops.add(task.name, form)
-        if form is not None and evals is not None and len(evals.canonical):
-            near = evals.canonical.check(form)
-            if nearest is not None:
-                nearest[task.name] = near.as_dict()
-            if near.verdict:
-                found.setdefault(task.name, []).append({"filter": "contamination", "reason": Reason.EQUIVALENT_TO_EVAL,
-                                                        "detail": f"{near.verdict}: {near.detail}"})
+            fail(task, "duplicate", Reason.NEAR_DUPLICATE, f"same operators in the same order as {first}")
+        kept.add(task.name, form=form)
+        if evals is not None and (hit := evals.equivalent(form, nearest.setdefault(task.name, {}))):
+            fail(task, "contamination", Reason.EQUIVALENT_TO_EVAL, hit)
         try:
             fp = fingerprint(task.source)
         except SimilarityError as exc:
-            found.setdefault(task.name, []).append({"filter": "similarity", "reason": Reason.LOAD_ERROR,
-                                                    "detail": str(exc)})
+            fail(task, "similarity", Reason.LOAD_ERROR, str(exc))
             continue
-        m = seen.best(fp)
-        if m.score >= threshold:
-            found.setdefault(task.name, []).append({"filter": "duplicate", "reason": Reason.NEAR_DUPLICATE,
-                                                    "detail": f"similarity {m.score:.3f} to {seen_names[m.index]}"})
+        if hit := kept.duplicate(fp, threshold):
+            fail(task, "duplicate", Reason.NEAR_DUPLICATE, hit)
         else:
-            seen.add(fp)
-            seen_names.append(task.name)
-        if evals is not None and len(evals.index):
-            e = evals.index.best(fp)
-            if e.score >= threshold:
-                found.setdefault(task.name, []).append({"filter": "contamination", "reason": Reason.SIMILAR_TO_EVAL,
-                                                        "detail": f"similarity {e.score:.3f} to {evals.names[e.index]}"})
+            kept.add(task.name, fp)
+        if evals is not None and (hit := evals.similar(fp, threshold, {})):
+            fail(task, "contamination", Reason.SIMILAR_TO_EVAL, hit)
     return found
 
 

@@ -1,24 +1,9 @@
 """The canonical operator form of a task file: the semantic contamination measure.
 
-Why: AST similarity (similarity.py) sees syntax, so `nn.ReLU()` as a module scores 0.69 against
-`torch.relu(x)` and a KernelBench fusion rewritten in another style scores 0.59; both are the
-same task. Here a task is reduced to what it computes: the operators `forward` applies, in
-evaluation order, each under one canonical name whatever its spelling (`nn.ReLU`, `F.relu`,
-`torch.relu`, `x.relu()`, `x.relu_()`, `torch.clamp(x, min=0)` are all `relu`; `leaky_relu` ==
-`LeakyReLU`), with layout-only calls (view, permute, contiguous …), tensor creation and every
-constant and size dropped. Module attributes are resolved through `__init__` (also inside
-`nn.Sequential`, `nn.ModuleList` and helper classes), helper methods are inlined.
-
-Two views are kept: `ops` (canonical names) and `primitives` (composites expanded: `silu` ->
-sigmoid, mul; `rmsnorm` -> pow, mean, add, sqrt, div; `linear` -> matmul, add), so a manual
-spelling of a composite (KernelBench's Swish, RMSNorm, MinGPT GELU) meets its library form.
-
-Verdicts against an evaluation set (`ContaminationIndex.check`), each dropping the task:
-  same_ops         the same multiset of canonical operators as an evaluation task
-  same_primitives  the same multiset after expanding composites
-  eval_composition every operator of the task is, alone, an evaluation task (a chain of
-                   KernelBench level-1 problems, e.g. ConvTranspose1d then RMSNorm)
-The nearest evaluation task (highest multiset Dice over both views) is reported for every row.
+Why: AST similarity (similarity.py) sees syntax, so `nn.ReLU()` and `torch.relu(x)` differ. Here
+a task is what `forward` computes: its operators in evaluation order, each under one canonical
+name whatever its spelling, layout calls, tensor creation and constants dropped; a second view
+expands composites into primitives. docs/data.md gives the rules and the three verdicts.
 """
 
 from __future__ import annotations
@@ -460,10 +445,7 @@ class Nearest:
 
 class ContaminationIndex:
     """Canonical forms of evaluation tasks; `check(form)` gives the nearest and the verdict.
-
-    Exact multiset matches are dictionary look-ups; the nearest is a scan over the (few hundred)
-    evaluation forms, microseconds each.
-    """
+    Exact matches are dictionary look-ups; the nearest, a scan of the few hundred forms."""
 
     def __init__(self, verdicts: Iterable[str] = VERDICTS) -> None:
         self.names: list[str] = []

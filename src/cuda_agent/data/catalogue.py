@@ -1,11 +1,6 @@
 """The operator catalogue: every public torch (and transformers) operator, with what probing
-found out about it.
-
-`crawl()` lists candidates from the installed libraries: `torch.nn` modules, `torch.nn.functional`,
-`torch`, `torch.special`, `torch.linalg`, `torch.fft`, `Tensor` methods without a `torch.`
-twin, and, when `transformers` is installed, its activation classes and the norm layers its
-models define. `build_catalogue()` probes each one in an isolated worker (`probe.py`) and
-caches the result per library version, so later runs load it in milliseconds.
+found out about it. `crawl()` lists the candidates, `build_catalogue()` probes each in an
+isolated worker (`probe.py`) and caches the result per library version.
 """
 
 from __future__ import annotations
@@ -25,6 +20,7 @@ from pydantic import BaseModel, Field
 
 from .ops import ArgChoice, Kind
 from ..isolation.paths import default_cache_dir
+from ..storage import atomic_write
 
 Library = Literal["torch", "transformers"]
 CATALOGUE_VERSION = 1
@@ -159,11 +155,7 @@ class Catalogue(BaseModel):
         }
 
     def save(self, path: str | Path) -> None:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(self.model_dump_json(indent=1))
-        tmp.replace(path)
+        atomic_write(path, self.model_dump_json(indent=1))
 
     @classmethod
     def load(cls, path: str | Path) -> "Catalogue":
@@ -182,10 +174,8 @@ class OpRef(BaseModel):
 
 
 def crawl(include_transformers: bool | None = None, transformers_norm_limit: int = 24) -> list[OpRef]:
-    """Candidate operators from the installed libraries, in a stable order, each object once.
-
-    `include_transformers=None` includes them when the package is importable.
-    """
+    """Candidate operators from the installed libraries, in a stable order, each object once;
+    transformers' when `include_transformers`, or when it is importable if None."""
     import torch
     import torch.nn.functional as F
     from torch.nn.modules.lazy import LazyModuleMixin
@@ -241,11 +231,8 @@ _NORM_CLASS = re.compile(r"^class (\w+(?:RMSNorm|LayerNorm))\(nn\.Module\):", re
 
 
 def _transformers_refs(required: bool, norm_limit: int) -> list[OpRef]:
-    """transformers' activation classes, and norm layers defined in its model files.
-
-    Norm classes are found by reading the modeling sources (importing hundreds of model
-    modules would take minutes); copies with identical bodies count once.
-    """
+    """transformers' activation classes, and norm layers defined in its model files: found by
+    reading the sources (importing hundreds of model modules takes minutes), identical bodies once."""
     try:
         import transformers
         import transformers.activations as acts
@@ -312,17 +299,13 @@ def build_catalogue(*, include_transformers: bool | None = None, cache_dir: str 
                     refresh: bool = False, op_timeout_s: float = 10.0, workers: int | None = None,
                     progress: Callable[[int, int, OpSpec], None] | None = None,
                     only: Iterable[str] | None = None) -> Catalogue:
-    """Crawl and probe every operator (cached per versions; `refresh` re-probes).
-
-    Probing runs in `workers` isolated processes (default: one per core, at most 4); an
-    operator that hangs or crashes its worker is rejected with that reason and the worker is
-    replaced. `only` restricts probing to the named operators (tests, debugging); such a
-    catalogue is not cached.
-    """
+    """Crawl and probe every operator (cached per versions; `refresh` re-probes) in `workers`
+    isolated processes (default: one per core, at most 4); an operator that kills its worker is
+    rejected with that reason. `only` probes just the named operators, and is not cached."""
     import torch
 
     key = catalogue_key(include_transformers)
-    path = _cache_path(cache_dir, key)
+    path = Path(cache_dir or default_cache_dir()) / "data" / f"catalogue-{key}.json"
     if only is None and not refresh and path.is_file():
         try:
             return Catalogue.load(path)
@@ -346,49 +329,25 @@ def _probe_all(refs: list[OpRef], workers: int, op_timeout_s: float,
                progress: Callable[[int, int, OpSpec], None] | None) -> list[OpSpec]:
     """Probe `refs` on a few worker processes; results in the order of `refs`."""
     from ..backends import HOST_BACKEND
-    from .data_worker import DataWorker, WorkerDied, WorkerError
+    from .data_worker import DataWorker, WorkerDied, WorkerError, run_jobs
 
-    todo = list(enumerate(refs))
     results: dict[int, OpSpec] = {}
     lock = threading.Lock()
 
-    def run() -> None:
-        worker: DataWorker | None = None
+    def probe(_: int, worker: DataWorker, job: tuple[int, OpRef]) -> None:
+        i, ref = job
+        blank = OpSpec(name=ref.name, kind=ref.kind, library=ref.library)
         try:
-            while True:
-                with lock:
-                    if not todo:
-                        return
-                    i, ref = todo.pop(0)
-                if worker is None:
-                    worker = DataWorker(backend=HOST_BACKEND, threads=1)
-                blank = OpSpec(name=ref.name, kind=ref.kind, library=ref.library)
-                try:
-                    reply = worker.request({"op": "probe", "ref": ref.model_dump()}, timeout_s=op_timeout_s)
-                    spec = OpSpec.model_validate(reply["spec"])
-                except WorkerDied as exc:
-                    worker.close()
-                    worker = None
-                    spec = blank.rejected(f"worker died: {exc.reason}")
-                except WorkerError as exc:
-                    spec = blank.rejected(f"probe failed: {exc.message.splitlines()[-1][:200]}")
-                with lock:
-                    results[i] = spec
-                    if progress:
-                        progress(len(results), len(refs), spec)
-        finally:
-            if worker is not None:
-                worker.close()
+            reply = worker.request({"op": "probe", "ref": ref.model_dump()}, timeout_s=op_timeout_s)
+            spec = OpSpec.model_validate(reply["spec"])
+        except WorkerDied as exc:
+            spec = blank.rejected(f"worker died: {exc.reason}")
+        except WorkerError as exc:
+            spec = blank.rejected(f"probe failed: {exc.message.splitlines()[-1][:200]}")
+        with lock:
+            results[i] = spec
+            if progress:
+                progress(len(results), len(refs), spec)
 
-    threads = [threading.Thread(target=run, daemon=True) for _ in range(max(1, min(workers, len(refs))))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_jobs(enumerate(refs), min(workers, len(refs)), lambda _: DataWorker(HOST_BACKEND, threads=1), probe)
     return [results[i] for i in range(len(refs))]
-
-
-def _cache_path(cache_dir: str | Path | None, key: str) -> Path:
-
-    root = Path(cache_dir) if cache_dir else default_cache_dir()
-    return root / "data" / f"catalogue-{key}.json"

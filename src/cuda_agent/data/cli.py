@@ -216,9 +216,9 @@ def audit(
         for reason, n in summary.failed_by_reason.most_common():
             table.add_row(reason, str(n))
         console.print(table)
-        from .store import read_records
+        from ..storage import read_jsonl
 
-        failing = [r for r in read_records(out) if not r["ok"]][:show]
+        failing = [r for r in read_jsonl(out) if not r["ok"]][:show]
         for r in failing:
             reasons = ", ".join(sorted({f["reason"] for f in r["failures"]}))
             console.print(f"  {escape(r['name'])}: [red]{escape(reasons)}[/] "

@@ -1,9 +1,6 @@
-"""Turn a plan into a task: run its operators on a real input (shapes propagate and are checked
-by running), size the input so the eager runtime lands in the window, and render readable
-KernelBench-format source (class Model, get_inputs, get_init_inputs).
-
-Runs inside the data worker. Every size and argument in the rendered code is the value the
-operators were actually run with.
+"""Turn a plan into a task: run its operators on a real input (shapes are checked by running),
+size the input so the eager runtime lands in the window, and render KernelBench-format source
+in which every size and argument is the value the operators actually ran with.
 """
 
 from __future__ import annotations
@@ -107,14 +104,10 @@ def size_plan(plan: Plan, device: Any, time_ms: Callable[[Realized], float], win
               cap_bytes: int, max_steps: int,
               device_work: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
               ) -> tuple[Realized, float]:
-    """Grow the first axis (powers of two) until the eager runtime reaches the plan's target.
-
-    Runtime is flat while launch-bound and linear once the device is busy, so each step grows
-    by the measured shortfall, at least ×2 and at most ×16; a size whose tensors would pass the
-    memory cap is never run. `device_work` wraps the building of each size (its parameters are
-    made on the device), so a worker sharing the device can hold it off a timer. Returns the tried size closest (in log time) to the target within
-    the window, or the last one tried (the runtime filter then rejects it, with its reason).
-    """
+    """Grow the first axis until the eager runtime reaches the plan's target: by the measured
+    shortfall (runtime is flat while launch-bound, then linear), ×2 to ×16 a step, never past the
+    memory cap. `device_work` wraps building each size, so a worker sharing the device can hold it
+    off a timer. Returns the size closest (in log time) to the target in the window, else the last."""
     lo, hi = window
     dim0 = 1 if plan.rank > 1 else RANK1_START
     tried: list[tuple[float, Realized]] = []
@@ -174,13 +167,12 @@ def render(real: Realized) -> str:
     inputs = [f"torch.{'rand' if plan.positive_input else 'randn'}({', '.join(dims)})"]
     body: list[str] = []
     imports: dict[str, None] = {}
-    in_shape = real.input_shape
 
     def shape_expr(shape: tuple[int, ...]) -> str:
         parts = [dims[0] if i == 0 and plan.rank > 1 and v == real.dim0 else repr(v) for i, v in enumerate(shape)]
         return ", ".join(parts)
 
-    for j, (step, inst) in enumerate(zip(plan.steps, real.steps)):
+    for step, inst in zip(plan.steps, real.steps):
         call_args: list[str] = []
         ctor_args: list[str] = []
         for choice in step.args:
@@ -221,8 +213,6 @@ def render(real: Realized) -> str:
             body.append(f"x = x.{step.op.rsplit('.', 1)[-1]}({', '.join(call_args)}){index}")
         else:
             body.append(f"x = {callee}({', '.join(['x', *call_args])}){index}")
-        in_shape = real.shapes[j]
-    del in_shape
     uses_f = any("F." in line for line in body)
     header = ["import torch", "import torch.nn as nn", *(["import torch.nn.functional as F"] if uses_f else []),
               *imports]

@@ -1,13 +1,8 @@
 """Parent side of the data worker: a subprocess that runs generated or third-party task code.
 
-Task code is untrusted (an LLM may have written it; an audited data set may come from anywhere),
-so it never runs in the caller's process. Each worker is started the way the evaluation
-environment starts its own (`isolation/sandbox.py`): a scrubbed environment and private scratch
-directory, its own process group, new network and PID namespaces where the OS allows, a
-resident-memory watchdog and a deadline per request; a kill takes the whole group. Replies come
-over the evaluation channel (`isolation/channel.py`): JSON frames on a private pipe, decoded
-without executing anything. A worker serves many requests (torch import and device start-up are
-paid once) and is replaced after a crash, a timeout or `max_requests`.
+Task code is untrusted, so it never runs in the caller's process: the worker is sandboxed and
+watched like the evaluation's own children (`isolation/worker.py`), serves many requests (torch
+and the device start once) and is replaced after a crash, a timeout or `max_requests`.
 """
 
 from __future__ import annotations
@@ -16,17 +11,19 @@ import json
 import os
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..backends import HOST_BACKEND
 from ..isolation.processes import PDEATHSIG_PREFIX, child_environment
 from ..isolation.worker import CHANNEL_FD, WorkerDied, WorkerProcess
 from ..isolation.sandbox import NAMESPACE_PREFIX, make_scratch, namespaces_available, scrubbed_environment
 
-__all__ = ["DataWorker", "WorkerDied", "WorkerError"]
-
+__all__ = ["DataWorker", "WorkerDied", "WorkerError", "run_jobs"]
+Job = TypeVar("Job")
 
 
 def _default_memory_limit() -> int:
@@ -42,33 +39,28 @@ class WorkerError(Exception):
 
     def __init__(self, stage: str, message: str):
         super().__init__(f"{stage}: {message}")
-        self.stage = stage
         self.message = message
 
 
 class DataWorker(WorkerProcess):
     """One data worker process; `request` sends a JSON request and waits for its reply.
-
-    `isolation.worker.WorkerProcess` supplies talking, watching (memory), killing (the group
-    and any escaped daemon), death reasons and clean-up; only the start differs: another
-    module, a thread count, and the isolation switch.
-    """
+    `WorkerProcess` does the rest; only the start differs (module, thread count, isolation)."""
 
     def __init__(self, backend: str = HOST_BACKEND, *, isolate: bool = True, memory_limit_gb: float | None = None,
                  threads: int | None = None, max_requests: int = 500, extra_env: dict[str, str] | None = None):
         self.backend = backend
         self.max_requests = max_requests
         self.requests = 0
+        self.died = False
         env = child_environment()
         extra = dict(extra_env or {})
         if threads:
             extra.update({"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)})
         extra["CUDA_AGENT_DATA_ISOLATE"] = "1" if isolate else "0"
-        self.env_key = json.dumps([backend, isolate, sorted(extra.items())])
-        self.namespaces = isolate and namespaces_available()
         scratch = make_scratch(Path(tempfile.mkdtemp(prefix="cuda-agent-data-")))
         super().__init__(
-            [*PDEATHSIG_PREFIX, *(NAMESPACE_PREFIX if self.namespaces else ()),  # dies with us, on SIGKILL too
+            [*PDEATHSIG_PREFIX,  # dies with us, on SIGKILL too
+             *(NAMESPACE_PREFIX if isolate and namespaces_available() else ()),
              sys.executable, "-m", "cuda_agent.data.worker", CHANNEL_FD, backend],
             env=scrubbed_environment(env, scratch, extra), scratch=scratch, log_prefix="cuda-agent-data-",
             memory_limit_bytes=int(memory_limit_gb * 2**30) if memory_limit_gb else _default_memory_limit(),
@@ -79,7 +71,11 @@ class DataWorker(WorkerProcess):
 
     def receive(self, timeout_s: float) -> dict[str, Any]:  # type: ignore[override]
         """The next reply; WorkerDied on timeout, crash or limit; WorkerError if it reported one."""
-        reply = self.receive_by(time.monotonic() + timeout_s, f"timed out after {timeout_s:.0f} s")
+        try:
+            reply = self.receive_by(time.monotonic() + timeout_s, f"timed out after {timeout_s:.0f} s")
+        except WorkerDied:
+            self.died = True
+            raise
         if reply.get("type") == "error":
             raise WorkerError(str(reply.get("stage", "worker")), str(reply.get("message", "")))
         return reply
@@ -91,10 +87,41 @@ class DataWorker(WorkerProcess):
 
     @property
     def worn_out(self) -> bool:
-        return self.requests >= self.max_requests or not self.alive()
+        return self.requests >= self.max_requests or self.died or not self.alive()
 
     def __enter__(self) -> "DataWorker":
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def run_jobs(jobs: Iterable[Job], slots: int, start: Callable[[int], DataWorker],
+             run: Callable[[int, DataWorker, Job], bool | None]) -> None:
+    """`run(slot, worker, job)` for every job, on `slots` threads with a worker each (`start(slot)`);
+    a worker worn out or dead is replaced before the next job. A slot stops when `run` says False."""
+    it, lock, end = iter(jobs), threading.Lock(), object()
+
+    def loop(slot: int) -> None:
+        worker: DataWorker | None = None
+        try:
+            while True:
+                with lock:
+                    job = next(it, end)
+                if job is end:
+                    return
+                if worker is None or worker.worn_out:
+                    if worker is not None:
+                        worker.close()
+                    worker = start(slot)
+                if run(slot, worker, job) is False:  # type: ignore[arg-type]
+                    return
+        finally:
+            if worker is not None:
+                worker.close()
+
+    threads = [threading.Thread(target=loop, args=(k,), daemon=True) for k in range(max(1, slots))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()

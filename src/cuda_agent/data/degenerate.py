@@ -1,27 +1,8 @@
 """Degenerate work: tasks that run, are finite and depend on their input, yet teach nothing.
 
 Why a trace: the same degenerate chain has many spellings (`nn.Softmax()` then
-`torch.special.softmax`), so the checks look at what forward actually calls. A
-`TorchFunctionMode` records every top-level torch call of one forward (nested calls inside a
-call are not seen, module internals are seen as their functional call), each under its
-canonical name (canonical.py), with where its tensor inputs came from. Layout calls pass their
-producer through. On that trace:
-
-  redundant_op       an operator applied straight to its own output when that is degenerate
-                     (softmax twice, relu twice, a norm twice), or a step whose output equals
-                     its input (relu after sigmoid, attention of a tensor with itself that
-                     returns it)
-  self_attention     attention whose query and key are one 2-D tensor (the batch axis
-                     attends to itself)
-  random_target      a loss whose target is outside the loss's domain (MultiLabelSoftMarginLoss
-                     on randn targets; regression losses take any target)
-  overflow           an intermediate holds Inf/NaN or values past 1e30 that later ops hide
-  degenerate_domain  a step whose gain (output spread / input spread) is under 1% of its gain
-                     on a standard normal input of the same shape: the op sees a domain where
-                     it is flat (sinc of values in the hundreds, exp of very negative values)
-  near_constant      the output is constant to 1e-3 of its magnitude, or a constant tensor
-                     matches every output element within the check's atol/rtol (a kernel
-                     returning that constant would pass)
+`torch.special.softmax`), so the checks look at what forward actually calls, each call under its
+canonical name (canonical.py). docs/data.md lists the reasons and their rules.
 """
 
 from __future__ import annotations
@@ -30,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .canonical import canonical_name
+from .ops import tensors
 
 # Operators whose repetition is degenerate: idempotent (relu, abs, sort, norms) or collapsing
 # (softmax of probabilities is nearly uniform).
@@ -69,13 +51,6 @@ def trace_forward(model: Any, inputs: list[Any]) -> list[Step]:
     producer: dict[int, int] = {}
     keep: list[Any] = []  # hold every traced tensor so ids are not reused during the call
 
-    def tensors(obj: Any) -> list[Any]:
-        if isinstance(obj, torch.Tensor):
-            return [obj]
-        if isinstance(obj, (list, tuple)):
-            return [t for o in obj for t in tensors(o)]
-        return []
-
     class Recorder(TorchFunctionMode):
         def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             kwargs = kwargs or {}
@@ -93,7 +68,8 @@ def trace_forward(model: Any, inputs: list[Any]) -> list[Step]:
                 return out
             step = Step(op=name, main_parent=first_in)
             if name in ATTENTION:
-                q, k = _qk(args, kwargs)
+                q = kwargs.get("query", args[0] if len(args) > 0 else None)
+                k = kwargs.get("key", args[1] if len(args) > 1 else None)
                 step.same_qk_2d = q is not None and k is not None and (q is k or _same_tensor(q, k)) and q.dim() == 2
             try:
                 step.finding = _judge_step(name, func, args, kwargs, ins, outs[0], steps, step)
@@ -207,12 +183,6 @@ def _spread(t: Any) -> float:
     q = torch.quantile(x, torch.tensor([0.25, 0.75], dtype=x.dtype, device=x.device))
     iqr = float(q[1] - q[0])
     return iqr / 1.349 if iqr > 0 else float(x.std())
-
-
-def _qk(args: Any, kwargs: dict[str, Any]) -> tuple[Any, Any]:
-    q = kwargs.get("query", args[0] if len(args) > 0 else None)
-    k = kwargs.get("key", args[1] if len(args) > 1 else None)
-    return q, k
 
 
 def _same_tensor(a: Any, b: Any) -> bool:

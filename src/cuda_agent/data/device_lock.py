@@ -1,14 +1,9 @@
 """Quiet timing for workers that share one device: a writer-preferring reader/writer lock
 across processes (two `flock` files).
 
-Serialising only the timed sections is not enough: a worker timing its task while another
-runs a determinism check or a torch.compile'd graph on the same GPU records the other's
-kernels as its own (measured on an H100 with 12 workers: the same 408 tasks timed by synthesis
-and by audit differed by 0.5-2.5x between the 5th and 95th percentile). So every worker holds
-the lock *shared* while it runs task code on the device and *exclusively* while it times. A
-timer closes the gate first, so new shared holders queue behind it and it waits only for the
-sections already running; each shared section ends with a device synchronise, so no queued
-kernel outlives it.
+Why: a worker timing its task while another runs task code on the same GPU records the other's
+kernels as its own, so device work holds the lock *shared* and timing *exclusively*; a timer
+closes the gate first, so it waits only for sections already running (docs/data.md, measured).
 """
 
 from __future__ import annotations

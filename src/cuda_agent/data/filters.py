@@ -1,10 +1,7 @@
 """The execution filters of SPEC §3, run on one task's source inside the data worker.
 
-Each check returns a `FilterResult`; a failure carries a short reason code (the `Reason`
-constants, used in stats and audits) and a readable detail. The order runs cheap checks first,
-so synthesis (early exit) spends timing and torch.compile only on tasks that are otherwise
-good. Conventions follow the evaluation worker: weights made under `seed`, inputs made on the
-device under their own seed, the model in eval mode, no autograd.
+Each failure carries a `Reason` code and a readable detail. Cheap checks run first, so synthesis
+(early exit) spends timing and torch.compile only on tasks that are otherwise good.
 """
 
 from __future__ import annotations
@@ -21,6 +18,7 @@ from pydantic import BaseModel, Field
 
 from . import device_lock
 from .config import FilterConfig
+from .ops import same_values, tensors
 
 
 class Reason:
@@ -53,10 +51,6 @@ class Reason:
     NEAR_DUPLICATE = "near_duplicate"
     TIMEOUT = "timeout"
     CRASHED = "crashed"
-
-
-FILTER_ORDER = ("runs", "finite", "non_constant", "not_degenerate", "varied_inputs", "input_sensitive", "parameters_used",
-                "deterministic", "not_stochastic", "runtime", "compile")
 
 
 class FilterResult(BaseModel):
@@ -123,8 +117,8 @@ class _Task:
         return [x.to(self.device) if isinstance(x, torch.Tensor) else x for x in made]
 
 
-_LOCKS_ITSELF = ("runtime", "compile")
-_TASKS_CHECKED = 0  # tasks this worker process has checked (its first pays the cold start)  # steps that take the device lock themselves
+_LOCKS_ITSELF = ("runtime", "compile")  # steps that take the device lock themselves
+_TASKS_CHECKED = 0  # tasks this worker process has checked (its first pays the cold start)
 
 
 def check_task(source: str, cfg: FilterConfig, backend_name: str) -> TaskCheck:
@@ -220,14 +214,14 @@ def _runs(source: str, device: Any, backend: Any, cfg: FilterConfig, state: dict
                                          f"(> {cfg.first_call_cut:g} x {hi} ms)")
     state.update(task=task, model=model, inputs=inputs, out=out, rng=rng)
     check.input_shapes = [list(x.shape) for x in inputs if hasattr(x, "shape")]
-    check.output_shapes = [list(t.shape) for t in _tensors(out)]
+    check.output_shapes = [list(t.shape) for t in tensors(out)]
     if not check.output_shapes:
         raise _Fail(Reason.RUNTIME_ERROR, f"forward returned no tensor ({type(out).__name__})")
     return ""
 
 
 def _finite(state: dict[str, Any]) -> str:
-    for i, t in enumerate(_tensors(state["out"])):
+    for i, t in enumerate(tensors(state["out"])):
         if (t.is_floating_point() or t.is_complex()) and not bool(t.isfinite().all()):
             bad = int((~t.isfinite()).sum())
             raise _Fail(Reason.NON_FINITE, f"output {i} has {bad} of {t.numel()} non-finite values")
@@ -235,7 +229,7 @@ def _finite(state: dict[str, Any]) -> str:
 
 
 def _non_constant(state: dict[str, Any]) -> str:
-    outs = _tensors(state["out"])
+    outs = tensors(state["out"])
     if sum(t.numel() for t in outs) <= 1:
         return "scalar output: judged by input sensitivity"
     if all(t.numel() <= 1 or bool((t == t.reshape(-1)[0]).all()) for t in outs):
@@ -249,7 +243,7 @@ def _not_degenerate(state: dict[str, Any], cfg: FilterConfig) -> str:
 
     _set_rng_state(state["rng"])
     steps = trace_forward(state["model"], _clone(state["inputs"]))
-    found = findings(steps, _tensors(state["out"]), cfg.atol, cfg.rtol)
+    found = findings(steps, tensors(state["out"]), cfg.atol, cfg.rtol)
     if found:
         reason, detail = found[0]
         others = sorted({r for r, _ in found[1:]})
@@ -261,8 +255,8 @@ def _varied_inputs(state: dict[str, Any], cfg: FilterConfig) -> str:
     first = state["inputs"]
     second = state["task"].inputs(cfg.seed + 2)
     state["inputs_b"] = second
-    tensors = [(a, b) for a, b in zip(first, second) if hasattr(a, "shape")]
-    if tensors and all(a.shape == b.shape and _equal(a, b) for a, b in tensors):
+    pairs = [(a, b) for a, b in zip(first, second) if hasattr(a, "shape")]
+    if pairs and all(a.shape == b.shape and same_values(a, b) for a, b in pairs):
         raise _Fail(Reason.FIXED_INPUTS, "get_inputs() returns the same tensors under every seed")
     return ""
 
@@ -270,7 +264,7 @@ def _varied_inputs(state: dict[str, Any], cfg: FilterConfig) -> str:
 def _input_sensitive(state: dict[str, Any], cfg: FilterConfig) -> str:
     model, first, second, out = state["model"], state["inputs"], state["inputs_b"], state["out"]
     for i, (a, b) in enumerate(zip(first, second)):
-        if not hasattr(a, "shape") or (a.shape == b.shape and _equal(a, b)):
+        if not hasattr(a, "shape") or (a.shape == b.shape and same_values(a, b)):
             continue
         mixed = _clone(first)
         mixed[i] = b.clone()
@@ -429,32 +423,10 @@ def _set_rng_state(state: tuple[Any, Any]) -> None:
         torch.cuda.set_rng_state_all(cuda)
 
 
-def _tensors(out: Any) -> list[Any]:
-    import torch
-
-    if isinstance(out, torch.Tensor):
-        return [out]
-    if isinstance(out, (list, tuple)):
-        return [t for o in out for t in _tensors(o)]
-    if isinstance(out, dict):
-        return [t for o in out.values() for t in _tensors(o)]
-    return []
-
-
-def _equal(a: Any, b: Any) -> bool:
-    import torch
-
-    if not isinstance(a, torch.Tensor):
-        return a == b
-    return a.shape == b.shape and a.dtype == b.dtype and bool(torch.equal(a, b) or (
-        (a.is_floating_point() or a.is_complex()) and torch.equal(a.isnan(), b.isnan())
-        and torch.equal(a.nan_to_num(), b.nan_to_num())))
-
-
 def _same_outputs(a: Any, b: Any, atol: float) -> bool:
     import torch
 
-    ta, tb = _tensors(a), _tensors(b)
+    ta, tb = tensors(a), tensors(b)
     if len(ta) != len(tb):
         return False
     for x, y in zip(ta, tb):
@@ -463,7 +435,7 @@ def _same_outputs(a: Any, b: Any, atol: float) -> bool:
         if atol > 0 and x.is_floating_point():
             if not torch.allclose(x, y, rtol=0.0, atol=atol, equal_nan=True):
                 return False
-        elif not _equal(x, y):
+        elif not same_values(x, y):
             return False
     return True
 

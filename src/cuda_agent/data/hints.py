@@ -1,11 +1,8 @@
 """The one curated table: how to fill an argument the probe cannot guess, keyed by its name.
 
-Why a table at all: a signature says an argument is required, not what a sensible value is.
-`in_features` must equal the input's last size, `kernel_size` wants a small odd number,
-`other` wants a second tensor. These conventions are shared by hundreds of operators, so the
-table is keyed by argument *name*, never by operator: no operator is listed here, and which
-operators a hint fits is decided by probing (a hint that does not fit simply fails there).
-Each name maps to candidates tried in order; the probe records which one worked.
+Why by name: a signature says an argument is required, not what a sensible value is, and such
+conventions (`in_features` = the input's last size) are shared by hundreds of operators. Which
+operators a hint fits is decided by probing; no operator is listed here.
 """
 
 from __future__ import annotations
@@ -85,82 +82,45 @@ REUSE = Hint("reuse")
 # (kernel 3, factor 2, normalisation over the last axis) so composed tasks look like its tasks.
 ARG_HINTS: dict[str, tuple[Hint, ...]] = {
     # sizes that must agree with the input
-    "in_features": (Hint("dim", -1),),
-    "input_size": (Hint("dim", -1),),
-    "hidden_size": (Hint("dim", -1),),
-    "embed_dim": (Hint("dim", -1),),
-    "d_model": (Hint("dim", -1),),
-    "dim_model": (Hint("dim", -1),),
-    "in_channels": (Hint("dim", 1),),
-    "num_features": (Hint("dim", 1),),
-    "num_channels": (Hint("dim", 1),),
-    "channels": (Hint("dim", 1),),
+    **dict.fromkeys(("in_features", "input_size", "hidden_size", "embed_dim", "d_model", "dim_model"),
+                    (Hint("dim", -1),)),
+    **dict.fromkeys(("in_channels", "num_features", "num_channels", "channels"), (Hint("dim", 1),)),
     "normalized_shape": (Hint("last_dims", 1),),
     # free widths
     "out_features": (Hint("width", -1),),
     "out_channels": (Hint("width", 1),),
     # divisors
-    "num_groups": (Hint("divisor", 1),),
-    "groups": (Hint("divisor", 1),),
-    "num_heads": (Hint("divisor", -1),),
-    "nhead": (Hint("divisor", -1),),
+    **dict.fromkeys(("num_groups", "groups"), (Hint("divisor", 1),)),
+    **dict.fromkeys(("num_heads", "nhead"), (Hint("divisor", -1),)),
     # small structural constants
+    **dict.fromkeys(("upscale_factor", "downscale_factor", "chunks", "sections", "split_size",
+                     "split_size_or_sections", "k", "n", "repeats", "ord", "decimals"), (const(2),)),
     "kernel_size": (const(3), const(2)),
-    "upscale_factor": (const(2),),
-    "downscale_factor": (const(2),),
     "scale_factor": (const(2.0),),
     "output_size": (Hint("half_last"),),
-    "output_ratio": (const(0.5),),
+    **dict.fromkeys(("output_ratio", "q", "lambd"), (const(0.5),)),
     "pad": (const([1, 1]),),
-    "chunks": (const(2),),
-    "sections": (const(2),),
-    "split_size": (const(2),),
-    "split_size_or_sections": (const(2),),
-    "k": (const(2),),
-    "q": (const(0.5),),
-    "n": (const(2),),
     "p": (const(2.0),),
-    "ord": (const(2),),
-    "repeats": (const(2),),
     "diagonal": (const(0),),
-    "decimals": (const(2),),
     # axes
     "dim": (const(-1), const([-1])),
-    "axis": (const(-1),),
+    **dict.fromkeys(("axis", "dim1", "source"), (const(-1),)),
     "dim0": (const(-2),),
-    "dim1": (const(-1),),
-    "source": (const(-1),),
     "destination": (const(0),),
     "dims": (Hint("swap_last"), const([-1])),
     "shape": (Hint("merge_last"),),
     "size": (Hint("merge_last"), const(2)),
     "shifts": (const(1),),
     # scalar thresholds and bounds
-    "lambd": (const(0.5),),
     "threshold": (const(0.1),),
     "value": (const(0.0), REUSE),
     "min": (const(-1.0),),
-    "max": (const(1.0),),
+    **dict.fromkeys(("max", "margin"), (const(1.0),)),
     "exponent": (const(2.0), OPERAND),
-    "margin": (const(1.0),),
     # second tensors
-    "other": (OPERAND,),
-    "target": (OPERAND,),
-    "input2": (OPERAND,),
-    "x2": (OPERAND,),
-    "mat2": (OPERAND,),
-    "vec": (OPERAND,),
-    "vec2": (OPERAND,),
-    "tensor1": (OPERAND,),
-    "tensor2": (OPERAND,),
-    "weight": (OPERAND,),
-    "end": (OPERAND,),
-    "positive": (OPERAND,),
-    "negative": (OPERAND,),
-    "key": (REUSE,),
-    "tgt": (REUSE,),
-    "memory": (REUSE,),
-    "hx": (REUSE,),
+    **dict.fromkeys(("other", "target", "input2", "x2", "mat2", "vec", "vec2", "tensor1", "tensor2", "weight",
+                     "end", "positive", "negative"), (OPERAND,)),
+    **dict.fromkeys(("key", "tgt", "memory", "hx"), (REUSE,)),
 }
 
 # Second-operand shapes tried in order, as functions of the first input's shape. `same` makes
@@ -171,7 +131,6 @@ OPERAND_SHAPES: dict[str, Any] = {
     "square": lambda s: (s[-1], s[-1]),
     "transposed": lambda s: (*s[:-2], s[-1], s[-2]) if len(s) >= 2 else None,
 }
-
 
 
 def operand_scale(rule: str, shape: Shape) -> float:

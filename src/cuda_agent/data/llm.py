@@ -1,9 +1,7 @@
 """LLM composition mode: the agent's policy writes the task code, as the paper's pipeline did.
 
-The plan still comes from the catalogue (so operator choice stays seeded and probed); the
-model is asked to compose those operators into a KernelBench-format file. Its code is then
-treated exactly like any untrusted task: similarity screen in the parent, every filter in the
-isolated worker. There is no size search (the model picks sizes); the runtime window judges them.
+The plan still comes from the catalogue; the code is then treated like any untrusted task
+(similarity screen, every filter in the worker). The model picks sizes; the window judges them.
 """
 
 from __future__ import annotations

@@ -190,6 +190,30 @@ def instantiate(name: str, obj: Any, kind: Kind, choices: list[ArgChoice], shape
     return inst
 
 
+def tensors(out: Any) -> list[Any]:
+    """Every tensor in an output, nested lists, tuples and dicts included, in order."""
+    import torch
+
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, (list, tuple)):
+        return [t for o in out for t in tensors(o)]
+    if isinstance(out, dict):
+        return [t for o in out.values() for t in tensors(o)]
+    return []
+
+
+def same_values(a: Any, b: Any) -> bool:
+    """Equal, NaNs in the same places counting as equal (a deterministic op may return NaN)."""
+    import torch
+
+    if not isinstance(a, torch.Tensor):
+        return a == b
+    return a.shape == b.shape and a.dtype == b.dtype and bool(torch.equal(a, b) or (
+        (a.is_floating_point() or a.is_complex()) and torch.equal(a.isnan(), b.isnan())
+        and torch.equal(a.nan_to_num(), b.nan_to_num())))
+
+
 def first_tensor(out: Any) -> tuple[Any, int | None]:
     """The output itself if it is a tensor, else the first element of a tuple output."""
     import torch

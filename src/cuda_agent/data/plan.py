@@ -1,10 +1,7 @@
 """Plans: which operators a task composes, in which order, on an input of which rank.
 
-Sampling needs no execution: the catalogue already says, per operator and input rank, how to
-fill its arguments and what rank comes out, so a plan is a walk through those facts. Candidate
-`i` of a run with seed `s` is sampled from its own generator seeded by ("s:i"), so a plan never
-depends on what other candidates did, on worker count or on scheduling: resuming or adding
-workers reproduces the same plans.
+Candidate `i` of a run with seed `s` is sampled from its own generator seeded by "s:i", so a
+plan never depends on other candidates, worker count or scheduling: a resumed run replays it.
 """
 
 from __future__ import annotations
@@ -13,7 +10,7 @@ import random
 
 from pydantic import BaseModel, Field
 
-from .catalogue import Catalogue, OpSpec, RankVariant
+from .catalogue import Catalogue, OpSpec
 from .config import ComposeConfig
 from .hints import SIZE_MENU
 from .ops import ArgChoice, Kind
@@ -67,6 +64,7 @@ class Planner:
         self.ops = [o for o in catalogue.usable() if include_tf is not False or o.library != "transformers"]
         if not self.ops:
             raise PlanError("the catalogue has no usable operators")
+        self._by_name = {o.name: o for o in self.ops}
         self._by_rank: dict[int, list[OpSpec]] = {
             r: [o for o in self.ops if o.variant(r) is not None] for r in range(1, 6)}
 
@@ -77,7 +75,8 @@ class Planner:
         for _ in range(PLAN_ATTEMPTS):
             steps = self._walk(rng, k)
             if steps:
-                first = self._variant(steps[0])
+                first = self._by_name[steps[0].op].variant(steps[0].rank)
+                assert first is not None
                 rank = steps[0].rank
                 lo, hi = self.window_ms
                 target = _log_uniform(rng, max(lo * 2, lo + 1e-3), max(hi / 2, lo * 2))
@@ -123,14 +122,6 @@ class Planner:
         categories = sorted({o.category for o in pool})
         cat = rng.choices(categories, weights=[weights.get(c, 0.5) for c in categories])[0]
         return rng.choice([o for o in pool if o.category == cat])
-
-    def _variant(self, step: PlanStep) -> RankVariant:
-        for op in self.ops:
-            if op.name == step.op:
-                v = op.variant(step.rank)
-                assert v is not None
-                return v
-        raise KeyError(step.op)
 
 
 def _same_op(a: str, b: str) -> bool:

@@ -1,11 +1,7 @@
 """Discover, by running it on small tensors, what an operator accepts and how it behaves.
 
-Runs inside the data worker (never in the caller's process): probing calls hundreds of
-operators with guessed arguments, and a few of them crash, hang or touch global state.
-For each input rank 1-5 the probe tries the argument fillings `hints` offers until one works,
-then measures the operator's behaviour with that filling: output rank and dtype, whether it
-needs positive inputs, whether it is elementwise, stochastic, nondeterministic, an identity,
-constant or blind to its input. Nothing here names an operator.
+Runs inside the data worker: probing calls hundreds of operators with guessed arguments, and a
+few crash, hang or touch global state. Nothing here names an operator.
 """
 
 from __future__ import annotations
@@ -19,7 +15,7 @@ from typing import Any
 from .catalogue import OpSpec, RankVariant, Verdict
 from .hints import PROBE_SHAPES
 from .ops import ArgChoice, Instance, Kind, Param, candidate_choices, first_tensor, instantiate, resolve, \
-    signature_params
+    same_values, signature_params
 
 MAX_ATTEMPTS = 24  # argument fillings tried per rank
 
@@ -128,14 +124,14 @@ def _measure(inst: Instance, choices: list[ArgChoice], rank: int, shape: tuple[i
     if not torch.equal(x, before):
         return variant, Verdict.MUTATES_INPUT
     out_again = _tensor(inst(x.clone()))
-    if out_again.shape != out1.shape or not _same(out1, out_again):
+    if out_again.shape != out1.shape or not same_values(out1, out_again):
         return variant, _stochastic_or_nondeterministic(inst, x)
     if _differs_by_seed(inst, x):
         return variant, Verdict.STOCHASTIC
     out2 = _tensor(inst(x_other))
     if out2.shape != out1.shape:
         return variant, Verdict.DATA_DEPENDENT_SHAPE
-    if _same(out1, out2):
+    if same_values(out1, out2):
         return variant, Verdict.INPUT_INSENSITIVE
     if out1.numel() > 1 and bool((out1 == out1.reshape(-1)[0]).all()):
         return variant, Verdict.CONSTANT
@@ -157,7 +153,7 @@ def _unused_parameter(inst: Instance, x: Any, out: Any) -> bool:
     for p in inst.module.parameters():
         saved = p.detach().clone()
         p.add_(torch.randn_like(p) + 0.5)
-        same = _same(_tensor(inst(x.clone())), out)
+        same = same_values(_tensor(inst(x.clone())), out)
         p.copy_(saved)
         if same:
             return True
@@ -172,7 +168,7 @@ def _stochastic_or_nondeterministic(inst: Instance, x: Any) -> str:
     a = _tensor(inst(x.clone()))
     torch.manual_seed(3)
     b = _tensor(inst(x.clone()))
-    return Verdict.STOCHASTIC if a.shape == b.shape and _same(a, b) else Verdict.NONDETERMINISTIC
+    return Verdict.STOCHASTIC if a.shape == b.shape and same_values(a, b) else Verdict.NONDETERMINISTIC
 
 
 def _differs_by_seed(inst: Instance, x: Any) -> bool:
@@ -189,7 +185,7 @@ def _differs_by_seed(inst: Instance, x: Any) -> bool:
             outs.append(_tensor(inst(x.clone())))
         if inst.module is not None:
             inst.module.eval()
-        if outs[0].shape != outs[1].shape or not _same(outs[0], outs[1]):
+        if outs[0].shape != outs[1].shape or not same_values(outs[0], outs[1]):
             return True
     return False
 
@@ -234,13 +230,6 @@ def _tensor(out: Any) -> Any:
     if t is None:
         raise TypeError("output is not a tensor")
     return t
-
-
-def _same(a: Any, b: Any) -> bool:
-    import torch
-
-    return bool(torch.equal(a, b)) or (a.is_floating_point() and bool(torch.equal(a.isnan(), b.isnan()))
-                                       and bool(torch.equal(a.nan_to_num(), b.nan_to_num())))
 
 
 def _short(exc: BaseException) -> str:

@@ -11,17 +11,18 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from .store import read_records
+from ..storage import read_jsonl
+from ..tasks.loaders import parse_ops
 
 
 def synth_report(run_dir: str | Path) -> Path:
     """Write `report.md` (+ `plots/*.png`) for a synthesis output directory; returns its path."""
     root = Path(run_dir)
-    candidates = read_records(root / "candidates.jsonl")
-    tasks = read_records(root / "tasks.jsonl")
+    candidates = read_jsonl(root / "candidates.jsonl")
+    tasks = read_jsonl(root / "tasks.jsonl")
     summary = json.loads((root / "summary.json").read_text()) if (root / "summary.json").is_file() else {}
-    ops = Counter(op for t in tasks for op in _ops(t["ops"]))
-    sizes = Counter(len(_ops(t["ops"])) for t in tasks)
+    ops = Counter(op for t in tasks for op in parse_ops(t["ops"]))
+    sizes = Counter(len(parse_ops(t["ops"])) for t in tasks)
     sources = Counter(t["data_source"].split("#")[0] for t in tasks)
     reasons = Counter(c["reason"] for c in candidates if c["status"] != "accepted")
     runtimes = [t["runtime_ms"] for t in tasks if t.get("runtime_ms")]
@@ -53,7 +54,7 @@ def synth_report(run_dir: str | Path) -> Path:
 
 def audit_report(audit_jsonl: str | Path, out: str | Path | None = None, title: str = "Audit report") -> Path:
     """Markdown totals and the failing rows of an audit JSONL file."""
-    rows = {r["name"]: r for r in read_records(Path(audit_jsonl))}.values()
+    rows = {r["name"]: r for r in read_jsonl(Path(audit_jsonl))}.values()
     rows = list(rows)
     failed = [r for r in rows if not r["ok"]]
     by_reason = Counter(f["reason"] for r in failed for f in r["failures"])
@@ -118,9 +119,3 @@ def _plots(folder: Path, ops: Counter[str], sizes: Counter[int], reasons: Counte
         plt.close(fig)
         made.append(folder / "runtime.png")
     return made
-
-
-def _ops(value: Any) -> list[str]:
-    from ..tasks.loaders import parse_ops
-
-    return parse_ops(value)

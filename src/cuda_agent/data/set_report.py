@@ -1,23 +1,21 @@
-"""`dataset_report()`: what a generated (or any) task set contains, read as a lab would before
-training on it: operator, size and composition distributions beside what SPEC §3 says of
-CUDA-Agent-Ops-6K, the nearest evaluation task of every row (canonical form, canonical.py),
-the audit's verdicts when given, and a sample of rows a person can read.
-
-Static except for the audit file it may be given: nothing here runs task code.
+"""`dataset_report()`: what a task set contains, read as a lab would before training on it:
+distributions beside SPEC §3's Ops-6K, each row's nearest evaluation task, the audit's verdicts
+when given, and a readable sample. Nothing here runs task code.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import random
 import statistics
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from .canonical import VERDICTS, op_form
+from .canonical import VERDICTS, canonical_form
 from .config import OPS6K_MIX
-from .store import read_records
+from ..storage import read_jsonl
 
 OPS6K_TRANSFORMERS_SHARE = 1.2  # % of Ops-6K rows that use transformers (SPEC §3)
 OPS6K_ROWS = 6000
@@ -28,7 +26,7 @@ def dataset_report(dataset: str | Path, out_dir: str | Path, *, eval_sets: list[
                    audit_jsonl: str | Path | None = None, sample: int = 100, seed: int = 0) -> Path:
     """Write `out_dir/dataset_report.md` and `out_dir/nearest_eval.jsonl`; returns the report path."""
     from ..tasks import load_tasks
-    from .synth import EvalSet
+    from .screen import EvalSet
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -39,7 +37,7 @@ def dataset_report(dataset: str | Path, out_dir: str | Path, *, eval_sets: list[
         for r in rows:
             fh.write(json.dumps({k: r[k] for k in ("name", "canonical_ops", "nearest_eval", "eval_score",
                                                   "eval_order", "eval_verdict", "eval_detail")}) + "\n")
-    audit = {r["name"]: r for r in read_records(audit_jsonl)} if audit_jsonl else {}
+    audit = {r["name"]: r for r in read_jsonl(audit_jsonl)} if audit_jsonl else {}
     n = max(len(rows), 1)
     lines = [f"# Data set report: {Path(str(dataset)).name}", "",
              f"- rows: **{len(rows)}** (Ops-6K: {OPS6K_ROWS})",
@@ -58,10 +56,7 @@ def dataset_report(dataset: str | Path, out_dir: str | Path, *, eval_sets: list[
 
 
 def _row(task: Any, evals: Any) -> dict[str, Any]:
-    try:
-        form = op_form(task.source)
-    except SyntaxError:
-        form = None
+    form = canonical_form(task.source)
     meta = task.metadata or {}
     row: dict[str, Any] = {"name": task.name, "ops": list(task.ops or []), "data_source": task.data_source or "",
                            "canonical_ops": list(form.ops) if form else None, "source": task.source,
@@ -70,8 +65,8 @@ def _row(task: Any, evals: Any) -> dict[str, Any]:
                            "output_shapes": _json(meta.get("output_shapes")),
                            "nearest_eval": None, "eval_score": None, "eval_order": None, "eval_verdict": "",
                            "eval_detail": ""}
-    if evals is not None and form is not None and len(evals.canonical):
-        row.update(evals.canonical.check(form).as_dict())
+    if evals is not None:
+        evals.equivalent(form, row)
     return row
 
 
@@ -191,13 +186,7 @@ def _shapes(shapes: Any) -> str:
 
 
 def _numel(shapes: list[list[int]]) -> int:
-    total = 0
-    for s in shapes:
-        k = 1
-        for d in s:
-            k *= int(d)
-        total += k
-    return total
+    return sum(math.prod(int(d) for d in s) for s in shapes)
 
 
 def _q(values: list[float], q: float) -> float:

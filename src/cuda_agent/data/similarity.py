@@ -1,28 +1,16 @@
 """AST similarity between task files: the contamination and near-duplicate screen.
 
-Why this measure (docs/data.md gives the full definition): two task files are "the same task"
-when they compute the same thing with the same structure, whatever their names, sizes,
-comments and formatting. So each file is reduced to two fingerprints of its normalised AST:
-
-- structure: the multiset of k-grams (k = 3) of node labels in pre-order, after removing
-  imports, docstrings, annotations, module-level constants and `super().__init__()`, with
-  local names and `self.` attributes renamed by first appearance and every number replaced
-  by one token;
-- operators: the multiset of operator names the code calls or applies (`relu`, `conv2d`,
-  `add`), lower-cased, namespace dropped (`torch.relu`, `F.relu` and `nn.ReLU` agree).
-
-Each similarity is a Dice coefficient, 2|A ∩ B| / (|A| + |B|) on multisets, and the score is
-the smaller of the two: a near-copy must both look the same and call the same operators, so
-`relu(x)` and `sigmoid(x)` (same shape, other operator) do not collide while a renamed,
-resized copy scores 1.0. Multisets become sets by numbering repeats ("x#0", "x#1"), which
-turns every intersection into a count of shared feature ids: an inverted index answers a query
-against thousands of references in milliseconds (bench/data_similarity.py).
+Why: two files are "the same task" when they compute the same thing with the same structure,
+whatever their names, sizes and formatting. The score is the smaller of two multiset Dice
+coefficients, over k-grams of the normalised AST and over the operators called, so a near-copy
+must both look the same and call the same operators (docs/data.md gives the definition).
 """
 
 from __future__ import annotations
 
 import ast
 import threading
+from array import array
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -30,7 +18,6 @@ from dataclasses import dataclass
 import numpy as np
 
 K = 3
-DEFAULT_THRESHOLD = 0.9
 _KEEP_NAMES = frozenset({"torch", "nn", "F", "math", "np", "numpy", "self", "Model", "forward", "__init__",
                          "get_inputs", "get_init_inputs", "super", "range", "len", "int", "float", "list",
                          "tuple", "dict", "min", "max", "sum", "abs"})
@@ -107,7 +94,6 @@ def _strip(tree: ast.Module) -> ast.Module:
             node.body = [s for s in node.body if not _is_docstring(s) and not _is_super_init(s)] or [ast.Pass()]
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             node.body = _inline(node.body)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             node.returns = None
             node.decorator_list = []
             for arg in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs):
@@ -224,21 +210,16 @@ def _walk(node: ast.AST, labels: list[str], operators: list[str]) -> None:
         _walk(child, labels, operators)
 
 
+_LABELLED = {ast.Name: "id", ast.Attribute: "attr", ast.keyword: "arg", ast.FunctionDef: "name",
+             ast.ClassDef: "name", ast.arg: "arg"}  # node type -> the field its label carries
+
+
 def _label(node: ast.AST) -> str:
     kind = type(node).__name__
-    if isinstance(node, ast.Name):
-        return f"{kind}:{node.id}"
-    if isinstance(node, ast.Attribute):
-        return f"{kind}:{node.attr}"
     if isinstance(node, ast.Constant):
         return f"{kind}:{node.value!r}"[:60]
-    if isinstance(node, ast.keyword):
-        return f"{kind}:{node.arg}"
-    if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-        return f"{kind}:{node.name}"
-    if isinstance(node, ast.arg):
-        return f"{kind}:{node.arg}"
-    return kind
+    field = _LABELLED.get(type(node))
+    return f"{kind}:{getattr(node, field)}" if field else kind
 
 
 def _callee(func: ast.expr) -> str | None:
@@ -264,18 +245,14 @@ class Match:
 
 class SimilarityIndex:
     """Fingerprints of reference tasks in an inverted index (feature -> references holding it).
-
-    A query gathers the posting lists of its features and counts hits per reference
-    (`numpy.bincount`), so its cost is the total length of those lists: no dense vectors over
-    the vocabulary, no pairwise loop. `add` is O(features). Thread-safe: synthesis workers
-    query and add from several threads.
-    """
+    A query counts hits per reference over its features' posting lists (`numpy.bincount`): no
+    pairwise loop. Thread-safe: synthesis workers query and add from several threads."""
 
     _KINDS = ("structure", "operators")
 
     def __init__(self) -> None:
         self._vocab: dict[str, dict[str, int]] = {k: {} for k in self._KINDS}
-        self._postings: dict[str, list[_Posting]] = {k: [] for k in self._KINDS}
+        self._postings: dict[str, list[array[int]]] = {k: [] for k in self._KINDS}  # int32 ref ids
         self._sizes = np.zeros((0, 2), dtype=np.float64)
         self._count = 0
         self._lock = threading.Lock()
@@ -294,7 +271,7 @@ class SimilarityIndex:
                     fid = vocab.get(feature)
                     if fid is None:
                         fid = vocab[feature] = len(postings)
-                        postings.append(_Posting())
+                        postings.append(array("i"))
                     postings[fid].append(ref)
             if ref >= len(self._sizes):
                 grown = np.zeros((max(64, 2 * len(self._sizes)), 2))
@@ -319,8 +296,9 @@ class SimilarityIndex:
             for j, kind in enumerate(self._KINDS):
                 feats = getattr(fp, kind)
                 vocab, postings = self._vocab[kind], self._postings[kind]
-                lists = [postings[vocab[f]].view() for f in feats if f in vocab]
+                lists = [np.frombuffer(postings[vocab[f]], dtype=np.int32) for f in feats if f in vocab]
                 hits = np.bincount(np.concatenate(lists), minlength=n)[:n] if lists else np.zeros(n)
+                del lists  # a view pins its array (no append while one exists): drop them under the lock
                 total = len(feats) + self._sizes[:n, j]
                 dice = np.where(total > 0, 2 * hits / np.maximum(total, 1), 1.0)
                 score = dice if score is None else np.minimum(score, dice)
@@ -332,21 +310,3 @@ class SimilarityIndex:
         """`best` for each query."""
         return [self.best(i) for i in items]
 
-
-class _Posting:
-    """A growable int32 array of reference ids (amortised O(1) append, zero-copy view)."""
-
-    __slots__ = ("buf", "n")
-
-    def __init__(self) -> None:
-        self.buf = np.empty(4, dtype=np.int32)
-        self.n = 0
-
-    def append(self, ref: int) -> None:
-        if self.n == len(self.buf):
-            self.buf = np.concatenate([self.buf, np.empty(len(self.buf), dtype=np.int32)])
-        self.buf[self.n] = ref
-        self.n += 1
-
-    def view(self) -> np.ndarray:
-        return self.buf[:self.n]

@@ -1,13 +1,6 @@
-"""The output directory of a synthesis run: append-only JSONL, a parquet copy, a manifest.
-
-  manifest.json     the run's settings (a resumed run must match them) and library versions
-  candidates.jsonl  one line per candidate, accepted or not, with every filter result
-  tasks.jsonl       accepted tasks in the Ops-6K schema (ops, data_source, code) + metadata
-  tasks.parquet     the same rows; rewritten atomically every N accepted and at the end
-
-A line is appended (and flushed) as each candidate finishes, so a crash loses at most the
-candidates in flight; resuming skips every candidate index already recorded. A torn last line
-(the crash hit mid-write) is dropped (`cuda_agent.storage`'s rule).
+"""The output directory of a synthesis run: append-only JSONL, a parquet copy, a manifest
+(the layout is in docs/data.md). A line is appended as each candidate finishes, so a crash loses
+at most the candidates in flight; resuming skips every candidate index already recorded.
 """
 
 from __future__ import annotations
@@ -100,8 +93,3 @@ class DatasetStore:
         pq.write_table(table, tmp)
         os.replace(tmp, self.parquet_path)
         return self.parquet_path
-
-
-def read_records(path: str | Path) -> list[dict[str, Any]]:
-    """Every complete record of a JSONL file; [] if absent (see `cuda_agent.storage`)."""
-    return read_jsonl(path)

@@ -1,12 +1,8 @@
 """`synthesize()`: generate an Ops-6K-style data set, resumably, with every reject explained.
 
-Per candidate index i (plans are a pure function of seed and i, see plan.py):
-  plan -> worker composes it at the smallest size and returns the code
-       -> parent screens AST similarity (evaluation sets, tasks accepted so far)
-       -> worker sizes the input to the runtime window and runs the execution filters
-       -> parent re-checks near-duplicates against tasks accepted meanwhile, then records it.
-Several workers run candidates at once; timing is serialised across them by a lock file so
-concurrent work does not distort the runtime window.
+Candidate i: plan (a pure function of seed and i) -> the worker composes it small -> the parent
+screens similarity -> the worker sizes it and runs the filters -> the parent re-checks
+near-duplicates against tasks accepted meanwhile and records it (docs/data.md, Pipeline).
 """
 
 from __future__ import annotations
@@ -16,18 +12,20 @@ import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .canonical import ContaminationIndex, OpSequences, canonical_form, op_form
+from . import device_lock
+from .canonical import canonical_form
 from .catalogue import Catalogue, build_catalogue
 from .config import FilterConfig, SynthConfig
 from .filters import Reason, TaskCheck
 from .plan import Plan, PlanError, Planner
-from .similarity import SimilarityError, SimilarityIndex, fingerprint
+from .screen import EvalSet, Kept
+from .similarity import SimilarityError, fingerprint
 from .store import DatasetStore
 
 MAX_WORKER_FAILURES = 25  # then the environment is broken (e.g. no device), not the candidates
@@ -61,35 +59,11 @@ class SynthStats:
                 "rejects_by_reason": dict(self.reasons.most_common())}
 
 
-class EvalSet:
-    """Tasks to stay away from (contamination screen): AST fingerprints and canonical operator
-    forms, both taken once from the sources given (e.g. a KernelBench checkout's path)."""
-
-    def __init__(self, sources: list[str], verdicts: list[str] | None = None):
-        from ..tasks import load_tasks
-
-        self.names: list[str] = []
-        self.index = SimilarityIndex()
-        self.canonical = ContaminationIndex(*([verdicts] if verdicts is not None else []))
-        for source in sources:
-            for task in load_tasks(source, on_error="skip"):
-                try:
-                    fp = fingerprint(task.source)
-                    form = op_form(task.source)
-                except (SimilarityError, SyntaxError):
-                    continue
-                self.index.add(fp)
-                self.names.append(task.name)
-                self.canonical.add(task.name, form)
-
-
 def synthesize(out_dir: str | Path, config: SynthConfig, *, catalogue: Catalogue | None = None,
                progress: ProgressFn | None = None, policy: Any = None) -> SynthStats:
-    """Generate tasks into `out_dir` until `config.count` are accepted (or a limit is hit).
-
-    Resumes a run already in `out_dir` (same settings required). `policy` is needed only for
-    `generator="llm"` (see llm.py). The run holds `out_dir/.lock`: a second run there is refused.
-    """
+    """Generate tasks into `out_dir` until `config.count` are accepted (or a limit is hit),
+    resuming a run already there (same settings); holds `out_dir/.lock` against a second run.
+    `policy` is needed only for `generator="llm"` (see llm.py)."""
     from ..isolation.processes import RunLock
 
     with RunLock(out_dir, "data run"):
@@ -110,13 +84,9 @@ def _synthesize(out_dir: str | Path, config: SynthConfig, *, catalogue: Catalogu
                 "transformers": catalogue.transformers_version, "backend": backend}
     store = DatasetStore(out_dir, config, versions)
     evals = EvalSet(config.eval_sets, config.contamination_verdicts)
-    accepted_index = SimilarityIndex()
-    accepted_names: list[str] = []
-    accepted_ops = OpSequences()
+    kept = Kept()
     for row in store.tasks:
-        accepted_index.add(row["code"])
-        accepted_names.append(row["name"])
-        accepted_ops.add(row["name"], canonical_form(row["code"]))
+        kept.add(row["name"], row["code"], canonical_form(row["code"]))
     filters = filters_by_device(config.filters, config.workers, config.devices, Path(out_dir) / ".timing.lock")
     stats = SynthStats(wanted=config.count, accepted=len(store.tasks), resumed=len(store.candidates))
     for c in store.candidates:
@@ -124,42 +94,37 @@ def _synthesize(out_dir: str | Path, config: SynthConfig, *, catalogue: Catalogu
         if c.get("status") != "accepted":
             stats.reasons[c.get("reason", "unknown")] += 1
     done = store.done()
-    state = {"next": 0}
     lock = threading.Lock()
     deadline = time.time() + config.time_budget_s if config.time_budget_s else None
     t_start = time.time()
-    prior_elapsed = _prior_elapsed(store)
+    prior_elapsed = max((float(c.get("elapsed_s", 0.0)) for c in store.candidates), default=0.0)
 
-    def next_index() -> int | None:
-        with lock:
-            if stats.accepted >= config.count or (deadline and time.time() > deadline):
-                return None
-            while state["next"] in done:
-                state["next"] += 1
-            if config.max_candidates is not None and state["next"] >= config.max_candidates:
-                return None
-            i = state["next"]
-            state["next"] += 1
-            return i
+    def indices() -> Iterator[int]:  # run_jobs draws them one at a time
+        i = 0
+        while True:
+            with lock:
+                if stats.accepted >= config.count or (deadline and time.time() > deadline):
+                    return
+            while i in done:
+                i += 1
+            if config.max_candidates is not None and i >= config.max_candidates:
+                return
+            yield i
+            i += 1
 
     def record(index: int, plan: Plan | None, check: TaskCheck, code: str | None, extra: dict[str, Any]) -> None:
         task_row = None
         with lock:
             form = canonical_form(code) if code is not None else None
             if check.ok and code is not None:
-                dup = accepted_index.best(code)
-                if dup.score >= config.similarity_threshold:
-                    check = check.model_copy(update={"ok": False, "reason": Reason.NEAR_DUPLICATE,
-                                                     "detail": f"similarity {dup.score:.3f} to {accepted_names[dup.index]}"})
-                elif config.semantic_dedup and (first := accepted_ops.first(form)) is not None:
-                    check = check.model_copy(update={"ok": False, "reason": Reason.NEAR_DUPLICATE,
-                                                     "detail": f"same operators in the same order as {first}"})
+                dup = kept.duplicate(code, config.similarity_threshold) or (
+                    kept.same_ops(form) if config.semantic_dedup else None)
+                if dup:
+                    check = check.model_copy(update={"ok": False, "reason": Reason.NEAR_DUPLICATE, "detail": dup})
             if check.ok and code is not None and plan is not None:  # in-flight ones past `count` are kept too
                 name = f"synth-{config.seed}-{index:06d}"
                 task_row = _task_row(name, index, plan, code, check, config, backend, extra)
-                accepted_index.add(code)
-                accepted_names.append(name)
-                accepted_ops.add(name, form)
+                kept.add(name, code, form)
                 stats.accepted += 1
             stats.candidates += 1
             if not check.ok:
@@ -186,33 +151,23 @@ def _synthesize(out_dir: str | Path, config: SynthConfig, *, catalogue: Catalogu
             return (Reason.LOAD_ERROR, str(exc)), {}
         form = canonical_form(code)
         meta: dict[str, Any] = {"canonical_ops": list(form.ops) if form else None}
-        if len(evals.index):
-            m = evals.index.best(fp)
-            meta.update(similarity_eval=round(m.score, 4), similar_eval_task=evals.names[m.index])
-            if m.score >= config.similarity_threshold:
-                return (Reason.SIMILAR_TO_EVAL, f"similarity {m.score:.3f} to {evals.names[m.index]}"), meta
-        if len(evals.canonical) and form is not None:
-            near = evals.canonical.check(form)
-            meta.update(near.as_dict())
-            if near.verdict:
-                return (Reason.EQUIVALENT_TO_EVAL, f"{near.verdict}: {near.detail}"), meta
-        m = accepted_index.best(fp)
-        meta["similarity_set"] = round(m.score, 4)
-        if m.score >= config.similarity_threshold:
-            return (Reason.NEAR_DUPLICATE, f"similarity {m.score:.3f} to {accepted_names[m.index]}"), meta
+        if hit := evals.similar(fp, config.similarity_threshold, meta):
+            return (Reason.SIMILAR_TO_EVAL, hit), meta
+        if hit := evals.equivalent(form, meta):
+            return (Reason.EQUIVALENT_TO_EVAL, hit), meta
+        if hit := kept.duplicate(fp, config.similarity_threshold, meta):
+            return (Reason.NEAR_DUPLICATE, hit), meta
         if config.semantic_dedup:
             with lock:
-                first = accepted_ops.first(form)
-            if first is not None:
-                return (Reason.NEAR_DUPLICATE, f"same operators in the same order as {first}"), meta
+                hit = kept.same_ops(form)
+            if hit:
+                return (Reason.NEAR_DUPLICATE, hit), meta
         return None, meta
 
+    from .data_worker import run_jobs
+
     runner = _CandidateRunner(config, backend, filters, planner, screen, record, policy)
-    threads = [threading.Thread(target=runner.loop, args=(next_index, k), daemon=True) for k in range(config.workers)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    run_jobs(indices(), config.workers, runner.start, runner.run)
     stats.elapsed_s = prior_elapsed + time.time() - t_start
     if runner.errors:
         raise RuntimeError(f"synthesis stopped: {runner.errors[0]}")
@@ -223,7 +178,7 @@ def _synthesize(out_dir: str | Path, config: SynthConfig, *, catalogue: Catalogu
 
 
 class _CandidateRunner:
-    """One thread per worker process: takes candidate indices until there are none."""
+    """Runs candidates on the worker processes (`run_jobs` gives it one at a time per worker)."""
 
     def __init__(self, config: SynthConfig, backend: str, filters: dict[int | None, FilterConfig], planner: Planner,
                  screen: Callable[[str], Screen],
@@ -233,37 +188,25 @@ class _CandidateRunner:
         self.errors: list[str] = []
         self.worker_failures = 0  # consecutive candidates lost to the worker, not to a filter
 
-    def loop(self, next_index: Callable[[], int | None], slot: int = 0) -> None:
-        from .data_worker import DataWorker
+    def start(self, slot: int) -> Any:
+        return start_worker(self.backend, self.config.workers, device_of(slot, self.config.devices))
 
-        threads = max(1, (os.cpu_count() or 1) // self.config.workers)
-        device = device_of(slot, self.config.devices)
-        filters = self.filters[device]
-        worker: DataWorker | None = None
+    def run(self, slot: int, worker: Any, index: int) -> bool:
         try:
-            while (index := next_index()) is not None:
-                if worker is None or worker.worn_out:
-                    if worker is not None:
-                        worker.close()
-                    worker = DataWorker(self.backend, threads=threads, extra_env=device_env(device))
-                try:
-                    worker = self._one(index, worker, filters)
-                except Exception as exc:  # noqa: BLE001 - a bug here must stop the run, loudly
-                    self.errors.append(f"candidate {index}: {type(exc).__name__}: {exc}")
-                    return
-        finally:
-            if worker is not None:
-                worker.close()
+            self._one(index, worker, self.filters[device_of(slot, self.config.devices)])
+        except Exception as exc:  # noqa: BLE001 - a bug here must stop the run, loudly
+            self.errors.append(f"candidate {index}: {type(exc).__name__}: {exc}")
+            return False
+        return True
 
-    def _one(self, index: int, worker: Any, filters: FilterConfig) -> Any:
-        """Run one candidate; returns the worker to use next (replaced if this one died)."""
+    def _one(self, index: int, worker: Any, filters: FilterConfig) -> None:
         from .data_worker import WorkerDied, WorkerError
 
         try:
             plan = self.planner.plan(self.config.seed, index)
         except PlanError as exc:
             self.record(index, None, TaskCheck(ok=False, reason=Reason.COMPOSE_ERROR, detail=str(exc)), None, {})
-            return worker
+            return
         code: str | None = None
         extra: dict[str, Any] = {}
         try:
@@ -274,13 +217,8 @@ class _CandidateRunner:
                                                    self.config.candidate_timeout_s)
             else:
                 check, code, extra = self._catalogue_candidate(plan, worker, filters)
-        except WorkerDied as exc:
-            worker.close()
-            reason = Reason.TIMEOUT if "timed out" in exc.reason else Reason.CRASHED
-            check = TaskCheck(ok=False, reason=reason, detail=exc.reason)
-            worker = None
-        except WorkerError as exc:
-            check = TaskCheck(ok=False, reason=Reason.RUNTIME_ERROR, detail=exc.message)
+        except (WorkerDied, WorkerError) as exc:
+            check = failed_check(exc)
         lost = check.reason in (Reason.TIMEOUT, Reason.CRASHED) or (check.reason == Reason.RUNTIME_ERROR
                                                                      and not check.filters)
         self.worker_failures = self.worker_failures + 1 if lost else 0
@@ -288,7 +226,6 @@ class _CandidateRunner:
             raise RuntimeError(f"{MAX_WORKER_FAILURES} candidates in a row failed inside the worker itself "
                                f"(not in a filter); the last said: {check.detail[-600:]}")
         self.record(index, plan, check, code, extra)
-        return worker
 
     def _catalogue_candidate(self, plan: Plan, worker: Any,
                              filters: FilterConfig) -> tuple[TaskCheck, str | None, dict[str, Any]]:
@@ -315,13 +252,25 @@ def device_of(slot: int, devices: list[int] | None) -> int | None:
     return devices[slot % len(devices)] if devices else None
 
 
-def device_env(device: int | None) -> dict[str, str] | None:
-    """The environment that pins a worker to GPU `device` (as numbered in this process:
-    `device_slots` maps it through an inherited CUDA_VISIBLE_DEVICES)."""
+def start_worker(backend: str, workers: int, device: int | None) -> Any:
+    """A data worker with its share of the cores, pinned to GPU `device` (as numbered in this
+    process: `device_slots` maps it through an inherited CUDA_VISIBLE_DEVICES)."""
     from ..backends import PRIMARY_BACKEND
     from ..backends.devices import device_slots
+    from .data_worker import DataWorker
 
-    return device_slots(PRIMARY_BACKEND, [device])[0].env if device is not None else None
+    env = device_slots(PRIMARY_BACKEND, [device])[0].env if device is not None else None
+    return DataWorker(backend, threads=max(1, (os.cpu_count() or 1) // workers), extra_env=env)
+
+
+def failed_check(exc: Exception) -> TaskCheck:
+    """The verdict on a task its worker lost: a timeout, a crash, or an error outside the filters."""
+    from .data_worker import WorkerDied
+
+    if isinstance(exc, WorkerDied):
+        reason = Reason.TIMEOUT if "timed out" in exc.reason else Reason.CRASHED
+        return TaskCheck(ok=False, reason=reason, detail=exc.reason)
+    return TaskCheck(ok=False, reason=Reason.RUNTIME_ERROR, detail=exc.message)  # type: ignore[attr-defined]
 
 
 def filters_by_device(filters: FilterConfig, workers: int, devices: list[int] | None,
@@ -332,14 +281,8 @@ def filters_by_device(filters: FilterConfig, workers: int, devices: list[int] | 
     for device in (devices or [None]):
         sharing = sum(1 for k in range(workers) if device_of(k, devices) == device)
         path = lock if device is None else lock.with_name(f"{lock.name}.{device}")
-        out[device] = with_timing_lock(filters, path) if sharing > 1 else filters
+        out[device] = filters.model_copy(update={"gpu_lock": device_lock.create(path)}) if sharing > 1 else filters
     return out
-
-
-def with_timing_lock(filters: FilterConfig, path: Path) -> FilterConfig:
-    from . import device_lock
-
-    return filters.model_copy(update={"gpu_lock": device_lock.create(path)})
 
 
 def _task_row(name: str, index: int, plan: Plan, code: str, check: TaskCheck, config: SynthConfig, backend: str,
@@ -358,7 +301,3 @@ def _task_row(name: str, index: int, plan: Plan, code: str, check: TaskCheck, co
         "canonical_ops": json.dumps(extra.get("canonical_ops")), "first_call_ms": check.first_call_ms,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
-
-
-def _prior_elapsed(store: DatasetStore) -> float:
-    return max((float(c.get("elapsed_s", 0.0)) for c in store.candidates), default=0.0)

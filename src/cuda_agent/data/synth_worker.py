@@ -34,7 +34,7 @@ def synth_candidate(request: dict[str, Any], backend_name: str, wait_line: Calla
     import torch
 
     from ..backends import get_backend
-    from .compose import ComposeError, realize, render, size_plan
+    from .compose import ComposeError, make_input, realize, render, size_plan
 
     req = SynthRequest.model_validate(request)
     backend = get_backend(backend_name)
@@ -55,7 +55,7 @@ def synth_candidate(request: dict[str, Any], backend_name: str, wait_line: Calla
     def measure(real: Any) -> float:
         # An estimate that only steers the size. Under quiet timing it is taken alongside the
         # other workers (shared), so only the runtime filter's timing makes them all wait.
-        x = _input_for(real, device)
+        x = make_input(real.plan, real.input_shape, device)
         lock = (device_lock.shared(filters.shared_lock(), backend.synchronize) if filters.quiet_timing
                 else device_lock.exclusive(filters.gpu_lock))
         with torch.no_grad(), lock:
@@ -79,12 +79,6 @@ def synth_candidate(request: dict[str, Any], backend_name: str, wait_line: Calla
 def check_source(request: dict[str, Any], backend_name: str) -> TaskCheck:
     req = CheckRequest.model_validate(request)
     return check_task(req.source, req.filters, backend_name)
-
-
-def _input_for(real: Any, device: Any) -> Any:
-    from .compose import make_input
-
-    return make_input(real.plan, real.input_shape, device)
 
 
 def _result(check: TaskCheck) -> dict[str, Any]:

@@ -1,13 +1,6 @@
 """The data worker (`python -m cuda_agent.data.worker FD BACKEND`): runs task code for the
-catalogue probe, composition and the filters, one JSON request per stdin line, replies framed
-on the private pipe FD. See data_worker.py for the parent side and the isolation it provides.
-
-Requests:
-  {"op": "probe", "ref": OpRef}                 -> {"type": "result", "spec": OpSpec}
-  {"op": "synth", "plan": Plan, "config": ...}  -> {"type": "code", ...}, then waits for a
-        "proceed" / "stop" line (the parent screens the code's similarity meanwhile)
-                                                -> {"type": "result", "check": TaskCheck}
-  {"op": "check", "source": str, "config": ...} -> {"type": "result", "check": TaskCheck}
+probe, composition and the filters, one JSON request per stdin line ("probe", "synth", "check"),
+replies framed on the private pipe FD. data_worker.py is the parent side.
 """
 
 from __future__ import annotations
@@ -60,19 +53,13 @@ def _handle(request: dict[str, Any], backend_name: str) -> Any:
     elif op == "synth":
         from .synth_worker import synth_candidate
 
-        yield from synth_candidate(request, backend_name, _wait_line)
+        yield from synth_candidate(request, backend_name, lambda: sys.stdin.readline().strip())
     elif op == "check":
         from .synth_worker import check_source
 
         yield {"type": "result", "check": check_source(request, backend_name).model_dump(mode="json")}
-    elif op == "ping":
-        yield {"type": "pong"}
     else:
         yield {"type": "error", "stage": "worker", "message": f"unknown request {op!r}"}
-
-
-def _wait_line() -> str:
-    return sys.stdin.readline().strip()
 
 
 def _isolate() -> None:
