@@ -32,9 +32,9 @@ from typing import Any
 
 IDLE_PROBE_SLACK_MS = 0.5   # a probe this much slower than its calibration: the device was busy
 IDLE_VIOLATIONS = 3         # ... on this many intervals: work left running on the device
-CPU_IDLE_ALLOWANCE_MS = 5.0
+CPU_IDLE_ALLOWANCE_MS = 5.0  # candidate CPU while frozen / between its calls, per interval
 SPARES = 2  # warm client processes: the baselines' and the candidate's
-PRECISIONS = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}  # candidate CPU while frozen / between its calls, per interval
+PRECISIONS = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
 
 class JudgeError(Exception):
