@@ -1,5 +1,6 @@
-"""The judge's freeze of a candidate's process tree and its CPU read from /proc: a stopped tree
-is re-read without scanning /proc, and a process the candidate starts is still counted."""
+"""The judge's freeze of a candidate's process tree and its CPU: a stopped tree is re-read
+without scanning /proc, a process the candidate starts is counted and stopped even when it left
+the group, a thread that ended still counts, and a tree that does not stop is reported."""
 
 from __future__ import annotations
 
@@ -30,8 +31,8 @@ time.sleep(3600)
 
 
 def _ns(pid: int) -> int:
-    return sum(int(Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[0])
-               for tid in (p.name for p in Path(f"/proc/{pid}/task").iterdir()))
+    """The process's CPU clock: every thread's time, ended ones included."""
+    return time.clock_gettime_ns(((~pid) << 3) | 2)
 
 
 @pytest.fixture
@@ -85,15 +86,41 @@ def test_a_process_started_while_thawed_is_counted_at_the_next_freeze(stand_in):
     assert _ns(child) > 0
 
 
-def test_a_process_that_left_the_group_is_counted_while_it_runs(stand_in):
+def test_a_process_that_left_the_group_is_stopped_all_the_same(stand_in):
     proc, flag = stand_in("setsid")
     tree = FrozenTree(proc.pid)
-    child = _started_child(proc.pid, flag)  # it ignores SIGSTOP sent to the group
-    tree.freeze()
+    child = _started_child(proc.pid, flag)  # SIGSTOP sent to the group misses it
+    assert tree.freeze()
     before = tree.cpu_ns()
-    deadline = time.monotonic() + 10  # it runs, when the shared machine lets it
+    time.sleep(0.3)
+    assert tree.cpu_ns() == before
+    tree.thaw()
+    deadline = time.monotonic() + 10  # it runs again, when the shared machine lets it
     while tree.cpu_ns() == before and time.monotonic() < deadline:
         time.sleep(0.05)
     assert tree.cpu_ns() > before
-    tree.thaw()
-    assert child in process_tree(proc.pid)
+    tree.close()
+
+
+def test_a_thread_that_ended_still_counts(tmp_path):
+    script = ("import threading, time, sys\n"
+              "def spin():\n    end = time.thread_time() + 0.2\n    while time.thread_time() < end: pass\n"
+              "t = threading.Thread(target=spin); t.start(); t.join()\nprint('done', flush=True)\ntime.sleep(60)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        assert proc.stdout.readline().strip() == "done"
+        tree = FrozenTree(proc.pid)
+        assert tree.freeze()
+        assert tree.cpu_ns() >= 200_000_000  # the spinning thread is gone; its CPU is not
+    finally:
+        kill_tree(proc)
+        proc.wait()
+
+
+def test_a_tree_that_does_not_stop_is_reported(stand_in, monkeypatch):
+    proc, _ = stand_in("group")
+    monkeypatch.setattr(candidate_link, "_threads_stopped", lambda pid: False)
+    tree = FrozenTree(proc.pid)
+    tree.STOP_LIMIT_S = 0.2
+    assert tree.freeze() is False

@@ -161,6 +161,8 @@ attacks = {
     "raise its own priority": lambda: os.setpriority(os.PRIO_PROCESS, 0, -20),
     "real-time scheduling": lambda: os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1)),
     "limit the parent": lambda: check(libc.prlimit64(ppid, 7, None, ctypes.byref((ctypes.c_ulong * 2)(0, 0)))),
+    "leave its process group": lambda: os.setpgid(0, 0),  # the judge's SIGSTOP goes to the group
+    "start a session": lambda: os.setsid(),
 }
 results = {name: attempt(fn) for name, fn in attacks.items()}
 
@@ -213,7 +215,8 @@ SANDBOX_ATTACKS = ["write /dev/shm", "write /tmp", "write the workspace", "creat
                    "connect a unix socket", "socketpair", "fork", "exec", "subprocess", "ptrace the parent",
                    "write /proc/<ppid>/mem", "read parent memory", "signal the parent", "unshare", "mount",
                    "pin the parent to one cpu", "renice the parent", "renice every process of its user",
-                   "raise its own priority", "real-time scheduling", "limit the parent"]
+                   "raise its own priority", "real-time scheduling", "limit the parent", "leave its process group",
+                   "start a session"]
 
 
 @pytest.mark.skipif(landlock_abi() < 6, reason="kernel without Landlock ABI 6 (signal scoping)")

@@ -12,6 +12,7 @@ outside what the candidate owns.
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import mmap
 import os
 from pathlib import Path
@@ -165,8 +166,10 @@ def memfd_arena(nbytes: int) -> tuple[int, Any, Any]:
     """(fd, mmap, uint8 tensor over it): memory the candidate maps from the fd it is sent."""
     import torch
 
-    fd = os.memfd_create("cuda-agent-arena", os.MFD_CLOEXEC)
+    fd = os.memfd_create("cuda-agent-arena", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     os.ftruncate(fd, max(nbytes, 1))
+    # sealed at its size: a candidate that truncated its mapping would crash the judge (SIGBUS)
+    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
     mm = mmap.mmap(fd, max(nbytes, 1))
     return fd, mm, torch.frombuffer(mm, dtype=torch.uint8, count=nbytes) if nbytes else torch.empty(0, dtype=torch.uint8)
 

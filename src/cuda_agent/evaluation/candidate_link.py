@@ -16,8 +16,9 @@ import socket
 import sys
 import tempfile
 import time
+from contextlib import suppress
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterable, TypeVar
 
 from ..isolation.worker import WatchedProcess
 from ..isolation.sandbox import CANDIDATE_NAMESPACE_PREFIX, make_scratch, namespaces_available, process_tree, scrubbed_environment
@@ -53,6 +54,7 @@ class CandidateLink(WatchedProcess):
         theirs.close()
         self._closers = [self.sock.close]
         self.tree = FrozenTree(self.proc.pid)
+        self._closers.append(self.tree.close)
 
     # ---- talking ----------------------------------------------------------------------
     def send(self, msg: dict[str, Any], fds: list[int] | None = None) -> None:
@@ -95,16 +97,17 @@ class CandidateLink(WatchedProcess):
         tree = process_tree(self.proc.pid)
         return tree[-1] if self.namespaces and len(tree) > 1 else self.proc.pid
 
-    def freeze(self) -> None:
+    def freeze(self) -> bool:
         """Stop every thread of the candidate while the judge times its own models: nothing
-        it left running on the CPU can slow the baselines or work ahead."""
-        self.tree.freeze()
+        it left running on the CPU can slow the baselines or work ahead. False when some
+        thread still runs (the judge refuses such a candidate)."""
+        return self.tree.freeze()
 
     def thaw(self) -> None:
         self.tree.thaw()
 
     def cpu_ns(self) -> int:
-        """CPU time of every live thread of the candidate process tree, in ns (/proc)."""
+        """CPU time of the candidate's processes, threads that ended included, in ns."""
         return self.tree.cpu_ns()
 
     def syscall_filters(self) -> list[tuple[str, int, int | None]]:
@@ -121,39 +124,43 @@ class CandidateLink(WatchedProcess):
 
 
 class FrozenTree:
-    """Freezes and thaws the process tree under `root` (its own process group) and reads its
-    CPU from /proc, scanning /proc only when the tree can have changed."""
+    """Freezes and thaws the process tree under `root` and reads its CPU, scanning /proc only
+    when the tree can have changed. Each process is signalled by PID as well as by group: one
+    that left the group (setpgid; the sandbox denies it too) is stopped all the same."""
+
+    STOP_LIMIT_S = 2.0  # SIGSTOP lands when a thread next runs: room for a loaded host
 
     def __init__(self, root: int) -> None:
         self.root = root
         self.frozen = False
         self._stopped: dict[int, dict[str, tuple[int, ...]]] | None = None  # see _wait_stopped
         self._scanned_at: int | None = None  # the last PID allocated before the tree's last scan
+        self._pidfds: dict[int, int] = {}
 
-    def freeze(self) -> None:
+    def freeze(self) -> bool:
+        """Stop the tree; False when some thread of it still runs at the limit."""
         if not self.frozen:
-            self._signal(signal.SIGSTOP)
+            tree = list(self._stopped) if self._stopped else process_tree(self.root)
+            self._signal(signal.SIGSTOP, tree)
             self.frozen = True
-            self._stopped = self._wait_stopped()
+            self._stopped = self._wait_stopped(tree)
+        return self._stopped is not None
 
     def thaw(self) -> None:
         if self.frozen:
-            self._signal(signal.SIGCONT)
+            self._signal(signal.SIGCONT, list(self._stopped) if self._stopped else process_tree(self.root))
             self.frozen = False
 
-    def _wait_stopped(self, limit_s: float = 0.05) -> dict[int, dict[str, tuple[int, ...]]] | None:
+    def _wait_stopped(self, tree: list[int]) -> dict[int, dict[str, tuple[int, ...]]] | None:
         """SIGSTOP lands asynchronously, and /proc's CPU counters of a running thread lag: wait
         until every thread of the process tree is stopped, so CPU read from now on is CPU used
-        while frozen. Returns each stopped thread's CPU counters by process (`cpu_ns` re-reads
-        only those), or None when some thread still runs at the limit (a process that left the
-        group).
+        while frozen. Returns each stopped thread's CPU counters by process (`cpu_ns` compares
+        against them), or None when some thread still runs at the limit.
 
-        The last freeze's tree is the first guess. A tree whose every thread is stopped cannot
-        change, and a process or thread joins it only with a new PID: when none was allocated
-        in the judge's PID namespace since the tree was last scanned, the guess stands; else
-        one /proc scan confirms it."""
-        end = time.monotonic() + limit_s
-        tree = list(self._stopped) if self._stopped else process_tree(self.root)
+        A tree whose every thread is stopped cannot change, and a process or thread joins it
+        only with a new PID: when none was allocated in the judge's PID namespace since the
+        tree was last scanned, `tree` stands; else one /proc scan confirms it."""
+        end = time.monotonic() + self.STOP_LIMIT_S
         while time.monotonic() < end:
             if not all(_threads_stopped(pid) for pid in tree):
                 time.sleep(0.0002)
@@ -165,25 +172,47 @@ class FrozenTree:
             if set(now) == set(tree):
                 self._scanned_at = mark
                 return {pid: _thread_counters(pid) for pid in tree}
-            tree = now  # it started or lost a process before it stopped
+            self._signal(signal.SIGSTOP, [pid for pid in now if pid not in tree])  # started before it stopped
+            tree = now
         self._scanned_at = None
         return None
 
     def cpu_ns(self) -> int:
-        """CPU time of every live thread of the tree, in ns. While frozen, the threads seen
-        stopped are re-read; only when one of them ran since (or a thread came or went) can the
-        tree have changed, and /proc is scanned for it again."""
+        """CPU time of the tree's processes in ns, from each one's CPU clock: threads that ended
+        count too (per-thread /proc counters lose them). While frozen, the threads seen stopped
+        are re-read; only when one of them ran since (or a thread came or went) can the tree
+        have changed, and /proc is scanned for it again."""
         if self.frozen and self._stopped is not None:
-            now = {pid: _thread_counters(pid) for pid in self._stopped}
-            if now == self._stopped:
-                return _total_ns(now)
-        return _total_ns({pid: _thread_counters(pid) for pid in process_tree(self.root)})
+            if {pid: _thread_counters(pid) for pid in self._stopped} == self._stopped:
+                return _process_ns(self._stopped)
+        return _process_ns(process_tree(self.root))
 
-    def _signal(self, sig: int) -> None:
-        try:
+    def _signal(self, sig: int, pids: list[int]) -> None:
+        """To the group, and to each process through a pidfd held since it was first seen (a
+        PID that ended and was reused by another process is not signalled)."""
+        with suppress(ProcessLookupError, PermissionError):
             os.killpg(self.root, sig)
-        except (ProcessLookupError, PermissionError):
+        for pid in pids:
+            with suppress(OSError):
+                if pid not in self._pidfds:
+                    self._pidfds[pid] = os.pidfd_open(pid)
+                signal.pidfd_send_signal(self._pidfds[pid], sig)
+
+    def close(self) -> None:
+        for fd in self._pidfds.values():
+            os.close(fd)
+        self._pidfds.clear()
+
+
+def _process_ns(pids: Iterable[int]) -> int:
+    """Sum of the processes' CPU clocks (clock_getcpuclockid's id: ~pid << 3 | CPUCLOCK_SCHED)."""
+    total = 0
+    for pid in pids:
+        try:
+            total += time.clock_gettime_ns(((~pid) << 3) | 2)
+        except OSError:  # it ended
             pass
+    return total
 
 
 def _last_pid() -> int | None:
@@ -229,7 +258,3 @@ def _per_thread(pid: int, name: str, parse: Callable[[str], T]) -> dict[str, T]:
         except (OSError, ValueError, IndexError):
             continue
     return out
-
-
-def _total_ns(counters: dict[int, dict[str, tuple[int, ...]]]) -> int:
-    return sum(c[0] for threads in counters.values() for c in threads.values())

@@ -520,8 +520,13 @@ class _CandidateSession:
         self.reader = self.judge.backend.output_reader(self.link.pid())
         if cfg.guards.no_processes and self.role == "candidate":
             self.link.watch_processes()
-        self.link.freeze()
+        self.freeze()
         self.clock.mark("load")
+
+    def freeze(self) -> None:
+        if not self.link.freeze():
+            raise Verdict("guard", "the candidate kept running after it was stopped: a thread or process of it "
+                                   "escaped the freeze (it would work while the judge reads or times)")
 
     def check_syscall_filter(self) -> None:
         """Corroborate from /proc that every thread of the loaded candidate runs under the
@@ -607,7 +612,7 @@ class _CandidateSession:
         self.link.send({"type": "run", "slots": slots, "stage": stage, "guard": guard})
         msg = self.receive(stage, started)
         self.judge.backend.idle_probe()
-        self.link.freeze()
+        self.freeze()
         outs = self.collect(msg, len(slots), stage)
         self.release(stage)
         return outs
@@ -620,7 +625,7 @@ class _CandidateSession:
         self.link.send({"type": "release"})
         if self.receive(stage, started).get("type") != "released":
             raise Verdict("worker", "the candidate process broke the protocol")
-        self.link.freeze()
+        self.freeze()
 
     def collect(self, msg: dict[str, Any], n: int, stage: str) -> list[Any]:
         from ..backends.sharing import SharingError
@@ -714,7 +719,7 @@ class _CandidateSession:
         tp = time.perf_counter()
         self.judge.backend.idle_probe()
         t1 = time.perf_counter()
-        self.link.freeze()
+        self.freeze()
         self.probe_slow = self.judge.probe_was_slow((t1 - tp) * 1000)
         if self.probe_slow and self.role == "candidate":
             self.busy_probes += 1

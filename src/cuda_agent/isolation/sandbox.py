@@ -273,6 +273,9 @@ _DENY_SYSCALLS: dict[str, tuple[int | None, int | None]] = {
     # win CPU from other load that the baselines, timed while it is frozen, still compete with)
     "setpriority": (141, 140), "sched_setscheduler": (144, 119), "sched_setparam": (142, 118),
     "sched_setattr": (314, 274), "ioprio_set": (251, 30), "move_pages": (279, 239),
+    # its own process group or session: one that left the judge's signals would run while frozen
+    # (a red-team candidate finished its outputs after answering, untimed)
+    "setpgid": (109, 154), "setsid": (112, 157),
 }
 # signals only to this process itself (raise, pthread_kill, Python's os.kill(os.getpid(), ...))
 _OWN_PID_SYSCALLS = {"kill": (62, 129), "tgkill": (234, 131), "rt_sigqueueinfo": (129, 138),
