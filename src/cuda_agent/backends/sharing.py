@@ -37,7 +37,7 @@ def tensor_extent(shape: list[int], strides: list[int], elsize: int) -> int:
     return (sum((d - 1) * st for d, st in zip(shape, strides)) + 1) * elsize
 
 
-def _dtype(name: str) -> Any:
+def _dtype(name: Any) -> Any:
     import torch
 
     dt = getattr(torch, str(name), None)
@@ -50,14 +50,21 @@ def describe_tensor(t: Any) -> dict[str, Any]:
     return {"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape), "strides": list(t.stride())}
 
 
+def layout_extent(desc: dict[str, Any]) -> tuple[Any, list[int], list[int], int, int]:
+    """(dtype, shape, strides, element size, extent in bytes) of a tensor description."""
+    import torch
+
+    dt = _dtype(desc.get("dtype"))
+    elsize = torch.empty((), dtype=dt).element_size()
+    shape, strides = [int(s) for s in desc["shape"]], [int(s) for s in desc["strides"]]
+    return dt, shape, strides, elsize, tensor_extent(shape, strides, elsize)
+
+
 def view_bytes(raw: Any, desc: dict[str, Any], offset: int) -> Any:
     """A strided tensor of `desc`'s dtype/shape over the uint8 tensor `raw` at `offset`."""
     import torch
 
-    dt = _dtype(desc["dtype"])
-    elsize = torch.empty((), dtype=dt).element_size()
-    shape, strides = [int(s) for s in desc["shape"]], [int(s) for s in desc["strides"]]
-    extent = tensor_extent(shape, strides, elsize)
+    dt, shape, strides, elsize, extent = layout_extent(desc)
     if offset < 0 or offset % elsize or offset + extent > raw.numel():
         raise SharingError(f"tensor of {extent} bytes at offset {offset} is outside its {raw.numel()}-byte allocation")
     if extent == 0:
@@ -163,12 +170,9 @@ class _IoVec(ctypes.Structure):
 
 def memfd_arena(nbytes: int) -> tuple[int, Any, Any]:
     """(fd, mmap, uint8 tensor over it): memory the candidate maps from the fd it is sent."""
-    import torch
-
     fd = os.memfd_create("cuda-agent-arena", os.MFD_CLOEXEC)
     os.ftruncate(fd, max(nbytes, 1))
-    mm = mmap.mmap(fd, max(nbytes, 1))
-    return fd, mm, torch.frombuffer(mm, dtype=torch.uint8, count=nbytes) if nbytes else torch.empty(0, dtype=torch.uint8)
+    return fd, *map_fd(fd, nbytes)
 
 
 def map_fd(fd: int, nbytes: int) -> tuple[Any, Any]:
