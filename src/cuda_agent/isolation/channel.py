@@ -8,6 +8,7 @@ that matches the byte count, so a hostile worker can send wrong data, never run 
 from __future__ import annotations
 
 import json
+import math
 import os
 import select
 import struct
@@ -141,11 +142,9 @@ def _decode(obj: Any, blobs: list[bytearray]) -> Any:
         idx, shape = obj.get("__tensor__"), obj.get("shape")
         if dtype is None or not isinstance(idx, int) or not 0 <= idx < len(blobs) or not isinstance(shape, list):
             raise ChannelError("malformed tensor in frame")
-        numel = 1
-        for s in shape:
-            if not isinstance(s, int) or s < 0:
-                raise ChannelError("malformed tensor shape")
-            numel *= s
+        if not all(isinstance(s, int) and s >= 0 for s in shape):
+            raise ChannelError("malformed tensor shape")
+        numel = math.prod(shape)
         elem = torch.empty((), dtype=dtype).element_size()
         if numel * elem != len(blobs[idx]):
             raise ChannelError("tensor size does not match its bytes")
