@@ -28,36 +28,25 @@ def aligned(n: int) -> int:
     return (n + ALIGN - 1) // ALIGN * ALIGN
 
 
-def tensor_extent(shape: list[int], strides: list[int], elsize: int) -> int:
-    """Bytes from the first element to one past the last one a strided view can touch."""
-    if any(s == 0 for s in shape):
-        return 0
-    if any(st < 0 for st in strides):
-        raise SharingError("negative strides")
-    return (sum((d - 1) * st for d, st in zip(shape, strides)) + 1) * elsize
-
-
-def _dtype(name: Any) -> Any:
-    import torch
-
-    dt = getattr(torch, str(name), None)
-    if not isinstance(dt, torch.dtype):
-        raise SharingError(f"unknown dtype {name!r}")
-    return dt
-
-
 def describe_tensor(t: Any) -> dict[str, Any]:
     return {"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape), "strides": list(t.stride())}
 
 
 def layout_extent(desc: dict[str, Any]) -> tuple[Any, list[int], list[int], int, int]:
-    """(dtype, shape, strides, element size, extent in bytes) of a tensor description."""
+    """(dtype, shape, strides, element size, extent): the extent is the bytes from the first
+    element to one past the last one the strided view can touch."""
     import torch
 
-    dt = _dtype(desc.get("dtype"))
+    dt = getattr(torch, str(desc.get("dtype")), None)
+    if not isinstance(dt, torch.dtype):
+        raise SharingError(f"unknown dtype {desc.get('dtype')!r}")
     elsize = torch.empty((), dtype=dt).element_size()
     shape, strides = [int(s) for s in desc["shape"]], [int(s) for s in desc["strides"]]
-    return dt, shape, strides, elsize, tensor_extent(shape, strides, elsize)
+    if any(s == 0 for s in shape):
+        return dt, shape, strides, elsize, 0
+    if any(st < 0 for st in strides):
+        raise SharingError("negative strides")
+    return dt, shape, strides, elsize, (sum((d - 1) * st for d, st in zip(shape, strides)) + 1) * elsize
 
 
 def view_bytes(raw: Any, desc: dict[str, Any], offset: int) -> Any:

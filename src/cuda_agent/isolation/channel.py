@@ -7,6 +7,7 @@ that matches the byte count, so a hostile worker can send wrong data, never run 
 
 from __future__ import annotations
 
+import fcntl
 import json
 import math
 import os
@@ -79,7 +80,10 @@ class Reader:
         self.fd = fd
         self.on_wait = on_wait  # called about every WATCH_INTERVAL_S while reading (memory watchdog)
         self._last_watch = 0.0
-        _widen_pipe(fd)
+        try:  # large pipe buffers: outputs are megabytes, the default buffer is 64 KiB
+            fcntl.fcntl(fd, 1031, 1 << 20)  # F_SETPIPE_SZ
+        except OSError:
+            pass
 
     def _read_exact(self, n: int, deadline: float) -> bytearray:
         buf = bytearray(n)
@@ -120,16 +124,6 @@ class Reader:
         if not isinstance(message, dict) or not isinstance(message.get("type"), str):
             raise ChannelError("frame is not a message")
         return message
-
-
-def _widen_pipe(fd: int) -> None:
-    """Large pipe buffers: outputs are megabytes, the default buffer is 64 KiB."""
-    try:
-        import fcntl
-
-        fcntl.fcntl(fd, 1031, 1 << 20)  # F_SETPIPE_SZ
-    except (OSError, ImportError):
-        pass
 
 
 def _decode(obj: Any, blobs: list[bytearray]) -> Any:
