@@ -691,7 +691,7 @@ class _PyChecker:
 
 
 def check_model_new(source: str, extension_name: str, filename: str = "model_new.py") -> list[Finding]:
-    """Check model_new.py's source against the policy in the module docstring."""
+    """Check model_new.py's source against the allow-lists (docs/guards.md, "Static rules")."""
     try:
         tree = ast.parse(source, filename=filename)
     except SyntaxError as e:
