@@ -38,8 +38,6 @@ class Backend(ABC):
     extension_name: ClassVar[str]
     kernel_suffix: ClassVar[str]
     binding_suffix: ClassVar[str] = "_binding.cpp"
-    # True where freed device memory is kept and handed out again unwritten (poison it)
-    caching_allocator: ClassVar[bool] = False
     # Per-file flags a kernel may ask for with a `// @flags: ...` line, nothing else.
     allowed_kernel_flags: ClassVar[frozenset[str]]
 
@@ -131,7 +129,6 @@ class Backend(ABC):
         """Evict caches before a timed trial so every trial starts equally cold. `cushion`:
         also queue a short device-side delay that hides host launch overhead from the device
         timer (off for the host-clock cross-check, which must see everything)."""
-
 
     def peak_rates(self) -> tuple[float, float] | None:
         """(bytes/s, flop/s) no kernel on this device can beat, generous on purpose; None where

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar
 
-from .sharing import SharingError, map_fd, memfd_arena, read_process_memory, tensor_extent, view_bytes
+from .sharing import SharingError, layout_extent, map_fd, memfd_arena, read_process_memory, view_bytes
 from .base import Arena, Backend, OutputReader, Timer, digest, host_compiler, python_id, tool_version, torch_lib_dir, torch_version
 
 
@@ -120,16 +120,10 @@ class _ProcessReader(OutputReader):
         self.pid = pid
 
     def read(self, where: dict, layout: dict) -> Any:
-        import torch
-
         address = where.get("address")
         if not isinstance(address, int) or address <= 0:
             raise SharingError("malformed output address")
-        dt = getattr(torch, str(layout.get("dtype")), None)
-        if not isinstance(dt, torch.dtype):
-            raise SharingError("malformed output dtype")
-        elsize = torch.empty((), dtype=dt).element_size()
-        extent = tensor_extent([int(s) for s in layout["shape"]], [int(s) for s in layout["strides"]], elsize)
+        extent = layout_extent(layout)[-1]
         if extent > 1 << 36:
             raise SharingError("output larger than any task's")
         raw = read_process_memory(self.pid, address, extent)

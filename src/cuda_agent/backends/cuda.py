@@ -14,7 +14,6 @@ from typing import Any, ClassVar
 from .sharing import CudaIpc, SharingError, view_bytes
 from .base import Arena, Backend, OutputReader, Timer, digest, host_compiler, python_id, tool_version, torch_lib_dir, torch_version
 
-_CUDA_HOME_CANDIDATES = ("/usr/local/cuda",)
 _CUSHION_CYCLES = 200_000  # ~0.1 ms at Hopper clocks
 # device name fragment -> (HBM TB/s, dense fp16/bf16 tensor TFLOP/s), public datasheets
 _PEAKS = {"H200": (4.8, 989.0), "H100": (3.35, 989.0), "A100": (2.04, 312.0), "L40S": (0.86, 362.0),
@@ -41,7 +40,6 @@ class CudaBackend(Backend):
     torch_device = "cuda"
     extension_name = "cuda_extension"
     kernel_suffix = ".cu"
-    caching_allocator = True
     allowed_kernel_flags: ClassVar[frozenset[str]] = frozenset(
         {"--use_fast_math", "-use_fast_math", "--ftz=true", "--extra-device-vectorization"}
     ) | frozenset(f"-maxrregcount={n}" for n in (32, 40, 48, 64, 72, 80, 96, 128, 168, 255))
@@ -248,10 +246,8 @@ def cuda_home() -> str:
     if env:
         return env
     exe = shutil.which("nvcc")
-    candidates = ([str(Path(exe).resolve().parent.parent)] if exe else []) + list(_CUDA_HOME_CANDIDATES)
-    for root in candidates:
-        if (Path(root) / "include" / "cuda_runtime.h").is_file():
-            return root
+    if exe and (Path(exe).resolve().parent.parent / "include" / "cuda_runtime.h").is_file():
+        return str(Path(exe).resolve().parent.parent)
     return "/usr/local/cuda"
 
 
@@ -265,32 +261,28 @@ def cuda_arch() -> str:
     env = os.environ.get("CUDA_AGENT_CUDA_ARCH")
     if env:
         return env.replace("sm_", "").replace(".", "")
-    smi = shutil.which("nvidia-smi")
-    if smi:
-        try:
-            out = subprocess.run([smi, "--query-gpu=compute_cap", "--format=csv,noheader"],
-                                 capture_output=True, text=True, timeout=20).stdout.split()
-            if out:
-                return out[0].replace(".", "")
-        except (OSError, subprocess.SubprocessError):
-            pass
-    return "90"
+    caps = _smi("--query-gpu=compute_cap")
+    return caps[0].strip().replace(".", "") if caps else "90"
 
 
 @cache
 def gpu_name_from_smi() -> str:
     """The first visible GPU's name via nvidia-smi, so the evaluator needs no CUDA context."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0] or "0"
+    names = _smi(f"--id={visible}", "--query-gpu=name")
+    return names[0].strip() if names else "cuda"
+
+
+def _smi(*query: str) -> list[str]:
+    """nvidia-smi's CSV lines for `query`; none where it is missing or fails."""
     smi = shutil.which("nvidia-smi")
-    if smi:
-        try:
-            visible = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0] or "0"
-            out = subprocess.run([smi, f"--id={visible}", "--query-gpu=name", "--format=csv,noheader"],
-                                 capture_output=True, text=True, timeout=20).stdout.strip()
-            if out:
-                return out.splitlines()[0]
-        except (OSError, subprocess.SubprocessError):
-            pass
-    return "cuda"
+    if not smi:
+        return []
+    try:
+        out = subprocess.run([smi, *query, "--format=csv,noheader"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [ln for ln in out.stdout.splitlines() if ln.strip()]
 
 
 @cache

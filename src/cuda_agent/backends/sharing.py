@@ -29,36 +29,32 @@ def aligned(n: int) -> int:
     return (n + ALIGN - 1) // ALIGN * ALIGN
 
 
-def tensor_extent(shape: list[int], strides: list[int], elsize: int) -> int:
-    """Bytes from the first element to one past the last one a strided view can touch."""
-    if any(s == 0 for s in shape):
-        return 0
-    if any(st < 0 for st in strides):
-        raise SharingError("negative strides")
-    return (sum((d - 1) * st for d, st in zip(shape, strides)) + 1) * elsize
-
-
-def _dtype(name: str) -> Any:
-    import torch
-
-    dt = getattr(torch, str(name), None)
-    if not isinstance(dt, torch.dtype):
-        raise SharingError(f"unknown dtype {name!r}")
-    return dt
-
-
 def describe_tensor(t: Any) -> dict[str, Any]:
     return {"dtype": str(t.dtype).removeprefix("torch."), "shape": list(t.shape), "strides": list(t.stride())}
+
+
+def layout_extent(desc: dict[str, Any]) -> tuple[Any, list[int], list[int], int, int]:
+    """(dtype, shape, strides, element size, extent): the extent is the bytes from the first
+    element to one past the last one the strided view can touch."""
+    import torch
+
+    dt = getattr(torch, str(desc.get("dtype")), None)
+    if not isinstance(dt, torch.dtype):
+        raise SharingError(f"unknown dtype {desc.get('dtype')!r}")
+    elsize = torch.empty((), dtype=dt).element_size()
+    shape, strides = [int(s) for s in desc["shape"]], [int(s) for s in desc["strides"]]
+    if any(s == 0 for s in shape):
+        return dt, shape, strides, elsize, 0
+    if any(st < 0 for st in strides):
+        raise SharingError("negative strides")
+    return dt, shape, strides, elsize, (sum((d - 1) * st for d, st in zip(shape, strides)) + 1) * elsize
 
 
 def view_bytes(raw: Any, desc: dict[str, Any], offset: int) -> Any:
     """A strided tensor of `desc`'s dtype/shape over the uint8 tensor `raw` at `offset`."""
     import torch
 
-    dt = _dtype(desc["dtype"])
-    elsize = torch.empty((), dtype=dt).element_size()
-    shape, strides = [int(s) for s in desc["shape"]], [int(s) for s in desc["strides"]]
-    extent = tensor_extent(shape, strides, elsize)
+    dt, shape, strides, elsize, extent = layout_extent(desc)
     if offset < 0 or offset % elsize or offset + extent > raw.numel():
         raise SharingError(f"tensor of {extent} bytes at offset {offset} is outside its {raw.numel()}-byte allocation")
     if extent == 0:
@@ -164,14 +160,11 @@ class _IoVec(ctypes.Structure):
 
 def memfd_arena(nbytes: int) -> tuple[int, Any, Any]:
     """(fd, mmap, uint8 tensor over it): memory the candidate maps from the fd it is sent."""
-    import torch
-
     fd = os.memfd_create("cuda-agent-arena", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     os.ftruncate(fd, max(nbytes, 1))
     # sealed at its size: a candidate that truncated its mapping would crash the judge (SIGBUS)
     fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
-    mm = mmap.mmap(fd, max(nbytes, 1))
-    return fd, mm, torch.frombuffer(mm, dtype=torch.uint8, count=nbytes) if nbytes else torch.empty(0, dtype=torch.uint8)
+    return fd, *map_fd(fd, nbytes)
 
 
 def map_fd(fd: int, nbytes: int) -> tuple[Any, Any]:

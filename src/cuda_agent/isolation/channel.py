@@ -7,7 +7,9 @@ that matches the byte count, so a hostile worker can send wrong data, never run 
 
 from __future__ import annotations
 
+import fcntl
 import json
+import math
 import os
 import select
 import struct
@@ -78,7 +80,10 @@ class Reader:
         self.fd = fd
         self.on_wait = on_wait  # called about every WATCH_INTERVAL_S while reading (memory watchdog)
         self._last_watch = 0.0
-        _widen_pipe(fd)
+        try:  # large pipe buffers: outputs are megabytes, the default buffer is 64 KiB
+            fcntl.fcntl(fd, 1031, 1 << 20)  # F_SETPIPE_SZ
+        except OSError:
+            pass
 
     def _read_exact(self, n: int, deadline: float) -> bytearray:
         buf = bytearray(n)
@@ -121,16 +126,6 @@ class Reader:
         return message
 
 
-def _widen_pipe(fd: int) -> None:
-    """Large pipe buffers: outputs are megabytes, the default buffer is 64 KiB."""
-    try:
-        import fcntl
-
-        fcntl.fcntl(fd, 1031, 1 << 20)  # F_SETPIPE_SZ
-    except (OSError, ImportError):
-        pass
-
-
 def _decode(obj: Any, blobs: list[bytearray]) -> Any:
     if isinstance(obj, list):
         return [_decode(v, blobs) for v in obj]
@@ -141,11 +136,9 @@ def _decode(obj: Any, blobs: list[bytearray]) -> Any:
         idx, shape = obj.get("__tensor__"), obj.get("shape")
         if dtype is None or not isinstance(idx, int) or not 0 <= idx < len(blobs) or not isinstance(shape, list):
             raise ChannelError("malformed tensor in frame")
-        numel = 1
-        for s in shape:
-            if not isinstance(s, int) or s < 0:
-                raise ChannelError("malformed tensor shape")
-            numel *= s
+        if not all(isinstance(s, int) and s >= 0 for s in shape):
+            raise ChannelError("malformed tensor shape")
+        numel = math.prod(shape)
         elem = torch.empty((), dtype=dtype).element_size()
         if numel * elem != len(blobs[idx]):
             raise ChannelError("tensor size does not match its bytes")

@@ -1,17 +1,5 @@
 """Process hygiene shared by every long run (optimize, bench, data): children die with their
 parent, on SIGKILL too, and two runs never share one output folder.
-
-Small tools, one place:
-- `die_with_parent(parent)`: called first thing in a child we start (a pool worker, a device
-  slot, a data worker); Linux then SIGKILLs it when the parent dies (PR_SET_PDEATHSIG).
-- `PDEATHSIG_PREFIX`: the same for a command we exec without Python code of ours in it
-  (`setpriv --pdeathsig KILL`, util-linux): it survives the exec, unlike a session or group.
-- `RunLock(folder)`: an exclusive `flock` on `folder/.lock` for the run's lifetime; the kernel
-  drops it when the holder dies, so a stale lock cannot outlive a killed run.
-- `terminate_on_sigterm()`: SIGTERM raises `Terminated` (a BaseException) in the main thread,
-  so `finally` blocks close pools and kill children as on Ctrl-C.
-- `child_environment()`: the environment for a child started as `python -m cuda_agent...`,
-  with this copy of the sources first on its PYTHONPATH.
 """
 
 from __future__ import annotations
@@ -38,24 +26,16 @@ def child_environment(env: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def die_with_parent(parent: int | None = None) -> bool:
-    """Ask Linux to SIGKILL this process when its parent dies; exit at once if `parent` (the pid
-    that started us) is already gone. Returns whether the request was applied."""
-    applied = False
+def die_with_parent(parent: int | None = None) -> None:
+    """Ask Linux to SIGKILL this process when its parent dies (PR_SET_PDEATHSIG); exit at once if
+    `parent` (the pid that started us) is already gone."""
     if sys.platform.startswith("linux"):
         try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            applied = libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+            ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         except (OSError, AttributeError):
-            applied = False
+            pass
     if parent is not None and os.getppid() != parent:  # the parent died before the request took
         os._exit(0)
-    return applied
-
-
-def _pdeathsig_prefix() -> tuple[str, ...]:
-    setpriv = shutil.which("setpriv")
-    return (setpriv, "--pdeathsig", "KILL") if setpriv and sys.platform.startswith("linux") else ()
 
 
 def start_detached_child() -> None:
@@ -65,8 +45,10 @@ def start_detached_child() -> None:
     die_with_parent()
 
 
-PDEATHSIG_PREFIX: tuple[str, ...] = _pdeathsig_prefix()
-"""argv prefix that makes the exec'd command die with the process (thread) that started it."""
+_SETPRIV = shutil.which("setpriv") if sys.platform.startswith("linux") else None
+PDEATHSIG_PREFIX: tuple[str, ...] = (_SETPRIV, "--pdeathsig", "KILL") if _SETPRIV else ()
+"""argv prefix (util-linux `setpriv`) that makes an exec'd command die with the process (thread)
+that started it: it survives the exec, unlike a session or group."""
 
 
 class RunBusy(RuntimeError):
@@ -74,7 +56,8 @@ class RunBusy(RuntimeError):
 
 
 class RunLock:
-    """Exclusive lock on an output folder for one run (`with RunLock(out): ...`)."""
+    """Exclusive `flock` on `folder/.lock` for one run (`with RunLock(out): ...`); the kernel
+    drops it when the holder dies, so a stale lock cannot outlive a killed run."""
 
     NAME = ".lock"
 

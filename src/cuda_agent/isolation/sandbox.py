@@ -1,20 +1,8 @@
 """The worker's sandbox: what candidate code may touch, enforced by the kernel where it can be.
 
-Layers, each applied where the OS allows and each reported in `EvalResult.sandbox`:
-- a scrubbed environment (no API keys, tokens or the parent's settings reach the worker);
-- a private scratch directory as HOME / TMPDIR and for torch.compile's and Triton's caches,
-  so nothing the candidate writes is ever read by a later evaluation's trusted phase;
-- Landlock (Linux >= 5.13, unprivileged, irreversible): writes only to the workspace, the
-  scratch directory and /dev; no TCP connect or bind (ABI >= 4); no signals to processes
-  outside the worker (ABI >= 6). Applied in the worker's main thread before it runs any
-  code that starts a thread pool, so the threads candidate code runs on inherit it;
-- for the candidate process (`apply_candidate_sandbox`): Landlock writes only to its scratch
-  dir and single device nodes (`device_write_paths`), then a seccomp filter on every thread
-  (`deny_syscalls`): no sockets, processes, ptrace, namespaces, mounts, keys, BPF, io_uring;
-- rlimits: file size, CPU seconds, open files, processes (the last is ignored for root,
-  which is why the parent also watches the worker's process tree);
-- new network and PID namespaces (`unshare`) where available: no network at all, and a
-  daemon the candidate starts dies with the worker.
+Scrubbed environment, private scratch, Landlock, seccomp (candidates), rlimits and namespaces,
+each applied where the OS allows and reported in `EvalResult.sandbox`; docs/guards.md ("The
+candidate sandbox") says what each layer holds and how it is tested.
 """
 
 from __future__ import annotations

@@ -22,6 +22,9 @@ from .sandbox import process_tree, resident_bytes
 
 LOG_TAIL_CHARS = 4000
 WATCH_INTERVAL_S = 0.25  # /proc scans cost CPU the timed models share on small machines
+_SIGNAL_HINTS = {"SIGSEGV": "segmentation fault", "SIGBUS": "bus error", "SIGABRT": "aborted",
+                 "SIGKILL": "killed (likely out of memory)", "SIGFPE": "arithmetic fault",
+                 "SIGILL": "illegal instruction", "SIGSYS": "forbidden system call"}
 
 
 class WorkerDied(Exception):
@@ -72,12 +75,32 @@ class WatchedProcess:
         if now - self._last_watch < WATCH_INTERVAL_S:
             return
         self._last_watch = now
-        self._killed_for = tree_violation(self.proc.pid, self.memory_limit, self._process_baseline, self.who)
+        tree = process_tree(self.proc.pid)
+        rss = resident_bytes(tree)
+        self._killed_for = None
+        if rss > self.memory_limit:
+            self._killed_for = (f"out of memory: {self.who} used {rss / 2**30:.1f} GiB, over the "
+                                f"{self.memory_limit / 2**30:.1f} GiB limit")
+        elif self._process_baseline is not None and len(tree) > self._process_baseline:
+            self._killed_for = ("forbidden: process creation: candidate code started a new process "
+                                f"({len(tree) - self._process_baseline} more than before it was loaded)")
         if self._killed_for:
             self.kill()
 
-    def _death_reason(self, channel_problem: str) -> str:
-        return self._killed_for or death_reason(self.proc, self.kill, channel_problem, self.who)
+    def _death_reason(self, problem: str) -> str:
+        """Why the child stopped talking, for a person: what the watch killed it for, its signal,
+        its exit status, or a hang."""
+        if self._killed_for:
+            return self._killed_for
+        try:
+            code = self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return f"{self.who} stopped talking ({problem})"
+        if code < 0 or code > 128:  # killed, directly or as the child of `unshare` (128 + signal)
+            sig = signal.Signals(-code if code < 0 else code - 128).name
+            return f"crashed: {_SIGNAL_HINTS.get(sig, 'killed')} ({sig})"
+        return f"{self.who} exited with status {code} before finishing ({problem})"
 
     def log_tail(self) -> str:
         try:
@@ -143,37 +166,6 @@ class WorkerProcess(WatchedProcess):
 
 CHANNEL_FD = "{channel_fd}"
 """Placeholder in a `WorkerProcess` argv for the number of the pipe the worker writes to."""
-
-
-def tree_violation(root_pid: int, memory_limit: int, process_baseline: int | None, who: str) -> str | None:
-    """Why a process tree must be killed now (too much memory, a process started after the
-    candidate was loaded), or None."""
-    tree = process_tree(root_pid)
-    rss = resident_bytes(tree)
-    if rss > memory_limit:
-        return f"out of memory: {who} used {rss / 2**30:.1f} GiB, over the {memory_limit / 2**30:.1f} GiB limit"
-    if process_baseline is not None and len(tree) > process_baseline:
-        return ("forbidden: process creation: candidate code started a new process "
-                f"({len(tree) - process_baseline} more than before it was loaded)")
-    return None
-
-
-_SIGNAL_HINTS = {"SIGSEGV": "segmentation fault", "SIGBUS": "bus error", "SIGABRT": "aborted",
-                 "SIGKILL": "killed (likely out of memory)", "SIGFPE": "arithmetic fault",
-                 "SIGILL": "illegal instruction", "SIGSYS": "forbidden system call"}
-
-
-def death_reason(proc: subprocess.Popen, kill: Any, problem: str, who: str) -> str:
-    """Why `proc` stopped talking, for a person: its signal, its exit status, or a hang."""
-    try:
-        code = proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        kill()
-        return f"{who} stopped talking ({problem})"
-    if code < 0 or code > 128:  # killed, directly or as the child of `unshare` (128 + signal)
-        sig = signal.Signals(-code if code < 0 else code - 128).name
-        return f"crashed: {_SIGNAL_HINTS.get(sig, 'killed')} ({sig})"
-    return f"{who} exited with status {code} before finishing ({problem})"
 
 
 def kill_tree(proc: subprocess.Popen) -> None:

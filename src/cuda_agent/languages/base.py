@@ -1,14 +1,8 @@
 """The candidate contract, per language: one small interface, one registry.
 
-A language says what a workspace holds (its fixed files and the agent's starting files),
-which static allowlist its sources are held to, how `kernels/` becomes one artifact, which
-allowlist that artifact is held to, and how the candidate process turns the artifact into
-the module `model_new.py` imports. Everything else (the judge, verification, timing, the
-reward) is one code path for every language.
-
-The artifact is self-describing (`Language.artifact_suffix`), so the judge forwards it as an
-opaque path and the candidate process picks the loader from it, never from a claim inside
-the workspace.
+A language says only what differs (workspace files, allowlists, build, loader); the judge,
+verification, timing and reward are one code path. The artifact's suffix picks the loader, never
+a claim inside the workspace (`docs/languages.md`).
 """
 
 from __future__ import annotations
@@ -157,25 +151,13 @@ def starter_model_new(task_source: str, extension: str) -> str:
     return header + body
 
 
-TOOL_SCRIPTS = {
-    "compile.sh": "build",
-    "verify.sh": "evaluate --no-timing",
-    "profile.sh": "evaluate",
-}
-
-
 def tool_scripts() -> dict[str, str]:
     """compile.sh / verify.sh / profile.sh: the environment's own verbs on this workspace."""
-    return {script: _tool_script(verb) for script, verb in TOOL_SCRIPTS.items()}
-
-
-def _tool_script(verb: str) -> str:
+    verbs = {"compile.sh": "build", "verify.sh": "evaluate --no-timing", "profile.sh": "evaluate"}
+    header = "#!/bin/sh\n# FIXED FILE (protected). Runs the cuda-agent environment on this workspace.\n"
     py = shlex.quote(sys.executable)
-    return (
-        "#!/bin/sh\n"
-        "# FIXED FILE (protected). Runs the cuda-agent environment on this workspace.\n"
-        f'exec {py} -m cuda_agent {verb} "$(dirname "$0")" "$@"\n'
-    )
+    return {script: f'{header}exec {py} -m cuda_agent {verb} "$(dirname "$0")" "$@"\n'
+            for script, verb in verbs.items()}
 
 
 def loader_module(name: str) -> str:

@@ -29,17 +29,15 @@ from ..backends.base import digest, host_compiler
 from ..isolation.paths import default_cache_dir
 from .base import TEMPLATES_DIR
 
+
 class BuildResult(BaseModel):
     ok: bool
     library: str | None = Field(default=None, description="path of the linked extension")
     log: str = Field(default="", description="compiler output trimmed to what fixes the error")
     seconds: float = 0.0
-    phases: dict[str, float] = Field(default_factory=dict,
-                                     description="seconds per stage: build, start, reference, verify, time")
     compiled_units: int = 0
     cached_units: int = 0
     timed_out: bool = False
-
 
 
 HEADER_SUFFIXES = (".h", ".hpp", ".cuh", ".inl")
@@ -76,9 +74,6 @@ class Layout:
         return () if self.name == "cpp" else (self.name,)
 
 
-CPP_LAYOUT = Layout()
-
-
 @dataclass(frozen=True)
 class _Unit:
     source: Path
@@ -94,8 +89,7 @@ def build_workspace(
     cache_dir: Path | None = None,
     timeout_s: float = 300.0,
     jobs: int | None = None,
-    link: bool = True,
-    layout: Layout = CPP_LAYOUT,
+    layout: Layout = Layout(),
 ) -> BuildResult:
     """Build `workspace/kernels` for `backend`. Never raises for bad candidate code: a
     failure is a BuildResult with ok=False and a log a model can act on."""
@@ -107,23 +101,19 @@ def build_workspace(
             units = _plan_units(ws, backend, layout)
             pch_dir = ensure_pch(backend, cache, deadline) if layout.precompiled else None
             objects, compiled = _compile_all(units, backend, cache, pch_dir, ws, deadline, jobs, layout)
-            library = None
-            if link:
-                text = "\n".join(u.source.read_text(errors="replace") for u in units
-                                 if u.source.parent == ws / "kernels")
-                library = _link(objects, backend, cache, [*backend.optional_libraries(text), *layout.link_flags],
-                                ws, deadline, layout.library_name or f"{backend.extension_name}.so")
+            text = "\n".join(u.source.read_text(errors="replace") for u in units if u.source.parent == ws / "kernels")
+            library = _link(objects, backend, cache, [*backend.optional_libraries(text), *layout.link_flags],
+                            ws, deadline, layout.library_name or f"{backend.extension_name}.so")
     except BuildError as exc:
         return BuildResult(ok=False, log=exc.log, seconds=time.monotonic() - t0, timed_out=exc.timed_out)
-    return BuildResult(ok=True, library=str(library) if library else None, seconds=time.monotonic() - t0,
+    return BuildResult(ok=True, library=str(library), seconds=time.monotonic() - t0,
                        compiled_units=compiled, cached_units=len(units) - compiled)
 
 
-def publish_library(root: Path, extension_name: str, library: str | None) -> None:
-    """Copy the built library where the workspace's own loader module looks for it."""
+def publish_library(library: str | None, dest: Path) -> None:
+    """Copy the built library to `dest`, where the workspace's own loader or scripts look for it."""
     if not library:
         return
-    dest = root / "build" / f"{extension_name}.so"
     try:
         dest.parent.mkdir(exist_ok=True)
         tmp = dest.with_suffix(f".tmp{os.getpid()}")
@@ -158,7 +148,7 @@ def _sources(ws: Path, layout: Layout, cache: Path) -> Iterator[Path]:
         shutil.rmtree(stage, ignore_errors=True)
 
 
-def _plan_units(ws: Path, backend: Backend, layout: Layout = CPP_LAYOUT) -> list[_Unit]:
+def _plan_units(ws: Path, backend: Backend, layout: Layout) -> list[_Unit]:
     kernels = ws / "kernels"
     if not kernels.is_dir():
         raise BuildError("no kernels/ directory in the workspace")
@@ -199,21 +189,18 @@ def _requested_flags(src: Path, backend: Backend) -> list[str]:
     return flags
 
 
-def _registry_header() -> Path:
-    return TEMPLATES_DIR / "binding_registry.h"
-
-
 # ---- precompiled header -------------------------------------------------------------------
 def ensure_pch(backend: Backend, cache: Path, deadline: float) -> Path:
     """Directory holding binding_registry.h and its .gch, built once per toolchain."""
-    header = _registry_header()
+    header = TEMPLATES_DIR / "binding_registry.h"
     key = digest("pch", backend.toolchain_id(), " ".join(backend.host_flags()), header.read_bytes())
     pch_dir = cache / "pch" / key[:24]
     gch = pch_dir / "binding_registry.h.gch"
     if gch.exists():
         return pch_dir
     pch_dir.mkdir(parents=True, exist_ok=True)
-    with _file_lock(pch_dir / ".lock"):
+    with open(pch_dir / ".lock", "w") as lock:  # closing it drops the flock
+        fcntl.flock(lock, fcntl.LOCK_EX)
         if gch.exists():
             return pch_dir
         shutil.copy2(header, pch_dir / "binding_registry.h")
@@ -228,7 +215,7 @@ def ensure_pch(backend: Backend, cache: Path, deadline: float) -> Path:
 
 # ---- compile + link -----------------------------------------------------------------------
 def _compile_all(units: list[_Unit], backend: Backend, cache: Path, pch_dir: Path | None, ws: Path,
-                 deadline: float, jobs: int | None, layout: Layout = CPP_LAYOUT) -> tuple[list[Path], int]:
+                 deadline: float, jobs: int | None, layout: Layout) -> tuple[list[Path], int]:
     obj_dir = cache / "objects"
     obj_dir.mkdir(parents=True, exist_ok=True)
     todo = [u for u in units if not (obj_dir / f"{u.key}.o").exists()]
@@ -253,12 +240,12 @@ def _compile_all(units: list[_Unit], backend: Backend, cache: Path, pch_dir: Pat
         with ThreadPoolExecutor(workers) as pool:
             errors = [f.exception() for f in [pool.submit(compile_one, u) for u in todo]]
         failures = [e for e in errors if e is not None]
+        for e in failures:
+            if not isinstance(e, BuildError):
+                raise e
         if failures:
-            build_errors = [e for e in failures if isinstance(e, BuildError)]
-            if len(build_errors) != len(failures):
-                raise next(e for e in failures if not isinstance(e, BuildError))
-            raise BuildError("\n".join(e.log for e in build_errors)[:MAX_LOG_CHARS * 2],
-                             timed_out=any(e.timed_out for e in build_errors))
+            raise BuildError("\n".join(e.log for e in failures)[:MAX_LOG_CHARS * 2],
+                             timed_out=any(e.timed_out for e in failures))
     return [obj_dir / f"{u.key}.o" for u in units], len(todo)
 
 
@@ -324,12 +311,3 @@ def trim_compiler_output(output: str, ws: Path) -> str:
         out += f"\n[... {cut} more lines cut]"
     return out
 
-
-@contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    with open(path, "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)

@@ -1,79 +1,9 @@
 """Static checks on a workspace, run before anything in it is built or executed.
 
-They turn the reward hacks in HACKS.md that can be seen in the source into findings a person
-can read. They are a first layer only: runtime checks stay the backstop.
-
-model_new.py (read with `ast`; "runtime code" is module- and class-level code outside an
-`if __name__ == "__main__":` block, every `forward`, and every function not reachable only
-from `__init__` / `get_inputs` / `get_init_inputs`):
-  * imports: `torch`, `torch.nn`, `torch.nn.functional` (importing is fine, calling is not),
-    `torch.nn.init`, `torch.cuda`, `torch.autograd`, `math`, `typing`, `typing_extensions`,
-    `dataclasses`, `functools`, `collections`, `itertools`, `numbers`, `operator`, `abc`,
-    `enum`, `__future__` and the backend's extension module. Everything else, star imports from
-    torch and relative imports are `forbidden-import`; `model` / `reference_task` say so.
-  * torch names, called or merely referenced: tensor creation (`empty[_like|_strided]`,
-    `zeros[_like]`, `ones[_like]`, `full[_like]`, `tensor`, `as_tensor`, `arange`), dtypes,
-    `Tensor`, `Size`, `device`, `dtype`, `no_grad`, `inference_mode`, `set_grad_enabled`,
-    `is_tensor`, `numel`, `finfo`, `iinfo`, the functional forms of the view methods below,
-    `nn.Module/Parameter/ParameterList/ParameterDict/ModuleList/ModuleDict/Identity/Buffer`,
-    `autograd.Function`, a few `torch.cuda` queries and `torch.ops.<extension>.*`. Anything else
-    (math, `F.*`, `torch.ops.aten`, `torch._C`, `compile`, `jit`, `backends`, `library`,
-    `utils`, `manual_seed`, ...) is `torch-compute`; streams are `stream-creation`.
-    Exception: a *call* in init-only code may use any public `torch.<fn>`, `torch.linalg/fft/
-    special`, `nn.init`, `F.*` and create `nn` modules: the constructor runs before the weights
-    are loaded and never sees an input, so nothing it computes can stand in for a kernel.
-  * nn compute modules (`nn.Linear`, `nn.Conv2d`, ..., or a container holding them) may be
-    held as `self.<name>` for their weights; calling them (`self.lin(x)`, `.forward`,
-    `self.layers[0](x)`, a loop variable over them) is `torch-compute`.
-  * tensor methods: allowed are the views, casts, copies, allocation and introspection
-    methods in `_SAFE_METHODS`. A call of any other method of `torch.Tensor` is
-    `tensor-method-compute` on any receiver, except `self`, `super()`, modules and literals;
-    the names that plain Python shares with Tensor (`add`, `index`, `sort`, `values`) only on
-    receivers known to be tensors.
-  * operators: `@` is always `matmul-operator`; `+ - * / // % ** << >> & | ^`, unary `-`/`~`,
-    comparisons, `+=`-style updates, arithmetic dunders and `sum/abs/pow/max/min/round/
-    divmod/sorted/any/all` are `tensor-arithmetic` when an operand is known to be a tensor:
-    a forward argument (unless annotated without "Tensor" or defaulting to a constant), a name
-    assigned from the extension, from torch, from a tensor method or from another tensor
-    expression, a parameter/buffer attribute, `self.<module>.weight/bias`, or a tensor passed
-    to a helper, nested function or lambda. Shape values (`.size()`, `.shape`, `.numel()`,
-    `len()`, `int()`) are not. The flow is per function and ignores statement order.
-  * everywhere: `eval/exec/compile/__import__/globals/locals/vars/breakpoint/exit/quit`,
-    `getattr` with a computed name and frame/namespace introspection (`__globals__`,
-    `f_back`, ...) are `dynamic-code`; `open`/`input` are `io-access`; assigning, deleting or
-    `setattr` on imported modules is `monkeypatch`; `global`/`nonlocal` are `global-state`;
-    subclasses of `torch.Tensor` or `__torch_function__` are `tensor-subclass`; in runtime
-    functions a `try` whose handler does anything but `raise` is `silent-fallback`; memoising
-    decorators on functions that take tensors are `output-caching`.
-
-kernels/* (C/C++/CUDA, after blanking comments and string literals, line numbers kept):
-  * `at::`/`torch::` names other than tensor types, allocation (`empty[_like|_strided]`,
-    `zeros[_like]`, `ones[_like]`, `full[_like]`, `from_blob`), dtype/device/option helpers and
-    `at::cuda` stream/guard/handle getters; `using namespace at|torch`; in bindings and headers
-    they include, calls of Tensor methods outside `_CPP_SAFE` (`.matmul(`, `.sum(`, ...) and,
-    where a heavy header is included, unqualified ATen functions reachable by ADL:
-    `aten-compute-in-cpp`. `c10::` is allowed.
-  * `<torch/*>` except `torch/library.h`, `<ATen/ATen.h>`, `<ATen/Functions.h>`, `<ATen/native/*>`
-    and `<ATen/ops/*>` other than the allocation ones: `heavy-torch-include`.
-  * includes other than the C/C++ standard library, compiler intrinsics and OpenMP, CUDA's
-    own headers (cuda backend: runtime, fp16/bf16/fp8, mma, cooperative_groups, libcu++
-    `cuda/`, CUB, cuBLAS, cuDNN), light torch/ATen/c10 headers, "binding_registry.h" and files
-    in kernels/: `third-party-include` (Thrust included: its algorithms launch kernels nobody
-    wrote; CUB's device-wide algorithms are `library-kernel` for the same reason, its block
-    and warp primitives are fine).
-  * `stream-creation`, `thread-creation` (std::thread/async, pthreads, host callbacks; OpenMP
-    is fine), `process-creation`, `io-in-kernel` (files, environment, sockets, dlopen),
-    `l2-persistence` (access policy windows, persisting-L2 limits), `op-registration`
-    (TORCH_LIBRARY* outside REGISTER_BINDING, the dispatcher). Inline asm, OpenMP and
-    `cudaDeviceSynchronize` are allowed.
-  * cuBLAS, cuDNN, cblas, MKL, OpenBLAS calls and the cuBLAS/cuDNN headers: `blas-fallback`
-    (the library allow-list is the CUDA runtime and driver only).
-
-model_new.py is also held to a grammar (`_PyChecker.grammar`): module and class bodies,
-bases, decorators and builtins from allow-lists, no dunder or foreign private attributes, no
-string-built attribute access of any kind, the extension only as `ext.<op>`.
-kernels/ is also scanned after the real preprocessor (`check_preprocessed`), and the built
-library's imports are checked in `symbols.py`.
+They turn the reward hacks that can be seen in the source into findings a person can read; a
+first layer only, the runtime checks stay the backstop. docs/guards.md ("Static rules") states
+the allow-lists below in prose; model_new.py is also held to a grammar (`_PyChecker.grammar`),
+and kernels/ is scanned again after the real preprocessor (`check_preprocessed`).
 """
 
 from __future__ import annotations
@@ -761,7 +691,7 @@ class _PyChecker:
 
 
 def check_model_new(source: str, extension_name: str, filename: str = "model_new.py") -> list[Finding]:
-    """Check model_new.py's source against the policy in the module docstring."""
+    """Check model_new.py's source against the allow-lists (docs/guards.md, "Static rules")."""
     try:
         tree = ast.parse(source, filename=filename)
     except SyntaxError as e:

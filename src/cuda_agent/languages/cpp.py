@@ -55,7 +55,7 @@ class CppLanguage(Language):
     def publish(self, root: Path, backend: Any, artifact: str | None) -> None:
         from .build import publish_library
 
-        publish_library(root, backend.extension_name, artifact)
+        publish_library(artifact, Path(root) / "build" / f"{backend.extension_name}.so")
 
     def install(self, extension: str, artifact: str, workspace: Path) -> Any:
         from .extension import install_extension_module

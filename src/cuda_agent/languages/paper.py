@@ -1,15 +1,7 @@
-"""The CUDA Agent paper's own workspace layout (its released `agent_workdir`).
+"""The CUDA Agent paper's own workspace layout (its released `agent_workdir`), adopted as it is.
 
-Bindings register with `REGISTER_BINDING(name, fn)` where `fn(pybind11::module&)` defines the
-functions, `binding.cpp` is `PYBIND11_MODULE(cuda_extension, m)`, and `utils/compile.sh`,
-`utils/verification.py`, `utils/profiling.py` are the agent's tools. A workdir in that layout
-is adopted as it is (`adopt_workspace(dir, task, backend, "paper")`) and evaluated unchanged.
-
-The build (`build.py` with a staged `Layout`) never compiles the workspace's own `binding.cpp` /
-`binding_registry.h`: it stages kernels/ beside this package's interface-compatible rewrites (so
-`#include "../binding_registry.h"` resolves to ours), compiles kernels with the backend's compiler and bindings against torch's
-and pybind11's headers, and links a Python extension module (`*.pyext.so`) the candidate
-imports as `cuda_extension`. Everything after the build is the shared judge.
+The build stages kernels/ beside our interface-compatible `binding.cpp` / `binding_registry.h`
+(never the workspace's own) and links a Python extension (`docs/languages.md`, the paper's).
 """
 
 from __future__ import annotations
@@ -17,7 +9,6 @@ from __future__ import annotations
 import importlib.machinery
 import importlib.util
 import re
-import shutil
 import sys
 import sysconfig
 from pathlib import Path
@@ -110,11 +101,9 @@ class PaperLanguage(Language):
         return found
 
     def publish(self, root: Path, backend: Any, artifact: str | None) -> None:
-        if artifact:
-            try:
-                shutil.copyfile(artifact, Path(root) / f"{EXTENSION}.so")  # where the paper's scripts leave it
-            except OSError:
-                pass
+        from .build import publish_library
+
+        publish_library(artifact, Path(root) / f"{EXTENSION}.so")  # where the paper's scripts leave it
 
     def install(self, extension: str, artifact: str, workspace: Path) -> Any:
         import torch  # noqa: F401  (the module's tensor casters need torch's Python bindings loaded)

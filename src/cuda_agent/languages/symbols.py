@@ -1,27 +1,9 @@
 """What a built extension library imports, checked against an allow-list.
 
-The source scan in `static_checks` reads what the agent wrote; this reads what the linker
-produced, so no macro, token paste, asm label or `#pragma redefine_extname` can hide a call.
-Every undefined dynamic symbol of the library must be one of:
-
-  * libc memory / string / formatting / math, the C++ runtime (operator new/delete, RTTI,
-    exceptions, libstdc++ containers, strings and streams) and libgcc helpers;
-  * c10 / ATen tensor allocation (`at::_ops::empty*`, `zeros*`, views, copies, casts), tensor
-    metadata (`TensorImpl`, `TensorBase`, `SymInt`, ...), error reporting (`TORCH_CHECK`) and
-    the op registration `REGISTER_BINDING` expands to (`torch::Library::_def`);
-  * the backend's own runtime (`Backend.runtime_symbols`): on cpu OpenMP (`GOMP_*`, `omp_*`); on
-    cuda the CUDA runtime and driver (`cuda*`, `cu*`, nvcc's `__cuda*` registration) and c10's
-    CUDA stream/device/allocator API, less the calls that reset the context.
-
-Named fallbacks get their own rule: BLAS of any vendor (cblas, Fortran BLAS, MKL, OpenBLAS,
-cuBLAS, cuDNN, ...) is `blas-fallback`; ATen compute (`at::native::`, `at::cpu::`, other
-`at::_ops`, the dispatcher) is `aten-compute-in-cpp`; `dlopen`/`dlsym`/`cuGetProcAddress`
-and runtime code loading are `dynamic-loading`; `syscall()` and raw `syscall` / `sysenter` /
-`int 0x80` / `svc` instructions in the library's executable sections are `raw-syscall`;
-threads, processes, files, sockets and IPC reuse the source rules' ids. Anything else is
-`symbol-not-allowed`. A library can still reach a forbidden function through a pointer it
-computes at run time (a gadget in libc): the candidate process's seccomp filter and Landlock
-rules (`sandbox.py`) are the layer that holds then.
+The source scan reads what the agent wrote; this reads what the linker produced, so no macro,
+token paste, asm label or `#pragma redefine_extname` can hide a call. What is allowed, and which
+rule names each fallback: docs/guards.md ("What the built library may import"). A pointer
+computed at run time can still reach anything: the candidate's sandbox holds then.
 """
 
 from __future__ import annotations

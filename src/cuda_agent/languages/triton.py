@@ -1,17 +1,7 @@
-"""Triton: `kernels/*.py` holding `@triton.jit` kernels and the launchers that call them.
+"""Triton: `kernels/*.py` holding `@triton.jit` kernels and the launchers model_new.py calls.
 
-model_new.py imports `triton_extension` and calls its launchers (`triton_extension.swish(x)`),
-exactly as a C++ workspace calls `cuda_extension.<op>`. The "build" snapshots the checked
-files into the cache (content-addressed), so the candidate loads the very bytes the static
-allowlist read. Triton compiles on the first call: the candidate runs one forward before it
-reports ready, while its sandbox still lets it start the compilers Triton needs (ptxas for
-the cubin, a C compiler for the launcher stub) and nothing else; then the strict filter is
-stacked on top. What Triton needs at run time was read from its source (3.x):
-`knobs.cache.dir` (TRITON_CACHE_DIR, here the candidate's private scratch), `knobs.nvidia.ptxas`
-(TRITON_PTXAS_PATH, else the bundled `backends/nvidia/bin/ptxas`, run once with --version),
-`runtime/build.py::_build` ($CC, else gcc or clang, on a generated C file in a temporary dir),
-and `libcuda_dirs()` (`/sbin/ldconfig -p` unless TRITON_LIBCUDA_PATH is set: set here from the
-library CUDA already loaded).
+The "build" snapshots the checked files into the cache, so the candidate loads the very bytes the
+static allowlist read. What Triton needs while it compiles, and why: `docs/languages.md` (Triton).
 """
 
 from __future__ import annotations

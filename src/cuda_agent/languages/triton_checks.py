@@ -1,40 +1,8 @@
 """The static allowlist for Triton kernels (`kernels/*.py`), read with `ast`.
 
 A file may hold imports, constants, `@triton.jit` kernels (device code) and plain functions
-(host code: the launchers `model_new.py` calls through `triton_extension.<name>`).
-
-* imports: `triton`, `triton.language` (as tl), `triton.language.extra[.cuda].libdevice`,
-  `torch`, `math`, `typing`, `__future__`, and relative imports of sibling kernels/ files.
-  Anything else (numpy, ctypes, os, torch.nn.functional, triton.runtime, ...) is
-  `forbidden-import`.
-* module body: imports, defs, docstrings and constants (literals, tuples of them,
-  `tl.constexpr(...)`, torch dtypes, lists of `triton.Config(...)`): `module-body`.
-  Lists, dicts and sets anywhere else at module level are `mutable-state`.
-* decorators: `triton.jit`, `triton.autotune(configs=..., key=...)`, `triton.heuristics({...})`
-  over a jit function; nothing on host functions (`decorator`; `functools.cache` & co. are
-  `output-caching`).
-* device code (a jit function): names are its locals, module constants, jit functions, `tl`,
-  `triton.language`, `libdevice` and a few builtins (`range`, `min`, `max`, `len`, `int`,
-  `float`, `bool`, `isinstance`, `tuple`). `torch`, `math` on tensors or any other module is
-  `triton-device-call`.
-* host code (every other function, grid and heuristics lambdas) may:
-  - allocate: `torch.empty / empty_like / empty_strided / zeros / zeros_like / ones /
-    ones_like / full / full_like`, and name torch dtypes, `torch.Tensor`, `torch.Size`;
-  - read shapes: `.shape .dtype .device .ndim .is_cuda`, `.size() .stride() .numel() .dim()
-    .element_size() .is_contiguous() .storage_offset() .data_ptr()`, and make views or a
-    contiguous copy: `.view() .view_as() .contiguous() .reshape() .flatten() .unsqueeze()
-    .squeeze() .permute() .transpose() .expand() .new_empty() .new_zeros()`;
-  - launch: `kernel[grid](...)`, `triton.cdiv`, `triton.next_power_of_2`, `math.*`;
-  - do arithmetic and comparisons on scalars only: literals, shape reads, `len`, `int`,
-    names assigned only from those, parameters annotated `int`/`float`/`bool`/`str` or
-    defaulting to a constant, and subscripts of a grid/heuristics lambda's argument.
-  Everything else is a finding: any other `torch.*` (`torch-compute`; streams are
-  `stream-creation`), other tensor methods (`tensor-method-compute`), `@`
-  (`matmul-operator`), arithmetic on something not provably a scalar
-  (`tensor-arithmetic`), indexing a tensor (`tensor-indexing`), `tl.*` on the host
-  (`triton-host-language`), attribute/item assignment, mutable defaults, `global`
-  (`mutable-state` / `global-state`), try/except that does more than re-raise
-  (`silent-fallback`), `getattr`/`eval`/dunder access (`dynamic-code`), `open` (`io-access`).
+(host code: the launchers `model_new.py` calls through `triton_extension.<name>`). What each may
+do, and the rule anything else is: docs/languages.md ("The Triton allowlist, exactly").
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """Materialise a workspace from a Task, and detect tampering with its fixed files.
 
-Layout (SPEC §1): SKILL.md, model.py (reference), model_new.py (agent's), kernels/ (agent's),
-binding.cpp + binding_registry.h (fixed entry point and registry), the extension loader
-module, and compile.sh / verify.sh / profile.sh. Fixed files are made read-only and their
-hashes recorded twice: in the workspace (for the tools) and outside it, in the cache, where
-the agent cannot edit the record it would be checked against.
+The files are the language's (`docs/languages.md`). Fixed files are made read-only and their
+hashes recorded twice: in the workspace (for the tools) and outside it, in the cache, where the
+agent cannot edit the record it would be checked against.
 """
 
 from __future__ import annotations
@@ -21,6 +19,8 @@ from ..storage import atomic_write
 
 META_DIR = ".cuda_agent"
 META_FILE = f"{META_DIR}/workspace.json"
+
+
 class WorkspaceError(ValueError):
     pass
 
