@@ -68,9 +68,12 @@ def test_worker_environment_is_scrubbed(make_workspace, fast_config, monkeypatch
 
 
 def test_protected_file_rewritten_during_evaluation_is_tampering(make_workspace, fast_config):
-    # Without Landlock (switched off here) the after-check still catches it.
+    # Without Landlock (switched off here) the after-check still catches it. (The seccomp filter
+    # refuses the chmod; as root the write goes through regardless.)
     ws = make_workspace(model_new=HOSTILE.replace(
-        "ACTION", "p = os.path.join(os.path.dirname(__file__), 'binding.cpp'); os.chmod(p, 0o644); open(p, 'a').write('//')"), name="tamper")
+        "ACTION", "p = os.path.join(os.path.dirname(__file__), 'binding.cpp')\n"
+                  "        try:\n            os.chmod(p, 0o644)\n        except OSError:\n            pass\n"
+                  "        open(p, 'a').write('//')"), name="tamper")
     res = evaluate(ws, _cfg(fast_config, filesystem=False))
     assert res.reward == -1 and "tampered during evaluation" in res.reason, res.reason
 
@@ -99,6 +102,7 @@ from pathlib import Path
 import torch
 
 scratch, workspace, unix_path = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+outside = workspace / "model_new.py"  # a file the candidate may read but not change
 torch.set_num_threads(2)
 torch.ones(256, 256) @ torch.ones(256, 256)  # torch / OpenMP threads exist before the sandbox
 from cuda_agent.isolation.sandbox import apply_candidate_sandbox
@@ -163,6 +167,10 @@ attacks = {
     "limit the parent": lambda: check(libc.prlimit64(ppid, 7, None, ctypes.byref((ctypes.c_ulong * 2)(0, 0)))),
     "leave its process group": lambda: os.setpgid(0, 0),  # the judge's SIGSTOP goes to the group
     "start a session": lambda: os.setsid(),
+    "chmod outside": lambda: os.chmod(outside, 0o777),
+    "chown outside": lambda: os.chown(outside, 1234, 1234),
+    "set an xattr outside": lambda: os.setxattr(outside, "user.note", b"x"),
+    "set times outside": lambda: os.utime(outside, (0, 0)),
 }
 results = {name: attempt(fn) for name, fn in attacks.items()}
 
@@ -216,7 +224,7 @@ SANDBOX_ATTACKS = ["write /dev/shm", "write /tmp", "write the workspace", "creat
                    "write /proc/<ppid>/mem", "read parent memory", "signal the parent", "unshare", "mount",
                    "pin the parent to one cpu", "renice the parent", "renice every process of its user",
                    "raise its own priority", "real-time scheduling", "limit the parent", "leave its process group",
-                   "start a session"]
+                   "start a session", "chmod outside", "chown outside", "set an xattr outside", "set times outside"]
 
 
 @pytest.mark.skipif(landlock_abi() < 6, reason="kernel without Landlock ABI 6 (signal scoping)")
@@ -266,8 +274,9 @@ def test_seccomp_numbers_match_the_kernel_headers() -> None:
         nums = {m[1]: int(m[2]) for m in re.finditer(r"#define __NR(?:3264)?_(\w+)\s+(\d+)", header.read_text())}
         calls = {**_DENY_SYSCALLS, **_OWN_PID_SYSCALLS, **_SELF_TARGET_SYSCALLS,
                  "clone": (56, 220), "clone3": (435, 435), "ioctl": (16, 29), "seccomp": (317, 277)}
+        newest = max(nums.values())
         for name, pair in calls.items():
-            if pair[col] is not None:
+            if pair[col] is not None and not (name not in nums and pair[col] > newest):  # newer than the headers
                 assert nums.get(name) == pair[col], (name, col, nums.get(name), pair[col])
                 checked += 1
         arch = "x86_64" if col == 0 else "aarch64"

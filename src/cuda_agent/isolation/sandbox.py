@@ -264,6 +264,13 @@ _DENY_SYSCALLS: dict[str, tuple[int | None, int | None]] = {
     # its own process group or session: one that left the judge's signals would run while frozen
     # (a red-team candidate finished its outputs after answering, untimed)
     "setpgid": (109, 154), "setsid": (112, 157),
+    # file metadata, which Landlock does not cover: a root candidate changed the mode, owner,
+    # times and xattrs of files outside its scratch dir, and kept state across evaluations in one
+    "chmod": (90, None), "fchmod": (91, 52), "fchmodat": (268, 53), "fchmodat2": (452, 452),
+    "chown": (92, None), "fchown": (93, 55), "lchown": (94, None), "fchownat": (260, 54),
+    "setxattr": (188, 5), "lsetxattr": (189, 6), "fsetxattr": (190, 7), "setxattrat": (463, 463),
+    "removexattr": (197, 14), "lremovexattr": (198, 15), "fremovexattr": (199, 16), "removexattrat": (466, 466),
+    "utime": (132, None), "utimes": (235, None), "futimesat": (261, None), "utimensat": (280, 88),
 }
 # signals only to this process itself (raise, pthread_kill, Python's os.kill(os.getpid(), ...))
 _OWN_PID_SYSCALLS = {"kill": (62, 129), "tgkill": (234, 131), "rt_sigqueueinfo": (129, 138),
@@ -294,7 +301,9 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_SockFilter))]
 
 
-_PROCESS_SYSCALLS = frozenset(("execve", "execveat", "fork", "vfork"))
+# allowed while a JIT language loads: its compilers fork, exec and set their outputs' modes
+_PROCESS_SYSCALLS = frozenset("execve execveat fork vfork chmod fchmod fchmodat fchmodat2 utime utimes futimesat "
+                              "utimensat".split())
 
 
 def seccomp_program(machine: str, own_pid: int, allow_processes: bool = False) -> list[tuple[int, int, int, int]]:
