@@ -188,3 +188,32 @@ def test_sandbox_is_active_on_the_gpu_worker(tmp_path, gpu_config, cache_dir):
     assert res.reward >= 1, res.reason
     print(f"\nsandbox on GPU: {res.sandbox}")
     assert res.sandbox.get("file_size") and "landlock" in res.sandbox
+
+
+# torch's OpenMP pool and the driver's threads exist before the candidate sandbox; candidate code
+# that runs on them must not write outside its scratch dir (Landlock binds threads started later)
+POOL_WRITE = '''
+import ctypes
+import torch.nn as nn
+import cuda_extension
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        gomp = [ln.split()[-1] for ln in open('/proc/self/maps') if 'libgomp' in ln]
+        if gomp:
+            libc = ctypes.CDLL(None)
+            body = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(lambda _: libc.open(TARGET, 0o101, 0o644) and None)
+            ctypes.CDLL(gomp[0]).GOMP_parallel(body, None, 8, 0)
+        return cuda_extension.swish(x.contiguous())
+'''
+
+
+def test_threads_started_before_the_sandbox_cannot_write_outside(tmp_path, gpu_config, cache_dir):
+    target = tmp_path / "pool-leak.txt"
+    ws = _swish_ws(tmp_path, "pool", cache_dir)
+    (ws.root / "model_new.py").write_text(POOL_WRITE.replace("TARGET", repr(str(target).encode())))
+    res = evaluate(ws, _no_static(gpu_config))
+    print(f"\npool write: reward {res.reward}, threads at restriction {res.sandbox.get('threads_at_restriction')}, "
+          f"before threads {res.sandbox.get('landlock_before_threads')}: {res.reason[:160]}")
+    assert not target.exists(), "a thread started before the sandbox wrote outside the scratch dir"
+    assert str(res.sandbox.get("landlock_before_threads", "")).startswith("abi"), res.sandbox

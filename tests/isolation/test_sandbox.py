@@ -48,6 +48,25 @@ def test_candidate_cannot_write_outside_its_scratch_dir(make_workspace, fast_con
     assert evaluate(ws3, _cfg(fast_config)).reward == 1
 
 
+# candidate code on threads that existed before the candidate sandbox: torch's OpenMP pool
+POOL_WRITE = """import ctypes
+        gomp = [ln.split()[-1] for ln in open('/proc/self/maps') if 'libgomp' in ln][0]
+        libc = ctypes.CDLL(None)
+        body = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(lambda _: libc.open(TARGET, 0o101, 0o644) and None)
+        ctypes.CDLL(gomp).GOMP_parallel(body, None, 4, 0)"""
+
+
+@pytest.mark.skipif(landlock_abi() < 1, reason="kernel without Landlock")
+def test_threads_started_before_the_sandbox_cannot_write_outside(make_workspace, fast_config, tmp_path):
+    target = tmp_path / "pool-leak.txt"
+    ws = make_workspace(model_new=HOSTILE.replace("ACTION", POOL_WRITE.replace("TARGET", repr(str(target).encode())))
+                        .replace("    def forward(self, x):", "    def forward(self, x):\n        import torch\n"
+                                 "        torch.ones(1 << 20).add_(1)"), name="pool")
+    res = evaluate(ws, _cfg(fast_config))
+    assert not target.exists(), "a pool thread wrote outside the scratch dir"
+    assert res.sandbox.get("landlock_before_threads", "").startswith("abi"), res.sandbox
+
+
 def test_a_process_started_by_the_candidate_kills_the_evaluation(make_workspace, fast_config):
     ws = make_workspace(model_new=HOSTILE.replace(
         "ACTION", "subprocess.Popen(['sleep', '30'], start_new_session=True); __import__('time').sleep(1)"),

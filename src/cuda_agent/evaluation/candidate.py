@@ -26,6 +26,7 @@ MAX_MESSAGE = 1 << 22
 
 def main() -> None:
     sock_fd, backend_name = int(sys.argv[1]), sys.argv[2]
+    early = _confine_writes_early() if os.environ.get(CONFINE_WRITES_ENV) else None
     import torch  # imported, and the device started, while this process waits as a spare
 
     from ..backends import get_backend
@@ -39,7 +40,7 @@ def main() -> None:
         os._exit(0)  # the judge went away without using this spare
     if request.get("type") != "start":
         os._exit(0)
-    session = _Session(sock, backend, request)
+    session = _Session(sock, backend, request, early)
     try:
         session.start(fds)
         session.serve()
@@ -63,8 +64,8 @@ def _receive(sock: socket.socket) -> tuple[dict[str, Any], list[int]]:
 
 
 class _Session:
-    def __init__(self, sock: socket.socket, backend: Any, request: dict[str, Any]) -> None:
-        self.sock, self.backend, self.req = sock, backend, request
+    def __init__(self, sock: socket.socket, backend: Any, request: dict[str, Any], early: dict | None) -> None:
+        self.sock, self.backend, self.req, self.early = sock, backend, request, early
         self.stage = "load"
         self.outputs: list[Any] = []
 
@@ -88,6 +89,8 @@ class _Session:
         # the loader comes from the artifact the evaluator built, never from the workspace's say-so
         lang = None if self.req.get("reference_source") else language_for_artifact(self.req.get("library"))
         report = _enter_sandbox(self.req, self.backend, lang)
+        if self.early is not None:
+            report["landlock_before_threads"] = self.early.get("landlock")
         device = torch.device(self.backend.torch_device)
 
         def value(spec: dict[str, Any]) -> Any:
@@ -199,6 +202,20 @@ def _module_from_file(name: str, path: Path) -> types.ModuleType:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+CONFINE_WRITES_ENV = "CUDA_AGENT_CONFINE_WRITES"
+
+
+def _confine_writes_early() -> dict[str, Any]:
+    """Writes confined before any thread exists (`sandbox.confine_writes_early`); a shared
+    Triton cache, if configured, is the one place outside scratch a language may write."""
+    from ..isolation.sandbox import confine_writes_early
+
+    shared = os.environ.get("CUDA_AGENT_TRITON_CACHE_DIR")
+    if shared:
+        Path(shared).mkdir(parents=True, exist_ok=True)
+    return confine_writes_early(Path(os.environ["HOME"]), [Path(shared)] if shared else [])
 
 
 def _enter_sandbox(request: dict[str, Any], backend: Any, lang: Any = None) -> dict[str, Any]:

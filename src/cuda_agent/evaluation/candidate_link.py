@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, TypeVar
 
 from ..isolation.worker import WatchedProcess
+from .candidate import CONFINE_WRITES_ENV
 from ..isolation.sandbox import CANDIDATE_NAMESPACE_PREFIX, make_scratch, namespaces_available, process_tree, scrubbed_environment
 
 MAX_MESSAGE = 1 << 22
@@ -39,9 +40,10 @@ class CandidateLink(WatchedProcess):
     """One candidate process. It starts torch and the device at once, then waits for its
     request, so a spare started ahead of time hides that from the next evaluation."""
 
-    def __init__(self, backend: str, env: dict[str, str], isolate: bool = True) -> None:
+    def __init__(self, backend: str, env: dict[str, str], isolate: bool = True, confine_writes: bool = True) -> None:
         self.backend = backend
         self.isolate = isolate  # what was asked for; `namespaces` is what the host could give
+        self.confine_writes = confine_writes  # Landlock on writes before any thread starts
         self.namespaces = isolate and namespaces_available()
         scratch = make_scratch(Path(tempfile.mkdtemp(prefix="cuda-agent-scratch-")))
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -49,7 +51,7 @@ class CandidateLink(WatchedProcess):
         super().__init__(
             [*(CANDIDATE_NAMESPACE_PREFIX if self.namespaces else ()),
              sys.executable, "-m", "cuda_agent.evaluation.candidate", str(theirs.fileno()), backend],
-            env=scrubbed_environment(env, scratch, {}), scratch=scratch, log_prefix="cuda-agent-candidate-",
+            env=scrubbed_environment(env, scratch, {CONFINE_WRITES_ENV: "1"} if confine_writes else {}), scratch=scratch, log_prefix="cuda-agent-candidate-",
             pass_fds=(theirs.fileno(),), who="the candidate process")
         theirs.close()
         self._closers = [self.sock.close]

@@ -271,19 +271,21 @@ class Judge:
     def _take_candidate(self, req: dict[str, Any]) -> Any:
         from .candidate_link import CandidateLink
 
+        wanted = (bool(req.get("namespaces")), bool(req.get("filesystem", True)))
         while self.spares:
             spare = self.spares.pop()
-            if spare.alive() and spare.isolate == bool(req.get("namespaces")):
+            if spare.alive() and (spare.isolate, spare.confine_writes) == wanted:
                 return spare
             spare.close()
-        return CandidateLink(self.backend.name, _candidate_env(), isolate=bool(req.get("namespaces")))
+        return CandidateLink(self.backend.name, _candidate_env(), *wanted)
 
     def _spawn_spare(self, req: dict[str, Any]) -> None:
         from .candidate_link import CandidateLink
 
         self.spares = [sp for sp in self.spares if sp.alive()]
         while len(self.spares) < SPARES:
-            self.spares.append(CandidateLink(self.backend.name, _candidate_env(), isolate=bool(req.get("namespaces"))))
+            self.spares.append(CandidateLink(self.backend.name, _candidate_env(), bool(req.get("namespaces")),
+                                             bool(req.get("filesystem", True))))
 
     # ---- timing ------------------------------------------------------------------------------
     def batch_size(self, state: TaskState, cfg: Any) -> int:
