@@ -178,11 +178,11 @@ def restrict_writes(writable: list[Path], executable: list[Path] | None = None) 
 def confine_writes_early(scratch: Path, extra: Sequence[Path] = (), dev: Path = Path("/dev")) -> dict[str, Any]:
     """Landlock (ABI < 8) binds only the calling thread and those it starts later, and candidate
     code can run on threads that exist before the candidate sandbox (OpenMP pools, the driver's
-    callback threads; a red-team probe wrote outside scratch from torch's OpenMP pool). So this
-    confines writes first, before torch and the driver start any thread: to scratch, `extra`,
-    every node of /dev but its shared-memory dirs (the driver opens its nodes while it starts;
-    the candidate sandbox narrows that to single nodes later) and this process's /proc dir."""
-    nodes = [dev / name for name in sorted(os.listdir(dev)) if name not in ("shm", "mqueue")]
+    callback threads; a probe wrote outside scratch from torch's OpenMP pool). So this confines
+    writes first, before torch and the driver start any thread: to scratch, `extra`, /dev/null,
+    every NVIDIA node (the driver opens its nodes while it starts; the candidate sandbox narrows
+    that to the visible GPUs' later) and this process's /proc dir."""
+    nodes = [dev / name for name in sorted(os.listdir(dev)) if name == "null" or name.startswith("nvidia")]
     return restrict_writes([scratch, *extra, *nodes, Path(f"/proc/{os.getpid()}")])
 
 
