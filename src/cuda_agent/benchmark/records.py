@@ -60,6 +60,10 @@ class Job(BaseModel):
     def mode(self) -> Mode:
         return "policy" if self.policy else (self.candidate.mode if self.candidate else "workspace")
 
+    @property
+    def origin(self) -> str:
+        return self.policy or (self.candidate.origin if self.candidate else "")
+
 
 class EpisodeInfo(BaseModel):
     """What a policy episode reports besides its final workspace."""
@@ -150,6 +154,10 @@ class TaskRecord(BaseModel):
     def for_task(cls, task: Task, **fields: Any) -> TaskRecord:
         return cls(task=task.name, level=task.level, problem_id=task.problem_id, task_hash=task.content_hash,
                    **fields)
+
+    @classmethod
+    def for_job(cls, job: Job, **fields: Any) -> TaskRecord:
+        return cls.for_task(job.task, sample=job.sample, mode=job.mode, origin=job.origin, **fields)
 
 
 class RunInfo(BaseModel):

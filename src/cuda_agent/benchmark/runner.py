@@ -54,7 +54,6 @@ def _run_benchmark(suite: Suite, out: str | Path, pool: Pool, *, backend: str, c
                         backend=backend, config=config, tasks=[t.name for t in suite.tasks],
                         levels=suite.levels(), precision=suite.precision, samples=list(samples),
                         subset=suite.subset), fresh=fresh)
-    store.repair()
     done = {key for key, r in store.latest().items() if not (retry_errors and r.status in RETRIED)}
     session = uuid.uuid4().hex[:10]
 
