@@ -13,9 +13,9 @@ and the headline metrics read each task's first sample (`primary`).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
-from collections.abc import Iterable
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -26,6 +26,7 @@ Status = Literal["evaluated", "no_solution", "episode_failed", "harness_error", 
 # Statuses a resumed run tries again: the harness's fault, or this machine's (never the candidate's).
 RETRIED = frozenset({"harness_error", "skipped"})
 Mode = Literal["workspace", "single_file", "reference", "policy"]
+T = TypeVar("T")
 # How records written before EvalResult.load_step said that a single-file import failed.
 _LEGACY_IMPORT_FAILURES = ("Error building extension", "defines no class ModelNew", "SyntaxError",
                            "CalledProcessError")
@@ -201,3 +202,15 @@ def by_sample(records: Iterable[TaskRecord]) -> dict[str, dict[int, TaskRecord]]
     for r in records:
         out.setdefault(r.task, {})[r.sample] = r
     return out
+
+
+def by_level(items: Iterable[T], level: Callable[[T], int | None]) -> dict[int | None, list[T]]:
+    """level -> its items in their order; levels ascending, tasks without a level last."""
+    groups: dict[int | None, list[T]] = {}
+    for item in items:
+        groups.setdefault(level(item), []).append(item)
+    return dict(sorted(groups.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)))
+
+
+def scope_name(level: int | None) -> str:
+    return f"level {level}" if level is not None else "no level"
