@@ -1,12 +1,8 @@
 """The two stages of one task, shared by every executor (in-process, local pool, Ray).
 
-build stage (CPU workers): lay out the workspace, run the static checks and the build. A
-candidate that fails there is finished on the CPU side: `evaluate` is run to produce the
-authoritative record, and it stops before any worker (and any GPU) is involved. Everything
-else goes on to the device stage with its build already in the content-addressed cache.
-
-device stage (one worker per GPU): `evaluate` the workspace (policy runs first play the
-episode there, since the agent's own tools compile, verify and profile on that GPU).
+The build stage (CPU workers) lays out the workspace, runs the static checks and the build; a
+candidate that fails there is finished by `evaluate` before any worker or GPU is involved. The
+device stage (one worker per GPU) plays the episode (policy runs) and `evaluate`s the workspace.
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
-"""Typed records of a benchmark run: one `TaskRecord` per finished task, one `RunInfo` per run.
-
-A record is what the append-only store keeps. A task that could not be evaluated (no
-solution, a failed episode, a harness failure) is still a record, with a status and a
-reason: failures are data, and every metric counts them against the run. The one exception
-is `skipped`: a task this machine cannot run at all (a level-4 model whose weights or
-package are not here); it is listed with its reason and left out of every denominator,
-because nothing the candidate did decided it.
-
-A run may evaluate several samples per task (pass@k); a record's identity is (task, sample),
-and the headline metrics read each task's first sample (`primary`).
+"""Typed records of a benchmark run: one `TaskRecord` per finished (task, sample), one `RunInfo`
+per run. A task that could not be evaluated is still a record, with a status and a reason, and
+counts against the run; only `skipped` (this machine cannot run it) is left out of the metrics.
+The headline metrics read each task's first sample (`primary`); pass@k reads them all.
 """
 
 from __future__ import annotations
