@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
@@ -181,8 +182,7 @@ def scope_metrics(scope: str, level: int | None, task_names: Sequence[str], reco
         m.pass_at_k = {str(k): (sum(pass_at_k(ns, nc, k) for ns, nc in counts) / n if n else 0.0) for k in pass_k}
     m.rewards = {k: sum(1 for r in recs if str(r.reward) == k) for k in REWARDS}
     m.rewards["missing"] = m.missing
-    for r in recs:
-        m.statuses[r.status] = m.statuses.get(r.status, 0) + 1
+    m.statuses = dict(Counter(r.status for r in recs))
     episodes = [r.episode for r in recs if r.episode is not None]
     m.episodes = len(episodes)
     tokens = [e.tokens for e in episodes if e.tokens is not None]
