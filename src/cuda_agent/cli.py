@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import tempfile
 from pathlib import Path
@@ -184,33 +185,28 @@ def examples(
 _CPU_EXAMPLE_COST = " (on a 2-core CPU about 40 s each the first time, 15 s once cached)"
 
 
+@contextlib.contextmanager
 def _progress(total: int):  # type: ignore[no-untyped-def]
     """Live progress for a sequence of slow steps: a ticking bar on a terminal, a line per
     step start when the output is a log (so a piped run still shows it is alive)."""
-    import contextlib
-
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    @contextlib.contextmanager
-    def session():  # type: ignore[no-untyped-def]
-        live = console.is_terminal
-        bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                       console=console, transient=True, disable=not live)
-        with bar:
-            tid = bar.add_task("examples", total=total)
+    live = console.is_terminal
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   console=console, transient=True, disable=not live)
+    with bar:
+        tid = bar.add_task("examples", total=total)
 
-            @contextlib.contextmanager
-            def step(k: int, name: str):  # type: ignore[no-untyped-def]
-                if live:
-                    bar.update(tid, description=f"{name} (building, verifying, timing)")
-                else:
-                    console.print(f"  [{k}/{total}] {name}: evaluating ...")
-                yield
-                bar.advance(tid)
+        @contextlib.contextmanager
+        def step(k: int, name: str):  # type: ignore[no-untyped-def]
+            if live:
+                bar.update(tid, description=f"{name} (building, verifying, timing)")
+            else:
+                console.print(f"  [{k}/{total}] {name}: evaluating ...")
+            yield
+            bar.advance(tid)
 
-            yield step
-
-    return session()
+        yield step
 
 
 def _backend(name: Optional[str]) -> str:

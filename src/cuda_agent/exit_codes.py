@@ -26,18 +26,14 @@ def for_rewards(rewards: list[int]) -> ExitCode:
     return ExitCode.OK if rewards and all(r >= 1 for r in rewards) else ExitCode.FAILED
 
 
-def error_line(message: str) -> None:
-    """Print `error: <message>` to stderr, markup-free (rule ids like `[tensor-arithmetic]` survive)."""
-    from rich.console import Console
-
-    Console(stderr=True, highlight=False, soft_wrap=True).print(f"[red]error:[/] {_escape(message)}")
-
-
 def fail(message: str, code: ExitCode = ExitCode.USAGE) -> "Any":
-    """The error line, then an exception to `raise`: `raise fail("no such file")`."""
+    """Print `error: <message>` to stderr, markup-free (rule ids like `[tensor-arithmetic]`
+    survive), and return an exception to `raise`: `raise fail("no such file")`."""
     import typer
+    from rich.console import Console
+    from rich.markup import escape
 
-    error_line(message)
+    Console(stderr=True, highlight=False, soft_wrap=True).print(f"[red]error:[/] {escape(message)}")
     return typer.Exit(int(code))
 
 
@@ -114,8 +110,7 @@ def describe(exc: BaseException) -> str:
         where = ".".join(str(x) for x in e.get("loc", ())) or exc.title
         return f"{where}: {e.get('msg', '')}" + (f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else "")
     text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
-    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-    return first
+    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
 
 
 def _maybe_traceback() -> None:
@@ -123,9 +118,3 @@ def _maybe_traceback() -> None:
         import traceback
 
         traceback.print_exc(file=sys.stderr)
-
-
-def _escape(text: str) -> str:
-    from rich.markup import escape
-
-    return escape(text)

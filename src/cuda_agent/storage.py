@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import mmap
 import os
 import threading
 from pathlib import Path
@@ -72,23 +73,11 @@ def cut_torn_tail(path: str | Path) -> int:
 
 
 def _cut(fh: BinaryIO) -> int:
-    fh.seek(0, os.SEEK_END)
-    size = fh.tell()
+    size = fh.seek(0, os.SEEK_END)
     if size == 0:
         return 0
-    # scan back from the end for the last newline, a block at a time
-    pos, block = size, 1 << 16
-    while pos > 0:
-        start = max(0, pos - block)
-        fh.seek(start)
-        chunk = fh.read(pos - start)
-        i = chunk.rfind(b"\n")
-        if i >= 0:
-            keep = start + i + 1
-            break
-        pos = start
-    else:
-        keep = 0
+    with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as view:  # rfind reads only the tail's pages
+        keep = view.rfind(b"\n") + 1
     if keep == size:
         return 0
     fh.truncate(keep)

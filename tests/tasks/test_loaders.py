@@ -16,7 +16,6 @@ from cuda_agent.tasks import (
     Task,
     TaskError,
     load_hf_dataset,
-    load_task,
     load_task_dir,
     load_task_file,
     load_task_table,
@@ -268,12 +267,3 @@ def test_load_tasks_rejects_what_it_cannot_find(tmp_path: Path) -> None:
         load_tasks(tmp_path / "missing.parquet")
     with pytest.raises(TaskError, match="unsupported file type"):
         load_tasks(write(tmp_path / "notes.txt", "hi"))
-
-
-def test_load_task_picks_one(tmp_path: Path, checkout: Path) -> None:
-    assert load_task(write(tmp_path / "relu.py", RELU)).name == "relu"
-    assert load_task(checkout, "level1/19_ReLU").problem_id == 19
-    with pytest.raises(TaskError, match="pick one by name"):
-        load_task(checkout)
-    with pytest.raises(TaskError, match="no task named"):
-        load_task(checkout, "level9/1_Nope")

@@ -32,14 +32,7 @@ _EXPORTS = {
     "suite": ["Suite", "load_suite"],
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
-__all__ = ["BenchMetrics", "Candidate", "Comparison", "DirectorySolutions", "EpisodeInfo", "ExampleSolutions",
-    "FAST_P", "ImportedBaselines", "ImportedComparison", "Job", "LocalPool", "MARGIN", "Metrics",
-    "PolicySpecError", "RayPool", "ReferenceSolutions", "Report", "ResultStore", "RunInfo", "RunMismatch",
-    "SlotSpec", "SolutionError", "SolutionSource", "Suite", "TaskDiff", "TaskRecord", "TimingFormatError",
-    "build_report", "build_stage", "compare_runs", "compare_with_imported", "compute_metrics", "device_slots",
-    "device_stage", "export_kernelbench_timing", "fast_p", "geomean", "load_kernelbench_timing", "load_run",
-    "load_suite", "materialize", "resolve_episode_fn", "run_benchmark", "solution_source", "to_html",
-    "to_markdown", "write_reports"]
+__all__ = sorted(_WHERE)
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _WHERE)

@@ -13,6 +13,7 @@ the same code are therefore "same", however their point estimates fall.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from typing import Literal
 
@@ -64,9 +65,7 @@ def compare_runs(a: Sequence[TaskRecord], b: Sequence[TaskRecord], label_a: str 
     common = {n: sa[n] if sa[n] is not None else sb[n] for n in sa if n in sb}
     diffs = [_diff(n, sa.get(n, sb.get(n)), ra.get(n), rb.get(n), n in sa, n in sb, margin, confidence)
              for n in [*sa, *(n for n in sb if n not in sa)]]
-    counts: dict[str, int] = {}
-    for d in diffs:
-        counts[d.change] = counts.get(d.change, 0) + 1
+    counts = dict(Counter(d.change for d in diffs))
     kw = dict(margin=margin, confidence=confidence)
     return Comparison(a=label_a, b=label_b, common=len(common),
                       only_a=[n for n in sa if n not in sb], only_b=[n for n in sb if n not in sa],

@@ -1,12 +1,8 @@
 """The two stages of one task, shared by every executor (in-process, local pool, Ray).
 
-build stage (CPU workers): lay out the workspace, run the static checks and the build. A
-candidate that fails there is finished on the CPU side: `evaluate` is run to produce the
-authoritative record, and it stops before any worker (and any GPU) is involved. Everything
-else goes on to the device stage with its build already in the content-addressed cache.
-
-device stage (one worker per GPU): `evaluate` the workspace (policy runs first play the
-episode there, since the agent's own tools compile, verify and profile on that GPU).
+The build stage (CPU workers) lays out the workspace, runs the static checks and the build; a
+candidate that fails there is finished by `evaluate` before any worker or GPU is involved. The
+device stage (one worker per GPU) plays the episode (policy runs) and `evaluate`s the workspace.
 """
 
 from __future__ import annotations
@@ -85,8 +81,7 @@ def build_stage(job: Job, directory: Path) -> TaskRecord | None:
         return None  # device stage's own build decides, and records a harness error if it fails too
     if result.stage not in PRE_WORKER_STAGES:
         return None  # it built this time after all (e.g. a timeout under load): evaluate on a device
-    return TaskRecord.for_task(job.task, sample=job.sample, mode=job.mode, origin=_origin(job), result=result,
-                               wall_s=time.monotonic() - t0)
+    return TaskRecord.for_job(job, result=result, wall_s=time.monotonic() - t0)
 
 
 def device_stage(job: Job, directory: Path) -> TaskRecord:
@@ -94,21 +89,18 @@ def device_stage(job: Job, directory: Path) -> TaskRecord:
     t0 = time.monotonic()
     episode = None
     try:
+        ws, cfg = materialize(job, directory)
         if job.policy:
-            ws, cfg = materialize(job, directory)
             try:
                 episode = run_policy_episode(job.policy, job.task, ws.root, job.backend, cfg, job.policy_options)
             except Exception as exc:
-                return TaskRecord.for_task(job.task, sample=job.sample, mode="policy", origin=job.policy,
-                                           status="episode_failed", reason=f"the episode raised: {_describe(exc)}",
-                                           wall_s=time.monotonic() - t0)
-        else:
-            ws, cfg = materialize(job, directory)
+                return TaskRecord.for_job(job, status="episode_failed", reason=f"the episode raised: {_describe(exc)}",
+                                          wall_s=time.monotonic() - t0)
         result: EvalResult = evaluate(ws, cfg)
     except Exception as exc:
-        return _harness_error(job, "device stage", exc, t0)
-    return TaskRecord.for_task(job.task, sample=job.sample, mode=job.mode, origin=_origin(job), result=result,
-                               episode=episode, wall_s=time.monotonic() - t0)
+        return TaskRecord.for_job(job, status="harness_error", reason=f"device stage failed: {_describe(exc)}",
+                                  wall_s=time.monotonic() - t0)
+    return TaskRecord.for_job(job, result=result, episode=episode, wall_s=time.monotonic() - t0)
 
 
 def _prechecks_pass(ws: Workspace, cfg: EvalConfig, backend_name: str) -> bool:
@@ -133,16 +125,6 @@ def _checked_relpath(rel: str) -> str:
                                  and parts[1] not in (".", "..") and not parts[1].startswith(".")):
         return rel
     raise ValueError(f"a solution may only hold model_new.py and kernels/<file>, not {rel!r}")
-
-
-def _origin(job: Job) -> str:
-    return job.policy or (job.candidate.origin if job.candidate else "")
-
-
-def _harness_error(job: Job, where: str, exc: BaseException, t0: float) -> TaskRecord:
-    return TaskRecord.for_task(job.task, sample=job.sample, mode=job.mode, origin=_origin(job),
-                               status="harness_error",
-                               reason=f"{where} failed: {_describe(exc)}", wall_s=time.monotonic() - t0)
 
 
 def _describe(exc: BaseException) -> str:

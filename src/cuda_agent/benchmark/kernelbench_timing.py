@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
 from ..evaluation.timing import clears, summary_interval
+from ..storage import atomic_write
 from .metrics import CONFIDENCE, FAST_P, MARGIN, clearly_faster_by_time, geomean
-from .records import TaskRecord, primary
+from .records import TaskRecord, by_level, primary, scope_name
 
 EAGER_FILE = "baseline_time_torch.json"
 COMPILE_PREFIX = "baseline_time_torch_compile_"
@@ -53,11 +53,7 @@ class TimingTable(BaseModel):
 
     @property
     def hardware(self) -> str:
-        for entries in self.levels.values():
-            for e in entries.values():
-                if e.hardware:
-                    return e.hardware
-        return ""
+        return next((e.hardware for entries in self.levels.values() for e in entries.values() if e.hardware), "")
 
 
 class ImportedBaselines(BaseModel):
@@ -120,14 +116,9 @@ def compare_with_imported(records: Iterable[TaskRecord], suite: dict[str, int | 
                           margin: float = MARGIN, thresholds: Sequence[float] = FAST_P) -> list[ImportedComparison]:
     """Per level and overall: rates, geomeans and fast_p of our candidates vs imported times."""
     latest = primary(records)
-    scopes: dict[str, list[str]] = {}
-    for name, level in suite.items():
-        scopes.setdefault(f"level {level}" if level is not None else "no level", []).append(name)
-    scopes["overall"] = list(suite)
-    out = []
-    for scope, names in scopes.items():
-        out.append(_compare_scope(scope, names, suite, latest, baselines, margin, thresholds))
-    return out
+    scopes = {scope_name(lv): names for lv, names in by_level(suite, suite.get).items()}
+    return [_compare_scope(scope, names, suite, latest, baselines, margin, thresholds)
+            for scope, names in {**scopes, "overall": list(suite)}.items()]
 
 
 def _compare_scope(scope: str, names: list[str], suite: dict[str, int | None], latest: dict[str, TaskRecord],
@@ -228,9 +219,6 @@ def export_kernelbench_timing(records: Iterable[TaskRecord], out_dir: str | Path
     written = []
     for name, table in ((EAGER_FILE, eager), (f"{COMPILE_PREFIX}{compile_mode}.json", comp)):
         if table:
-            path = out / name
-            tmp = path.with_suffix(f".tmp{os.getpid()}")
-            tmp.write_text(json.dumps(table, indent=4))
-            os.replace(tmp, path)
-            written.append(path)
+            atomic_write(out / name, json.dumps(table, indent=4))
+            written.append(out / name)
     return written

@@ -53,8 +53,8 @@ def after_builds(jobs: list[Job], build: Callable[[Job], Future[TaskRecord | Non
         try:
             done = fut.result()
         except Exception as exc:  # the build task itself failed (e.g. its Ray worker kept dying): recorded
-            record(TaskRecord.for_task(job.task, sample=job.sample, mode=job.mode, status="harness_error", slot=slot,
-                                       reason=f"{slot} task failed: {exc}"[:4000]))
+            record(TaskRecord.for_job(job, status="harness_error", slot=slot,
+                                      reason=f"{slot} task failed: {exc}"[:4000]))
             continue
         if done is None:
             yield job
@@ -67,8 +67,8 @@ def device_record(record: OnRecord, job: Job, outcome: Outcome[TaskRecord]) -> N
     if outcome.value is not None:
         record(outcome.value.model_copy(update={"slot": outcome.slot, "attempts": outcome.attempts}))
     else:
-        record(TaskRecord.for_task(job.task, sample=job.sample, mode=job.mode, status="harness_error",
-                                   slot=outcome.slot, attempts=outcome.attempts, reason=outcome.error or ""))
+        record(TaskRecord.for_job(job, status="harness_error", slot=outcome.slot, attempts=outcome.attempts,
+                                  reason=outcome.error or ""))
 
 
 def serialised(on_record: OnRecord) -> OnRecord:

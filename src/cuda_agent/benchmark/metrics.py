@@ -1,41 +1,24 @@
-"""The paper's metrics (SPEC §5), per level and overall, from a run's records.
+"""The paper's metrics (SPEC §5), per level and overall, from a run's records (docs/benchmark.md).
 
-Every rate is over all tasks of the suite in that scope: a task with no record (the run
-stopped early), no solution, a failed episode or a harness error counts as not compiled,
-not correct, not faster, reward −1 ("missing" in the reward counts when it has no record).
-A task `skipped` because this machine cannot run it (level 4 without its weights) is left out
-of every denominator and counted apart.
-
-Noise: every speed claim uses the rule of `evaluation.timing.clears`, the reward's own: a
-speedup counts as more than p only when the lower end of its confidence interval is above
-p / (1 − margin).
-* faster than eager / torch.compile: the environment's own decisions (`EvalResult.faster_than_*`,
-  paired per-round ratios); `faster_than_compile` is the reward-3 condition.
-* fast_p (KernelBench): share of *all* tasks that are correct with a speedup that clears p,
-  for p in 0, 0.5, 0.8, 1, 1.5, 2, vs eager and vs torch.compile. The interval comes from the
-  record's per-model summaries (`speedup_bounds`); where the environment already decided
-  "faster" (paired, narrower) that decision also counts for every p <= 1. So fast_1 equals
-  the faster-than-eager rate, and identical code is never in it. KernelBench's own point
-  estimate (speedup > p, noise included) is kept beside it as `fast_p_*_point`.
-* high variance: a task whose interval is too wide to resolve the margin either way.
-* geometric-mean speedups: over correct tasks that have a measured speedup (point estimates).
-* pass@k: the unbiased estimator 1 − C(n − c, k) / C(n, k) per task over its n samples (c
-  correct), averaged over the scope's tasks (KernelBench's `calc_pass_at_k`; k > n uses n).
-* where only times exist (baselines imported from KernelBench's timing JSON), the same rule
-  over the imported mean and spread against the candidate's.
+Every rate is over all tasks of the suite in that scope: a task with no record, no solution, a
+failed episode or a harness error counts as failed; one `skipped` (this machine cannot run it)
+is left out of every denominator. Every speed claim uses `evaluation.timing.clears`, the
+reward's rule, so identical code is never counted faster; KernelBench's point-estimate fast_p
+is kept beside it (`fast_p_*_point`). pass@k is KernelBench's unbiased estimator.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from ..evaluation.timing import clears, median_se, summary_interval
-from .records import TaskRecord, by_sample, primary
+from .records import TaskRecord, by_level, by_sample, primary, scope_name
 
 FAST_P = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0)
 PASS_K = (1, 5, 10, 100)
@@ -188,8 +171,8 @@ def scope_metrics(scope: str, level: int | None, task_names: Sequence[str], reco
     for base, noisy, point in (("eager", m.fast_p_eager, m.fast_p_eager_point),
                                ("compile", m.fast_p_compile, m.fast_p_compile_point)):
         for p in thresholds:
-            noisy[_p(p)] = sum(counts_in_fast_p(r, base, p, margin, confidence) for r in recs) / n if n else 0.0
-            point[_p(p)] = fast_p(eager if base == "eager" else comp, n, p)
+            noisy[f"{p:g}"] = sum(counts_in_fast_p(r, base, p, margin, confidence) for r in recs) / n if n else 0.0
+            point[f"{p:g}"] = fast_p(eager if base == "eager" else comp, n, p)
     m.high_variance = sum(is_high_variance(speedup_bounds(r, "eager", confidence), margin) for r in recs)
     if samples is not None and pass_k:
         counts = [(max(n_samples, len(samples.get(t, {}))), sum(r.correct for r in samples.get(t, {}).values()))
@@ -199,8 +182,7 @@ def scope_metrics(scope: str, level: int | None, task_names: Sequence[str], reco
         m.pass_at_k = {str(k): (sum(pass_at_k(ns, nc, k) for ns, nc in counts) / n if n else 0.0) for k in pass_k}
     m.rewards = {k: sum(1 for r in recs if str(r.reward) == k) for k in REWARDS}
     m.rewards["missing"] = m.missing
-    for r in recs:
-        m.statuses[r.status] = m.statuses.get(r.status, 0) + 1
+    m.statuses = dict(Counter(r.status for r in recs))
     episodes = [r.episode for r in recs if r.episode is not None]
     m.episodes = len(episodes)
     tokens = [e.tokens for e in episodes if e.tokens is not None]
@@ -225,16 +207,9 @@ def compute_metrics(records: Iterable[TaskRecord], suite: dict[str, int | None] 
         suite = {name: r.level for name, r in latest.items()}
     most = max([n_samples, *(len(v) for v in samples.values())])
     ks = [k for k in PASS_K if k <= most] or [1]
-    by_level: dict[int | None, list[str]] = {}
-    for name, level in suite.items():
-        by_level.setdefault(level, []).append(name)
     kw = dict(samples=samples, n_samples=n_samples, pass_k=ks, margin=margin, confidence=confidence)
-    levels = [scope_metrics(f"level {lv}" if lv is not None else "no level", lv, names, latest, thresholds, **kw)
-              for lv, names in sorted(by_level.items(), key=lambda kv: (kv[0] is None, kv[0] or 0))]
+    levels = [scope_metrics(scope_name(lv), lv, names, latest, thresholds, **kw)
+              for lv, names in by_level(suite, suite.get).items()]
     overall = scope_metrics("overall", None, list(suite), latest, thresholds, **kw)
     return BenchMetrics(overall=overall, levels=levels, fast_p=list(thresholds), pass_k=ks, margin=margin,
                         confidence=confidence)
-
-
-def _p(p: float) -> str:
-    return f"{p:g}"

@@ -73,10 +73,6 @@ def _times_axis(ax: Any, which: str) -> None:
     axis.set_minor_formatter(NullFormatter())
 
 
-def _level_label(level: int | None) -> str:
-    return f"L{level}" if level is not None else "-"
-
-
 def speedup_distribution(rows: Sequence[TaskRow], margin: float = MARGIN) -> str:
     """Per level: box plots with every correct task's speedup vs eager and vs torch.compile."""
     plt = _pyplot()
@@ -100,7 +96,7 @@ def speedup_distribution(rows: Sequence[TaskRow], margin: float = MARGIN) -> str
     ax.axhline(1.0, color="black", lw=0.8)
     ax.axhline(1 / (1 - margin), color="black", lw=0.6, ls="--")
     _times_axis(ax, "y")
-    ax.set_xticks([i * 3 + 0.5 for i in range(len(levels))], [_level_label(lv) for lv in levels])
+    ax.set_xticks([i * 3 + 0.5 for i in range(len(levels))], [f"L{lv}" if lv is not None else "-" for lv in levels])
     ax.set_ylabel("speedup (log scale)")
     ax.set_title("Speedup of correct tasks: vs eager (blue), vs torch.compile (purple)")
     return _data_uri(fig)

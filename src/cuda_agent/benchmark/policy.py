@@ -1,19 +1,12 @@
 """The seam between the benchmark and a policy: one episode per task, in its workspace.
 
-An episode function is named by a spec the workers can import anywhere (a subprocess, a
-Ray worker on another node):
-  "agent" or "agent:<policy spec>"  the agent layer's `run_in_workspace` (the ReAct loop of
-                                    `cuda-agent optimize`); <policy spec> is its KIND[:MODEL],
-                                    e.g. "agent:openai:Qwen/Qwen3-8B", "agent:local";
-  "<module>:<function>"             any function with the signature below (tests use a
-                                    scripted one; research code can plug its own loop in).
+A spec names the episode function so any worker can import it: "agent[:<policy spec>]" (the
+agent layer's `run_in_workspace`, e.g. "agent:openai:Qwen/Qwen3-8B") or "<module>:<function>":
 
     fn(task: Task, workspace: Path, backend: str, config: EvalConfig, **options) -> EpisodeInfo | dict
 
-It edits the workspace's model_new.py and kernels/ and returns its token and turn counts (or a
-trajectory object carrying them, which is then saved beside the workspace). The benchmark
-then evaluates the final workspace itself, with the run's EvalConfig, so a policy's own
-verdict never enters the metrics.
+(or a trajectory carrying token and turn counts, saved beside the workspace). The benchmark then
+evaluates the final workspace itself, so a policy's own verdict never enters the metrics.
 """
 
 from __future__ import annotations

@@ -13,7 +13,6 @@ from __future__ import annotations
 import tempfile
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 from ..backends.slots import RaySlots, stateless
 from .jobs import build_stage, device_stage, workspace_dirname
@@ -36,9 +35,8 @@ def _remote_device(run_id: str, job: Job) -> TaskRecord:
 class RayPool:
     """Fan the build and device stages out over a Ray cluster (or a local one it starts)."""
 
-    def __init__(self, backend: str, address: str | None = None, num_cpus: int | None = None,
-                 max_retries: int = 2, init_kwargs: dict[str, Any] | None = None) -> None:
-        self.slots = RaySlots(backend, address, num_cpus, max_retries, init_kwargs)
+    def __init__(self, backend: str, address: str | None = None, num_cpus: int | None = None) -> None:
+        self.slots = RaySlots(backend, address, num_cpus)
 
     def run(self, jobs: list[Job], workdir: Path, on_record: OnRecord) -> None:
         record = serialised(on_record)

@@ -1,21 +1,14 @@
-"""Typed records of a benchmark run: one `TaskRecord` per finished task, one `RunInfo` per run.
-
-A record is what the append-only store keeps. A task that could not be evaluated (no
-solution, a failed episode, a harness failure) is still a record, with a status and a
-reason: failures are data, and every metric counts them against the run. The one exception
-is `skipped`: a task this machine cannot run at all (a level-4 model whose weights or
-package are not here); it is listed with its reason and left out of every denominator,
-because nothing the candidate did decided it.
-
-A run may evaluate several samples per task (pass@k); a record's identity is (task, sample),
-and the headline metrics read each task's first sample (`primary`).
+"""Typed records of a benchmark run: one `TaskRecord` per finished (task, sample), one `RunInfo`
+per run. A task that could not be evaluated is still a record, with a status and a reason, and
+counts against the run; only `skipped` (this machine cannot run it) is left out of the metrics.
+The headline metrics read each task's first sample (`primary`); pass@k reads them all.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
-from collections.abc import Iterable
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -26,6 +19,7 @@ Status = Literal["evaluated", "no_solution", "episode_failed", "harness_error", 
 # Statuses a resumed run tries again: the harness's fault, or this machine's (never the candidate's).
 RETRIED = frozenset({"harness_error", "skipped"})
 Mode = Literal["workspace", "single_file", "reference", "policy"]
+T = TypeVar("T")
 # How records written before EvalResult.load_step said that a single-file import failed.
 _LEGACY_IMPORT_FAILURES = ("Error building extension", "defines no class ModelNew", "SyntaxError",
                            "CalledProcessError")
@@ -59,6 +53,10 @@ class Job(BaseModel):
     @property
     def mode(self) -> Mode:
         return "policy" if self.policy else (self.candidate.mode if self.candidate else "workspace")
+
+    @property
+    def origin(self) -> str:
+        return self.policy or (self.candidate.origin if self.candidate else "")
 
 
 class EpisodeInfo(BaseModel):
@@ -151,6 +149,10 @@ class TaskRecord(BaseModel):
         return cls(task=task.name, level=task.level, problem_id=task.problem_id, task_hash=task.content_hash,
                    **fields)
 
+    @classmethod
+    def for_job(cls, job: Job, **fields: Any) -> TaskRecord:
+        return cls.for_task(job.task, sample=job.sample, mode=job.mode, origin=job.origin, **fields)
+
 
 class RunInfo(BaseModel):
     """What a run is: kept in `run.json` beside the results, checked when a run resumes."""
@@ -193,3 +195,15 @@ def by_sample(records: Iterable[TaskRecord]) -> dict[str, dict[int, TaskRecord]]
     for r in records:
         out.setdefault(r.task, {})[r.sample] = r
     return out
+
+
+def by_level(items: Iterable[T], level: Callable[[T], int | None]) -> dict[int | None, list[T]]:
+    """level -> its items in their order; levels ascending, tasks without a level last."""
+    groups: dict[int | None, list[T]] = {}
+    for item in items:
+        groups.setdefault(level(item), []).append(item)
+    return dict(sorted(groups.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)))
+
+
+def scope_name(level: int | None) -> str:
+    return f"level {level}" if level is not None else "no level"

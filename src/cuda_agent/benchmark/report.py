@@ -123,19 +123,12 @@ def write_reports(report: Report, out_dir: str | Path, formats: Sequence[str] = 
     unknown = set(formats) - set(FORMATS)
     if unknown:
         raise ValueError(f"unknown report format(s) {sorted(unknown)}; choose from {', '.join(FORMATS)}")
+    render = {"md": to_markdown, "html": to_html, "json": lambda r: r.model_dump_json(indent=1)}
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    written = []
     for fmt in formats:
-        path = out / f"report.{fmt}"
-        if fmt == "md":
-            path.write_text(to_markdown(report))
-        elif fmt == "json":
-            path.write_text(report.model_dump_json(indent=1))
-        else:
-            path.write_text(to_html(report))
-        written.append(path)
-    return written
+        (out / f"report.{fmt}").write_text(render[fmt](report))
+    return [out / f"report.{fmt}" for fmt in formats]
 
 
 # ---- formatting helpers ------------------------------------------------------------------------
@@ -339,32 +332,37 @@ def _devices(report: Report) -> list[str]:
     return sorted({t.slot for t in report.tasks if t.slot})
 
 
-# ---- Markdown -------------------------------------------------------------------------------------
+# ---- Markdown and HTML: the same sections -----------------------------------------------------------
+Table = tuple[list[str], list[list[str]]]
+
+
+def _sections(report: Report) -> list[tuple[str, str, list[Table], bool]]:
+    """(title, note, tables, last column wide) of each section both formats show, in order; a
+    section whose table does not apply to this run is left out."""
+    imported = ("Sources: " + ", ".join(f"`{s}`" for s in report.imported_sources) + ". Candidate mean times "
+                "against the imported means; meaningful only on the same hardware (last column).")
+    sections = [
+        ("KernelBench table (paper layout)", "Rates are over all tasks of the suite; paper numbers are CUDA "
+         "Agent on Hopper (SPEC §5).", [paper_table(report), models_table(report)], False),
+        ("All metrics", "", [metrics_table(report)], False),
+        ("fast_p (share of all tasks that are correct with speedup > p)", FAST_P_NOTE, [fast_p_table(report)],
+         False),
+        ("Rewards", "", [rewards_table(report)], False),
+        ("pass@k over samples (unbiased estimator, per task, averaged)", "", [pass_k_table(report)], False),
+        ("Skipped (not charged to the candidate)", "", [skipped_table(report)], True),
+        ("Tokens and turns per task (policy episodes)", "", [episodes_table(report)], False),
+        ("Against imported KernelBench baselines", imported, [imported_table(report)], False),
+    ]
+    return [s for s in sections if None not in s[2]]  # type: ignore[misc]
+
+
 def to_markdown(report: Report) -> str:
     parts = ["# Benchmark report", "", *[f"- {line}" for line in _run_lines(report)], "",
-             *[f"> **Warning:** {w}\n" for w in report.warnings],
-             "## KernelBench table (paper layout)", "",
-             "Rates are over all tasks of the suite; paper numbers are CUDA Agent on Hopper (SPEC §5).", "",
-             _md_table(*paper_table(report)), "", _md_table(*models_table(report)), "",
-             "## All metrics", "", _md_table(*metrics_table(report)), "",
-             "## fast_p (share of all tasks that are correct with speedup > p)", "", FAST_P_NOTE, "",
-             _md_table(*fast_p_table(report)), "", "## Rewards", "", _md_table(*rewards_table(report)), ""]
-    pk = pass_k_table(report)
-    if pk:
-        parts += ["## pass@k over samples (unbiased estimator, per task, averaged)", "", _md_table(*pk), ""]
-    sk = skipped_table(report)
-    if sk:
-        parts += ["## Skipped (not charged to the candidate)", "", _md_table(*sk), ""]
-    ep = episodes_table(report)
-    if ep:
-        parts += ["## Tokens and turns per task (policy episodes)", "", _md_table(*ep), ""]
-    imp = imported_table(report)
-    if imp:
-        parts += ["## Against imported KernelBench baselines", "",
-                  "Sources: " + ", ".join(f"`{s}`" for s in report.imported_sources) + ". Candidate mean times "
-                  "against the imported means; meaningful only on the same hardware (last column).", "",
-                  _md_table(*imp), ""]
-    parts += ["## Per task", "", _md_table(*tasks_table(report)), ""]
+             *[f"> **Warning:** {w}\n" for w in report.warnings]]
+    for title, note, tables, _ in [*_sections(report), ("Per task", "", [tasks_table(report)], True)]:
+        parts += [f"## {title}", "", *([note, ""] if note else [])]
+        for table in tables:
+            parts += [_md_table(*table), ""]
     errors = compile_errors(report)
     if errors:
         parts += ["## Compile errors", ""]
@@ -373,7 +371,6 @@ def to_markdown(report: Report) -> str:
     return "\n".join(parts)
 
 
-# ---- HTML -------------------------------------------------------------------------------------------
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}
 table{border-collapse:collapse;margin:1em 0;font-size:13px}th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}td.wide{text-align:left;max-width:480px}
@@ -390,6 +387,11 @@ def _html_table(header: Sequence[str], rows: Sequence[Sequence[str]], wide_last:
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
 
+def _html_section(title: str, note: str, tables: list[Table], wide: bool) -> list[str]:
+    return [f"<h2>{html.escape(title)}</h2>", *([f"<p>{html.escape(note)}</p>"] if note else []),
+            *[_html_table(*table, wide_last=wide) for table in tables]]
+
+
 def to_html(report: Report) -> str:
     from .plots import fast_p_curve, per_task_bars, speedup_distribution
 
@@ -400,33 +402,16 @@ def to_html(report: Report) -> str:
     parts = ["<!doctype html><html><head><meta charset='utf-8'><title>cuda-agent benchmark</title>",
              f"<style>{_CSS}</style></head><body><h1>Benchmark report</h1><ul>",
              *[f"<li>{html.escape(line)}</li>" for line in _run_lines(report)], "</ul>",
-             *[f"<p><strong>Warning:</strong> {html.escape(w)}</p>" for w in report.warnings],
-             "<h2>KernelBench table (paper layout)</h2><p>Rates are over all tasks of the suite; paper numbers are "
-             "CUDA Agent on Hopper.</p>", _html_table(*paper_table(report)), _html_table(*models_table(report)),
-             "<h2>All metrics</h2>", _html_table(*metrics_table(report)),
-             "<h2>fast_p</h2>", f"<p>{html.escape(FAST_P_NOTE)}</p>", _html_table(*fast_p_table(report)),
-             "<h2>Rewards</h2>", _html_table(*rewards_table(report))]
-    pk = pass_k_table(report)
-    if pk:
-        parts += ["<h2>pass@k over samples</h2>", _html_table(*pk)]
-    sk = skipped_table(report)
-    if sk:
-        parts += ["<h2>Skipped (not charged to the candidate)</h2>", _html_table(*sk, wide_last=True)]
-    ep = episodes_table(report)
-    if ep:
-        parts += ["<h2>Tokens and turns per task</h2>", _html_table(*ep)]
-    imp = imported_table(report)
-    if imp:
-        parts += ["<h2>Against imported KernelBench baselines</h2><p>"
-                  + html.escape(", ".join(report.imported_sources)) + "</p>", _html_table(*imp)]
+             *[f"<p><strong>Warning:</strong> {html.escape(w)}</p>" for w in report.warnings]]
+    for section in _sections(report):
+        parts += _html_section(*section)
     for title, uri in figures:
         parts += [f"<h2>{html.escape(title)}</h2>", f"<img alt='{html.escape(title)}' src='{uri}'>"]
-    parts += ["<h2>Per task</h2>", _html_table(*tasks_table(report), wide_last=True)]
+    parts += _html_section("Per task", "", [tasks_table(report)], True)
     errors = compile_errors(report)
     if errors:
         parts.append("<h2>Compile errors</h2>")
         parts += [f"<h3>{html.escape(task)}</h3><pre>{html.escape(text)}</pre>" for task, text in errors]
-    parts += [
-              "<script type='application/json' id='report-data'>",
+    parts += ["<script type='application/json' id='report-data'>",
               json.dumps(report.model_dump(mode="json")).replace("<", "\\u003c"), "</script></body></html>"]
     return "\n".join(parts)

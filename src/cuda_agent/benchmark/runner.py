@@ -25,7 +25,11 @@ class Pool(Protocol):
     def run(self, jobs: list[Job], workdir: Path, on_record: Callable[[TaskRecord], None]) -> None: ...
 
 
-def run_benchmark(suite: Suite, out: str | Path, pool: Pool, **kw: Any) -> list[TaskRecord]:
+def run_benchmark(suite: Suite, out: str | Path, pool: Pool, *, backend: str, config: EvalConfig,
+                  solutions: SolutionSource | None = None, policy: str | None = None,
+                  policy_options: dict[str, Any] | None = None, fresh: bool = False, retry_errors: bool = True,
+                  samples: Sequence[int] = (0,),
+                  on_record: Callable[[TaskRecord], None] | None = None) -> list[TaskRecord]:
     """Run (or resume) the benchmark in `out`; return the latest record of every task done.
 
     Exactly one of `solutions` and `policy` is given; `samples` lists the samples evaluated per
@@ -35,60 +39,49 @@ def run_benchmark(suite: Suite, out: str | Path, pool: Pool, **kw: Any) -> list[
     `out/.lock` (`cuda_agent.isolation.processes.RunLock`): a second run on the same folder is refused."""
     from ..isolation.processes import RunLock
 
-    with RunLock(out, "benchmark run"):
-        return _run_benchmark(suite, out, pool, **kw)
-
-
-def _run_benchmark(suite: Suite, out: str | Path, pool: Pool, *, backend: str, config: EvalConfig,
-                   solutions: SolutionSource | None = None, policy: str | None = None,
-                   policy_options: dict[str, Any] | None = None, fresh: bool = False, retry_errors: bool = True,
-                   samples: Sequence[int] = (0,),
-                   on_record: Callable[[TaskRecord], None] | None = None) -> list[TaskRecord]:
     if (solutions is None) == (policy is None):
         raise ValueError("give either solutions or a policy")
     if not samples:
         raise ValueError("samples must name at least one sample")
-    config = config.model_copy(update={"backend": backend})
-    store = ResultStore(out)
-    store.begin(RunInfo(suite=suite.spec, solutions=solutions.spec if solutions else "", policy=policy,
-                        backend=backend, config=config, tasks=[t.name for t in suite.tasks],
-                        levels=suite.levels(), precision=suite.precision, samples=list(samples),
-                        subset=suite.subset), fresh=fresh)
-    store.repair()
-    done = {key for key, r in store.latest().items() if not (retry_errors and r.status in RETRIED)}
-    session = uuid.uuid4().hex[:10]
+    with RunLock(out, "benchmark run"):
+        config = config.model_copy(update={"backend": backend})
+        store = ResultStore(out)
+        store.begin(RunInfo(suite=suite.spec, solutions=solutions.spec if solutions else "", policy=policy,
+                            backend=backend, config=config, tasks=[t.name for t in suite.tasks],
+                            levels=suite.levels(), precision=suite.precision, samples=list(samples),
+                            subset=suite.subset), fresh=fresh)
+        done = {key for key, r in store.latest().items() if not (retry_errors and r.status in RETRIED)}
+        session = uuid.uuid4().hex[:10]
 
-    def record(r: TaskRecord) -> None:
-        r = r.model_copy(update={"session": session})
-        store.append(r)
-        if on_record is not None:
-            on_record(r)
+        def record(r: TaskRecord) -> None:
+            r = r.model_copy(update={"session": session})
+            store.append(r)
+            if on_record is not None:
+                on_record(r)
 
-    jobs: list[Job] = []
-    for task in suite.tasks:
-        unmet = unmet_requirements(task)
-        for sample in samples:
-            if (task.name, sample) in done:
-                continue
-            if unmet:  # this machine cannot run the task at all: listed, not charged to the candidate
-                record(TaskRecord.for_task(task, sample=sample, status="skipped", reason=unmet))
-                continue
-            if policy is not None:
-                jobs.append(Job(task=task, backend=backend, config=config, policy=policy,
-                                policy_options=policy_options or {}, sample=sample))
-                continue
-            assert solutions is not None
-            try:
-                candidate = solutions.candidate(task, backend, sample)
-            except SolutionError as exc:
-                record(TaskRecord.for_task(task, sample=sample, status="no_solution", reason=str(exc)))
-                continue
-            if candidate is None:
-                record(TaskRecord.for_task(task, sample=sample, status="no_solution",
-                                           reason=f"no solution for {task.name} (sample {sample}) in {solutions.spec}"))
-                continue
-            jobs.append(Job(task=task, backend=backend, config=config, candidate=candidate, sample=sample))
-    if jobs:
-        pool.run(jobs, Path(out) / "workspaces", record)
-    latest = store.latest()
-    return [latest[(t.name, s)] for t in suite.tasks for s in samples if (t.name, s) in latest]
+        jobs: list[Job] = []
+        for task in suite.tasks:
+            unmet = unmet_requirements(task)
+            for sample in samples:
+                if (task.name, sample) in done:
+                    continue
+                if unmet:  # this machine cannot run the task at all: listed, not charged to the candidate
+                    record(TaskRecord.for_task(task, sample=sample, status="skipped", reason=unmet))
+                    continue
+                if policy is not None:
+                    jobs.append(Job(task=task, backend=backend, config=config, policy=policy,
+                                    policy_options=policy_options or {}, sample=sample))
+                    continue
+                assert solutions is not None
+                try:
+                    candidate = solutions.candidate(task, backend, sample)
+                    if candidate is None:
+                        raise SolutionError(f"no solution for {task.name} (sample {sample}) in {solutions.spec}")
+                except SolutionError as exc:
+                    record(TaskRecord.for_task(task, sample=sample, status="no_solution", reason=str(exc)))
+                    continue
+                jobs.append(Job(task=task, backend=backend, config=config, candidate=candidate, sample=sample))
+        if jobs:
+            pool.run(jobs, Path(out) / "workspaces", record)
+        latest = store.latest()
+        return [latest[(t.name, s)] for t in suite.tasks for s in samples if (t.name, s) in latest]

@@ -1,22 +1,12 @@
 """Where a run's candidates come from, and how each kind is fed to the isolated evaluation.
 
-Kinds (`Candidate.mode`):
-  workspace    a workspace or a `model_new.py` + `kernels/` folder per task (our format);
-  single_file  a KernelBench-style `ModelNew` file that builds its own kernels with torch's
-               `load_inline` (`<name>.py`, or KernelBench's `level_L_problem_P_sample_S_kernel.py`);
-  reference    the task's own `Model` as the candidate: a harness check (must pass, ~1.0x);
-  policy       written by an agent episode (see policy.py).
-
-The default reward is never weakened. Two kinds need a relaxation, applied to that kind's
-evaluations only and recorded in the run's config:
-  * single_file: the static check `forbidden-import` is skipped only when its sole findings
-    are imports of `torch.utils.cpp_extension` (checked here, line by line, before anything
-    builds), and the sandbox's `no_processes` and `syscalls` guards are off, because `load_inline` runs the
-    compiler from inside the worker while `model_new.py` is imported. The dispatcher-level
-    torch-compute guard, the output checks and the rest of the sandbox stay on: torch compute
-    in the embedded C++ (`torch::matmul`, ...) is still caught when ModelNew runs.
-  * reference: the candidate *is* torch code, so `static_checks` and `torch_compute` are off;
-    everything else stays on.
+Kinds (`Candidate.mode`): `workspace` (a workspace, or `model_new.py` + `kernels/`),
+`single_file` (KernelBench's `ModelNew` building its kernels with `load_inline`), `reference`
+(the task's own `Model`: a harness check) and `policy` (policy.py). Two kinds need a
+relaxation, for that kind only and recorded in the run's config (docs/benchmark.md,
+"Candidates"): single-file skips `forbidden-import` only when its sole findings import
+torch.utils.cpp_extension, and lets the worker start processes (`load_inline` runs the
+compiler); the reference turns off the two guards that forbid torch code.
 """
 
 from __future__ import annotations
@@ -183,14 +173,13 @@ def load_inline_import_lines(source: str) -> set[int]:
         tree = ast.parse(source)
     except SyntaxError:
         return set()
-    lines = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module == LOAD_INLINE_MODULE and node.level == 0 \
-                and all(a.name != "*" for a in node.names):
-            lines.add(node.lineno)
-        elif isinstance(node, ast.ImportFrom) and node.module == "torch.utils" and node.level == 0 \
-                and all(a.name == "cpp_extension" for a in node.names):
-            lines.add(node.lineno)
-        elif isinstance(node, ast.Import) and all(a.name == LOAD_INLINE_MODULE for a in node.names):
-            lines.add(node.lineno)
-    return lines
+    def only_load_inline(node: ast.AST) -> bool:
+        if isinstance(node, ast.Import):
+            return all(a.name == LOAD_INLINE_MODULE for a in node.names)
+        if not isinstance(node, ast.ImportFrom) or node.level != 0:
+            return False
+        if node.module == "torch.utils":
+            return all(a.name == "cpp_extension" for a in node.names)
+        return node.module == LOAD_INLINE_MODULE and all(a.name != "*" for a in node.names)
+
+    return {node.lineno for node in ast.walk(tree) if only_load_inline(node)}

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ..storage import JsonlWriter, atomic_write, cut_torn_tail, read_jsonl
+from ..storage import JsonlWriter, atomic_write, read_jsonl
 from .records import RunInfo, TaskRecord
 
 RUN_FILE = "run.json"
@@ -73,10 +73,6 @@ class ResultStore:
     def latest(self) -> dict[tuple[str, int], TaskRecord]:
         """The last record per (task, sample) (a re-run task's newest record wins)."""
         return {r.key: r for r in self.records()}
-
-    def repair(self) -> int:
-        """Cut a torn last line now (an append does it anyway); the bytes removed."""
-        return cut_torn_tail(self.path)
 
     def append(self, record: TaskRecord) -> None:
         """Write one record durably; safe to call from several threads; one writer per file."""

@@ -1,13 +1,7 @@
-"""Which tasks a run covers: a KernelBench checkout, a dataset, the bundled examples, or a
-task list, narrowed by level, name, a curated subset or an even per-level sample, in one
-precision.
-
-Task loading is `cuda_agent.tasks.load_tasks`'s job; this module only names suites and
-selects from them, deterministically, so a resumed run sees the same task list. It also says
-which tasks this machine cannot run at all (`unmet_requirements`: KernelBench level 4 loads
-Hugging Face models by name, which needs their weights and `transformers`, and the
-evaluation has no network), so they are skipped with a reason instead of charged to the
-candidate.
+"""Which tasks a run covers, selected deterministically (a resumed run sees the same list),
+and which of them this machine cannot run at all (`unmet_requirements`: KernelBench level 4
+needs Hugging Face weights, and the evaluation has no network), so they are skipped with a
+reason instead of charged to the candidate. Loading itself is `cuda_agent.tasks.load_tasks`'s.
 """
 
 from __future__ import annotations
@@ -17,9 +11,11 @@ import fnmatch
 import importlib.util
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 
 from ..tasks import Task, TaskError, load_tasks
+from .records import by_level
 
 EXAMPLES = "examples"
 TASK_LIST_SUFFIX = ".txt"
@@ -191,11 +187,8 @@ def spread_per_level(tasks: list[Task], n: int) -> list[Task]:
     included), so a subset covers small and large problem ids alike."""
     if n < 1:
         raise ValueError("per_level must be at least 1")
-    by_level: dict[int | None, list[Task]] = {}
-    for t in tasks:
-        by_level.setdefault(t.level, []).append(t)
     keep: set[str] = set()
-    for group in by_level.values():
+    for group in by_level(tasks, attrgetter("level")).values():
         if len(group) <= n:
             keep.update(t.name for t in group)
         elif n == 1:
@@ -207,10 +200,7 @@ def spread_per_level(tasks: list[Task], n: int) -> list[Task]:
 
 def interleave_levels(tasks: list[Task]) -> list[Task]:
     """Round-robin over levels, each level keeping its own order."""
-    groups: dict[int | None, list[Task]] = {}
-    for t in tasks:
-        groups.setdefault(t.level, []).append(t)
-    ordered = [groups[k] for k in sorted(groups, key=lambda lv: (lv is None, lv or 0))]
+    ordered = list(by_level(tasks, attrgetter("level")).values())
     return [g[i] for i in range(max(map(len, ordered), default=0)) for g in ordered if i < len(g)]
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import math
 import re
 import textwrap
 from pathlib import Path
@@ -23,10 +24,9 @@ from pydantic import BaseModel, Field
 
 from ..evaluation.records import EvalResult
 from ..tasks import LoadedTasks, Task, TaskError, Workload
+from ..tasks.task import top_level_names
 
 SUITE = "flashinfer-bench"
-RANDOM_FLOATS = ("float32", "float16", "bfloat16")
-RANDOM_FP8 = ("float8_e4m3fn", "float8_e5m2")
 INT_RANGES = {"int8": (-128, 128), "int16": (-1024, 1024), "int32": (-1024, 1024), "int64": (-1024, 1024)}
 
 
@@ -51,7 +51,7 @@ def load_trace_set(root: str | Path) -> Any:
 # ---- Definition + Workloads -> Task ----------------------------------------------------------
 def definition_source(definition: Any, first: Any) -> str:
     """A KernelBench-format file for `definition`, its names set to workload `first`'s values."""
-    reference_names = _top_level_names(definition.reference)
+    reference_names = top_level_names(ast.parse(definition.reference))
     var_axes, scalars = _params_of(definition, first)
     clash = sorted((set(var_axes) | set(scalars) | set(definition.const_axes)) & reference_names)
     if clash:
@@ -59,10 +59,7 @@ def definition_source(definition: Any, first: Any) -> str:
     args = ", ".join(definition.inputs)
     lines = [f'"""FlashInfer-Bench definition {definition.name} (op_type {definition.op_type}).',
              "", textwrap.fill(definition.description or "", 96), "",
-             "Inputs, in order: " + "; ".join(f"{n} {list(s.shape) if s.shape is not None else 'scalar'} {s.dtype.value}"
-                                               for n, s in definition.inputs.items()),
-             "Outputs: " + "; ".join(f"{n} {list(s.shape) if s.shape is not None else 'scalar'} {s.dtype.value}"
-                                     for n, s in definition.outputs.items()),
+             "Inputs, in order: " + _specs(definition.inputs), "Outputs: " + _specs(definition.outputs),
              "The variable axes and scalar inputs below change from workload to workload; the kernel",
              'must handle every value they can take, not only the ones shown."""', "",
              "import torch", "import torch.nn as nn", "",
@@ -94,6 +91,11 @@ def definition_source(definition: Any, first: Any) -> str:
             lines.append(f"        {made},")
     lines += ["    ]", "", "", "def get_init_inputs():", "    return []", ""]
     return "\n".join(lines)
+
+
+def _specs(tensors: dict[str, Any]) -> str:
+    return "; ".join(f"{n} {list(s.shape) if s.shape is not None else 'scalar'} {s.dtype.value}"
+                     for n, s in tensors.items())
 
 
 def definition_task(definition: Any, workloads: list[Any], *, held_out: int = 1,
@@ -168,21 +170,7 @@ def _params_of(definition: Any, w: Any) -> tuple[dict[str, int], dict[str, Any]]
 
 
 def _size(w: Workload) -> int:
-    size = 1
-    for v in w.params.values():
-        if isinstance(v, int):
-            size *= max(v, 1)
-    return size
-
-
-def _top_level_names(code: str) -> set[str]:
-    names: set[str] = set()
-    for node in ast.parse(code).body:
-        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, ast.Assign):
-            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
-    return names
+    return math.prod(max(v, 1) for v in w.params.values() if isinstance(v, int))
 
 
 # ---- our solution -> its Solution JSON -------------------------------------------------------

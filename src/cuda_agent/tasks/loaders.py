@@ -39,9 +39,9 @@ _WORKLOAD_COLUMNS = ("workloads", "held_out")
 class LoadedTasks(list[Task]):
     """Tasks in load order, plus the inputs rejected under on_error="skip"."""
 
-    def __init__(self, tasks: Iterable[Task] = (), rejected: Iterable[TaskError] = ()):
-        super().__init__(tasks)
-        self.rejected: list[TaskError] = list(rejected)
+    def __init__(self) -> None:
+        super().__init__()
+        self.rejected: list[TaskError] = []
 
 
 def load_tasks(source: str | Path, *, on_error: OnError = "raise") -> LoadedTasks:
@@ -59,20 +59,6 @@ def load_tasks(source: str | Path, *, on_error: OnError = "raise") -> LoadedTask
     if _HF_ID.fullmatch(str(source)) and path.suffix != ".py":
         return load_hf_dataset(str(source), on_error=on_error)
     raise TaskError(str(source), "no such file or directory (nor a HF dataset id like owner/name)")
-
-
-def load_task(source: str | Path, name: str | None = None) -> Task:
-    """One task from any source: the only one it holds, or the one called `name`."""
-    tasks = load_tasks(source)
-    if name is None:
-        if len(tasks) == 1:
-            return tasks[0]
-        example = f", e.g. {tasks[0].name!r}" if tasks else ""
-        raise TaskError(str(source), f"holds {len(tasks)} tasks; pick one by name{example}")
-    for task in tasks:
-        if task.name == name:
-            return task
-    raise TaskError(str(source), f"no task named {name!r}")
 
 
 def load_task_file(path: str | Path) -> Task:

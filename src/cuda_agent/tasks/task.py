@@ -107,6 +107,14 @@ def validate_source(source: str, origin: str) -> None:
         tree = ast.parse(source, filename=origin)
     except SyntaxError as exc:
         raise TaskError(origin, f"does not parse: {exc.msg} (line {exc.lineno})") from None
+    defined = top_level_names(tree)
+    missing = [n for n in REQUIRED_NAMES if n not in defined]
+    if missing:
+        raise TaskError(origin, f"missing top-level definition(s): {', '.join(missing)}")
+
+
+def top_level_names(tree: ast.Module) -> set[str]:
+    """Names a module defines at its top level: classes, functions, assignments, imports."""
     defined: set[str] = set()
     for node in tree.body:
         if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -115,6 +123,4 @@ def validate_source(source: str, origin: str) -> None:
             defined.update(t.id for t in node.targets if isinstance(t, ast.Name))
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             defined.update((a.asname or a.name).split(".")[0] for a in node.names)
-    missing = [n for n in REQUIRED_NAMES if n not in defined]
-    if missing:
-        raise TaskError(origin, f"missing top-level definition(s): {', '.join(missing)}")
+    return defined
