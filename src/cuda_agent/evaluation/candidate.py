@@ -21,6 +21,8 @@ import types
 from pathlib import Path
 from typing import Any
 
+from ..isolation.sandbox import CONFINE_WRITES_ENV
+
 MAX_MESSAGE = 1 << 22
 
 
@@ -202,9 +204,6 @@ def _module_from_file(name: str, path: Path) -> types.ModuleType:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
-
-
-CONFINE_WRITES_ENV = "CUDA_AGENT_CONFINE_WRITES"
 
 
 def _confine_writes_early() -> dict[str, Any]:

@@ -21,8 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, TypeVar
 
 from ..isolation.worker import WatchedProcess
-from .candidate import CONFINE_WRITES_ENV
-from ..isolation.sandbox import CANDIDATE_NAMESPACE_PREFIX, make_scratch, namespaces_available, process_tree, scrubbed_environment
+from ..isolation.sandbox import CANDIDATE_NAMESPACE_PREFIX, CONFINE_WRITES_ENV, make_scratch, namespaces_available, process_tree, scrubbed_environment
 
 MAX_MESSAGE = 1 << 22
 T = TypeVar("T")

@@ -175,6 +175,9 @@ def restrict_writes(writable: list[Path], executable: list[Path] | None = None) 
             "threads_at_restriction": _thread_count()}
 
 
+CONFINE_WRITES_ENV = "CUDA_AGENT_CONFINE_WRITES"  # set by the judge: the candidate confines writes first
+
+
 def confine_writes_early(scratch: Path, extra: Sequence[Path] = (), dev: Path = Path("/dev")) -> dict[str, Any]:
     """Landlock (ABI < 8) binds only the calling thread and those it starts later, and candidate
     code can run on threads that exist before the candidate sandbox (OpenMP pools, the driver's
