@@ -37,7 +37,7 @@ from .prices import Price, load_table, price_for
 from .prompts import NUDGE_MESSAGE, initial_messages, load_template
 from .shell import ShellConfig
 from .snapshots import BestState, Trigger, candidate_files, candidate_hash, eval_trigger, improves, restore_snapshot
-from .limits import EVAL_MAX_TURNS, TRAIN_MAX_TURNS  # noqa: F401  (TRAIN_MAX_TURNS: re-exported)
+from .limits import EVAL_MAX_TURNS
 from .tools import TOOL_NAMES, TOOLS, ToolConfig
 from .trajectory import (Evaluation, FileDiff, Message, StopReason, TaskInfo, ToolCall, ToolCallRecord, Trajectory,
                          Turn, now_iso)

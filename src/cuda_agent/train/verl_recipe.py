@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ..agent.loop import TRAIN_MAX_TURNS
+from ..agent.limits import TRAIN_MAX_TURNS
 
 CONTEXT_STAGE1 = 32_768
 CONTEXT_AGENTIC = 131_072
