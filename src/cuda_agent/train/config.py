@@ -4,6 +4,7 @@ overrides from the command line. Defaults follow the paper (SPEC §4) where it g
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -129,6 +130,18 @@ def save_config(cfg: BaseModel, path: str | Path) -> None:
     Path(path).write_text(_yaml().safe_dump(cfg.model_dump(mode="json"), sort_keys=False))
 
 
+def start_run(cfg: RLConfig | RFTConfig) -> tuple[Path, list[str]]:
+    """The run's output folder (its config saved in it) and the trainer's `report_to`."""
+    out = Path(cfg.output_dir)
+    save_config(cfg, out / "config.yaml")
+    os.environ.setdefault("TENSORBOARD_LOGGING_DIR", str(out / "tensorboard"))
+    report = list(cfg.logging.report_to)
+    if cfg.logging.wandb_project:
+        os.environ.setdefault("WANDB_PROJECT", cfg.logging.wandb_project)
+        report = sorted(set(report) | {"wandb"})
+    return out, report
+
+
 def _yaml():
     try:
         import yaml
@@ -137,4 +150,4 @@ def _yaml():
     return yaml
 
 
-__all__ = ["ModelConfig", "LoggingConfig", "RLConfig", "RFTConfig", "load_config", "save_config"]
+__all__ = ["ModelConfig", "LoggingConfig", "RLConfig", "RFTConfig", "load_config", "save_config", "start_run"]

@@ -14,22 +14,19 @@ decodes them for verl's multi-turn SFT trainer.
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from ..backends import PRIMARY_BACKEND
 from ..tasks import Task
-from ..workspace import create_workspace
-from .prompting import initial_messages
+from .prompting import task_prompt
 from .rft import load_sft_rows
 
 AGENT_LOOP_NAME = "cuda_agent"
 
 
 def task_row(task: Task, backend: str, *, single_turn: bool = False, index: int = 0) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="verl-prompt-") as tmp:
-        messages = initial_messages(create_workspace(task, Path(tmp) / "ws", backend))
+    messages = task_prompt(task, backend)
     if single_turn:
         messages = [*messages[:-1], {"role": "user", "content": messages[-1]["content"] + _SINGLE_TURN_NOTE}]
     return {
@@ -48,22 +45,19 @@ _SINGLE_TURN_NOTE = ("\n\nAnswer in one message, without tools: give the complet
 
 def tasks_to_verl_parquet(tasks: list[Task], out: str | Path, *, backend: str = PRIMARY_BACKEND,
                           single_turn: bool = False) -> int:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    rows = [task_row(t, backend, single_turn=single_turn, index=i) for i, t in enumerate(tasks)]
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows), out)
-    return len(rows)
+    return _write_parquet([task_row(t, backend, single_turn=single_turn, index=i) for i, t in enumerate(tasks)], out)
 
 
 def rft_rows_to_verl_parquet(rft_jsonl: str | Path, out: str | Path) -> int:
+    return _write_parquet([{"messages": json.dumps(r["messages"], ensure_ascii=False),
+                            "tools": json.dumps(r.get("tools") or []), "task": r.get("meta", {}).get("task", ""),
+                            "reward": r.get("meta", {}).get("reward")} for r in load_sft_rows(rft_jsonl)], out)
+
+
+def _write_parquet(rows: list[dict[str, Any]], out: str | Path) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    rows = [{"messages": json.dumps(r["messages"], ensure_ascii=False), "tools": json.dumps(r.get("tools") or []),
-             "task": r.get("meta", {}).get("task", ""), "reward": r.get("meta", {}).get("reward")}
-            for r in load_sft_rows(rft_jsonl)]
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows), out)
     return len(rows)
