@@ -1,15 +1,9 @@
 """Trajectories: one JSONL record per episode, a versioned schema, a writer and a loader.
 
-A `Trajectory` holds everything the later stages read: the conversation (`messages`, with tool
-calls and results exactly as the model saw them before any compaction), per-turn timings and
-token counts, every tool call's outcome, every evaluation the environment ran during the episode
-(`evaluations`), the best state seen (`best`) and the final result (`final`, always computed by
-`cuda_agent.evaluate` on the final workspace). The RFT filter, the benchmark and the PPO adapters
-consume this record; bump `SCHEMA_VERSION` on any incompatible change.
-
-Files are append-only: `TrajectoryWriter.append` writes one line and fsyncs, so a crash loses at
-most the episode in flight; `load_trajectories` skips a torn last line and names the file and
-line of anything else it cannot read.
+A `Trajectory` holds everything later stages (RFT filter, benchmark, RL adapters) read: the
+conversation as the model saw it, per-turn timings and tokens, every tool call and evaluation,
+the best state and the final result (always `cuda_agent.evaluate` on the final workspace). Bump
+`SCHEMA_VERSION` on any incompatible change.
 """
 
 from __future__ import annotations
@@ -246,15 +240,14 @@ class TrajectoryError(ValueError):
     """A trajectory file line that cannot be used, with the file and line number."""
 
 
-class TrajectoryWriter(JsonlWriter):
-    """Appends one JSON line per episode (`cuda_agent.storage`: thread-safe, fsynced, one
-    writer per file, a torn last line cut before the first append)."""
+TrajectoryWriter = JsonlWriter
+"""Appends one JSON line per episode (`cuda_agent.storage`: fsynced, one writer per file)."""
 
 
 def iter_trajectories(path: str | Path, *, strict: bool = True) -> Iterator[Trajectory]:
-    """Yield the file's trajectories in order. A torn final line (a crash mid-write) is skipped
-    and a damaged line raises (`cuda_agent.storage`); a record this version cannot read raises
-    TrajectoryError naming it, or is skipped when strict=False. `n` counts records, not lines."""
+    """The file's trajectories in order. A torn final line is skipped and a damaged line raises
+    (`cuda_agent.storage`); a record this version cannot read raises TrajectoryError naming it,
+    or is skipped when strict=False."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no trajectory file at {path}")
