@@ -1,10 +1,7 @@
-"""Chat-template plumbing shared by the trainers: one tool-calling template, assistant-only
-loss masks, and token deltas for tool results.
-
-Why here: training must see the conversation exactly as inference renders it. We use the
-ChatML + `<tool_call>` JSON (hermes / Qwen2.5) format for every ChatML model, because TRL and verl
-both know how to parse it and to mask it; a tokenizer whose own template cannot render tool calls
-(SmolLM2's) gets this one.
+"""Chat-template plumbing shared by the trainers: training must see the conversation exactly as
+inference renders it. ChatML + `<tool_call>` JSON (hermes / Qwen2.5) is the format for every
+ChatML model, as TRL and verl both parse and mask it; a tokenizer whose own template cannot
+render tool calls (SmolLM2's) gets this one.
 """
 
 from __future__ import annotations

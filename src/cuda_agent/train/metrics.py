@@ -1,8 +1,6 @@
-"""Training metrics that say whether the recipe is healthy: the reward and its distribution,
-pass rate, speedups, turns and tokens, and the importance-ratio statistics whose explosion
-caused the paper's collapse at step 17 (SPEC §4: CUDA tokens with ~1e-9 probability in BF16
-give PPO ratios far from 1). Pure functions over plain numbers, shared by both engines; the
-TRL trainer logs them to TensorBoard (default) or W&B and to an append-only `metrics.jsonl`.
+"""Training metrics that say whether the recipe is healthy: rewards, pass rate, speedups, turns,
+tokens, and the importance-ratio statistics whose explosion caused the paper's collapse (SPEC §4:
+CUDA tokens with ~1e-9 probability in BF16). Pure functions, shared by both engines.
 """
 
 from __future__ import annotations

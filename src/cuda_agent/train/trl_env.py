@@ -1,12 +1,7 @@
 """The environment as TRL sees it (`GRPOTrainer(environment_factory=...)`): one instance per
-rollout, `reset(**row)` lays out a fresh workspace for the row's task, each public method is one
-of the agent's tools (run in the agent's `Environment`, never re-implemented), and
-`get_reward()` evaluates the final workspace with `cuda_agent.evaluate`.
-
-TRL derives each tool's schema from a method's signature and docstring; the methods are
-generated from the agent's pydantic argument models so the two cannot drift (nested argument
-types such as `edit_file.edits` are described in prose, as transformers cannot express them).
-Tool outputs are masked out of the loss by TRL itself.
+rollout; `reset(**row)` lays out a fresh workspace; each public method is one of the agent's
+tools, generated from its pydantic argument model (TRL reads signatures and docstrings), so the
+two cannot drift; `get_reward()` evaluates the final workspace.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """Stage 4 on one GPU: multi-turn, critic-free RL (GRPO-style group baseline) through TRL.
 
-The loop is TRL's: for each task, `num_generations` rollouts, each a multi-turn conversation in
-which the model calls the agent's tools in its own workspace (`trl_env.py`); the milestone reward
-of the final workspace is the episode's; advantages are the reward minus the group mean; PPO's
-clipped objective (eps 0.2 / 0.28 as in the paper) updates the policy; tool-result tokens are
-masked out. What this module adds: configs, the environment, checkpoints and resumption, and the
-metrics (episode verdicts and importance-ratio statistics) in TensorBoard / W&B and an
-append-only `metrics.jsonl`.
+The loop is TRL's: `num_generations` multi-turn rollouts per task in our environment
+(`trl_env.py`), the final workspace's milestone reward, PPO's clipped objective (eps 0.2 / 0.28).
+This module adds the config, checkpoints and resumption, and the metrics (episode verdicts and
+importance-ratio statistics).
 """
 
 from __future__ import annotations

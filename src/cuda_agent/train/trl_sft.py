@@ -1,9 +1,6 @@
-"""Stage 2 on one GPU: supervised fine-tuning on the RFT rows through TRL's SFTTrainer.
-
-Rows are tokenised here (not by TRL) straight from the JSON, with the training variant of the
-tool-calling template: going through an Arrow table first would null-fill the differing tool
-schemas and tool-call arguments into one struct and change the rendered prompt. The loss covers
-the assistant's tokens only (`assistant_masks`).
+"""Stage 2 on one GPU: supervised fine-tuning on the RFT rows through TRL's SFTTrainer. Rows are
+tokenised here straight from the JSON (an Arrow table would null-fill the differing tool schemas
+and change the rendered prompt); the loss covers the assistant's tokens only.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
-"""Datasets in verl's formats.
-
-RL (stages 1, 3, 4): one parquet row per task with verl's RLHFDataset columns — `prompt` (the
-opening messages), `data_source`, `agent_name` (our agent loop for multi-turn stages,
-verl's `single_turn_agent` for stage 1), `reward_model` and `extra_info` carrying the whole task
-as JSON so the agent loop can lay out a workspace on whichever node runs it.
-
-SFT (stage 2): the RFT rows, with `messages` and `tools` stored as JSON strings. Arrow would
-otherwise unify every tool schema and every tool call's arguments into one null-filled struct
-and change what the chat template renders; `CudaAgentSFTDataset` (in `verl_sft_dataset.py`)
-decodes them for verl's multi-turn SFT trainer.
+"""Datasets in verl's formats. RL (stages 1, 3, 4): one parquet row per task with RLHFDataset's
+columns, `extra_info` carrying the whole task as JSON so any node can lay out its workspace.
+SFT (stage 2): the RFT rows with `messages` and `tools` as JSON strings, because Arrow would
+unify every tool schema and call's arguments into one null-filled struct and change what the
+chat template renders (`verl_sft_dataset.py` decodes them).
 """
 
 from __future__ import annotations
