@@ -55,13 +55,14 @@ class Message(_Record):
     name: str | None = Field(default=None, description="tool messages: the tool's name")
     turn: int | None = Field(default=None, description="the loop turn that produced it (None: prompt)")
 
-    def to_openai(self) -> dict[str, Any]:
-        """This message in the OpenAI chat-completions format (also what SFT chat templates take)."""
+    def to_openai(self, *, parsed_arguments: bool = False) -> dict[str, Any]:
+        """This message in the OpenAI chat-completions format; `parsed_arguments`: call arguments as
+        objects, as chat templates render them for training (unparsable ones as {})."""
         out: dict[str, Any] = {"role": self.role, "content": self.content}
         if self.role == "assistant" and self.tool_calls:
-            out["tool_calls"] = [{"id": c.id, "type": "function",
-                                  "function": {"name": c.name, "arguments": c.arguments_json()}}
-                                 for c in self.tool_calls]
+            out["tool_calls"] = [{"id": c.id, "type": "function", "function": {
+                "name": c.name, "arguments": (c.arguments or {}) if parsed_arguments else c.arguments_json()}}
+                for c in self.tool_calls]
         if self.role == "tool":
             out["tool_call_id"] = self.tool_call_id or ""
             if self.name:

@@ -13,7 +13,6 @@ from rich.console import Console
 from ..exit_codes import ExitCode, describe, fail
 
 console = Console()
-err = Console(stderr=True)
 
 train_app = typer.Typer(no_args_is_help=True, help="Training: RFT data, SFT, RL (TRL, one GPU), verl configs.")
 
@@ -69,8 +68,7 @@ def demos_cmd(
     try:
         rows = example_solution_rows(tasks, backend or PRIMARY_BACKEND)
     except (KeyError, ValueError, FileNotFoundError) as exc:
-        err.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2)
+        raise fail(str(exc))
     write_sft_rows(rows, out)
     console.print(f"wrote {len(rows)} rows to {out}")
 

@@ -20,10 +20,10 @@ from ..agent.environment import Environment
 from ..agent.limits import TRAIN_MAX_TURNS
 from ..agent.policies.text_calls import parse_tool_calls
 from ..agent.tools import ToolConfig, tool_schemas
-from ..agent.trajectory import ToolCall
+from ..agent.trajectory import Message, ToolCall
 from ..evaluation import EvalResult
 from ..tasks import Task
-from .chat import tool_suffix_ids
+from .chat import token_ids, tool_suffix_ids
 from .eval_pool import Evaluator
 from .prompting import initial_messages
 
@@ -86,9 +86,8 @@ class TokenEpisode:
 
     # ---- token hooks (Hugging Face chat template by default) ---------------------------------
     async def _initial_tokens(self, messages: list[dict[str, Any]]) -> list[int]:
-        out = self.tokenizer.apply_chat_template(messages, tools=self.tools, add_generation_prompt=True,
-                                                 tokenize=True)
-        return list(out["input_ids"] if hasattr(out, "keys") else out)
+        return token_ids(self.tokenizer.apply_chat_template(messages, tools=self.tools, add_generation_prompt=True,
+                                                            tokenize=True))
 
     async def _append_tool_results(self, previous_messages: list[dict[str, Any]], messages: list[dict[str, Any]],
                                    prompt_ids: list[int], response: list[int], mask: list[int],
@@ -138,7 +137,8 @@ class TokenEpisode:
                 stop = "context_exhausted"
                 break
             content, calls = await self._parse(gen)
-            messages.append(_assistant_message(content, calls))
+            messages.append(Message(role="assistant", content=content, tool_calls=calls).to_openai(
+                parsed_arguments=True))
             if not calls:
                 stop = "done"
                 break
@@ -162,14 +162,6 @@ class TokenEpisode:
                              response_logprobs=logprobs[:n], reward=float(result.reward), result=result,
                              num_turns=turns, messages=messages, stop_reason=stop, tool_calls=env.calls,
                              tool_errors=env.errors, seconds=timings)
-
-
-def _assistant_message(content: str, calls: list[ToolCall]) -> dict[str, Any]:
-    msg: dict[str, Any] = {"role": "assistant", "content": content}
-    if calls:
-        msg["tool_calls"] = [{"id": c.id, "type": "function",
-                              "function": {"name": c.name, "arguments": c.arguments or {}}} for c in calls]
-    return msg
 
 
 __all__ = ["TokenServer", "EpisodeConfig", "EpisodeOutput", "TokenEpisode"]

@@ -111,6 +111,9 @@ class EvalPoolService:
         self._actors = [actor_cls.remote(config_json) for _ in range(n)]
         self._idle: asyncio.Queue[Any] | None = None
 
+    def size(self) -> int:
+        return len(self._actors)
+
     async def evaluate(self, task_json: str, backend: str, files: dict[str, str]) -> str:
         if self._idle is None:
             self._idle = asyncio.Queue()

@@ -86,16 +86,9 @@ def judge(traj: Trajectory, cfg: RFTFilterConfig) -> list[str]:
 
 def to_sft_row(traj: Trajectory) -> dict[str, Any]:
     """One kept episode as a chat SFT row: `messages`, `tools`, and provenance in `meta`."""
-    messages = []
-    for m in traj.messages:
-        msg = m.to_openai()
-        for call in msg.get("tool_calls", []):
-            fn = call["function"]
-            fn["arguments"] = json.loads(fn["arguments"]) if fn["arguments"] else {}
-        messages.append(msg)
     final = traj.final
     return {
-        "messages": messages,
+        "messages": [m.to_openai(parsed_arguments=True) for m in traj.messages],
         "tools": tool_schemas("openai"),
         "meta": {"episode_id": traj.episode_id, "task": traj.task.name, "task_hash": traj.task.content_hash,
                  "reward": traj.final_reward, "turns": len(traj.turns), "backend": traj.backend,
