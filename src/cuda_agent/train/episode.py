@@ -25,6 +25,7 @@ from ..evaluation import EvalResult
 from ..tasks import Task
 from .chat import token_ids, tool_suffix_ids
 from .eval_pool import Evaluator
+from .metrics import verdict
 from .prompting import initial_messages
 
 
@@ -54,7 +55,7 @@ class EpisodeOutput:
     response_mask: list[int]
     response_logprobs: list[float] | None
     reward: float
-    result: EvalResult | None
+    result: EvalResult
     num_turns: int
     messages: list[dict[str, Any]]
     stop_reason: str
@@ -63,14 +64,9 @@ class EpisodeOutput:
     seconds: dict[str, float] = field(default_factory=dict)
 
     def stats(self) -> dict[str, Any]:
-        r = self.result
-        return {"reward": self.reward, "turns": self.num_turns, "tool_calls": self.tool_calls,
-                "tool_errors": self.tool_errors, "stop_reason": self.stop_reason,
-                "compiled": bool(r and r.compiled), "correct": bool(r and r.correct),
-                "speedup_vs_eager": r.speedup_vs_eager if r else None,
-                "speedup_vs_compile": r.speedup_vs_compile if r else None,
-                "response_tokens": len(self.response_ids), "model_tokens": sum(self.response_mask),
-                **{f"seconds_{k}": v for k, v in self.seconds.items()}}
+        return {**verdict(self.result, self.tool_calls, self.tool_errors), "reward": self.reward,
+                "turns": self.num_turns, "stop_reason": self.stop_reason, "response_tokens": len(self.response_ids),
+                "model_tokens": sum(self.response_mask), **{f"seconds_{k}": v for k, v in self.seconds.items()}}
 
 
 class TokenEpisode:

@@ -15,6 +15,13 @@ from ..storage import JsonlWriter, read_jsonl
 REWARDS = (-1, 1, 2, 3)
 
 
+def verdict(result: Any, tool_calls: int, tool_errors: int) -> dict[str, Any]:
+    """One episode's record as `episode_metrics` reads it: the one shape both engines log."""
+    return {"reward": result.reward, "compiled": result.compiled, "correct": result.correct,
+            "speedup_vs_eager": result.speedup_vs_eager, "speedup_vs_compile": result.speedup_vs_compile,
+            "tool_calls": tool_calls, "tool_errors": tool_errors}
+
+
 def episode_metrics(episodes: Iterable[dict[str, Any]], prefix: str = "env/") -> dict[str, float]:
     """Aggregate per-episode verdicts (reward, compiled, correct, speedups, tool calls)."""
     eps = list(episodes)
@@ -128,4 +135,4 @@ def _plain(v: Any) -> Any:
         return str(v)
 
 
-__all__ = ["REWARDS", "episode_metrics", "ratio_metrics", "merge_means", "JsonlLog", "read_jsonl"]
+__all__ = ["REWARDS", "verdict", "episode_metrics", "ratio_metrics", "merge_means", "JsonlLog", "read_jsonl"]

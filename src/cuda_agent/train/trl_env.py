@@ -19,6 +19,7 @@ from ..agent.tools import TOOLS, ToolConfig, ToolSpec
 from ..agent.trajectory import ToolCall
 from ..evaluation import EvalConfig, EvalResult
 from ..tasks import Task
+from .metrics import verdict
 
 
 class EpisodeLog:
@@ -77,10 +78,8 @@ class KernelEnvBase:
             self._evaluate_pending()
         env = self._env
         result: EvalResult = self._result or env.evaluate()
-        self.log.add({"task": env.ws.task.name, "reward": result.reward, "compiled": result.compiled,
-                      "correct": result.correct, "speedup_vs_eager": result.speedup_vs_eager,
-                      "speedup_vs_compile": result.speedup_vs_compile, "tool_calls": env.calls,
-                      "tool_errors": env.errors, "reason": result.reason.splitlines()[0] if result.reason else ""})
+        self.log.add({"task": env.ws.task.name, **verdict(result, env.calls, env.errors),
+                      "reason": result.reason.splitlines()[0] if result.reason else ""})
         self._cleanup()
         return float(result.reward)
 

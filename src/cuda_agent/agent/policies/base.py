@@ -208,8 +208,7 @@ def retry_after(headers: Any) -> float | None:
         try:
             return max(0.0, float(value))
         except ValueError:
-            when = parsedate_to_datetime(value)
-            return max(0.0, when.timestamp() - time.time())
+            return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
     except (TypeError, ValueError, OverflowError):
         return None
 
