@@ -13,11 +13,8 @@ CHATML_SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
 
 def tool_chat_template() -> str:
-    """The Qwen2.5 chat template (ChatML + hermes `<tool_call>` JSON) shipped with TRL.
-
-    It suits any ChatML tokenizer (SmolLM2's included), TRL recognises it for tool-call parsing
-    and swaps in its training variant (with generation markers) for assistant-only loss.
-    """
+    """The Qwen2.5 chat template (ChatML + hermes `<tool_call>` JSON) shipped with TRL: it suits any
+    ChatML tokenizer, and TRL parses its tool calls and has its training variant."""
     from trl.chat_template_utils import qwen2_5_chat_template
 
     return qwen2_5_chat_template

@@ -68,10 +68,9 @@ class KernelEnvBase:
         return None
 
     def get_reward(self) -> float:
-        """The milestone reward of the final workspace (-1 / 1 / 2 / 3). TRL asks one environment
-        after another once the whole batch has finished; with `eval_concurrency` > 1 the first
-        call evaluates every finished workspace of the batch at once (builds are CPU-bound and
-        dominate), and the others return their stored verdicts."""
+        """The milestone reward of the final workspace. TRL asks one environment after another once
+        the batch has finished, so with `eval_concurrency` > 1 the first call evaluates every
+        finished workspace at once (builds are CPU-bound and dominate)."""
         if self._env is None:
             raise RuntimeError("get_reward() before reset()")
         if self._result is None and self.eval_concurrency > 1:
