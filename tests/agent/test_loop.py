@@ -13,7 +13,7 @@ from cuda_agent.agent import AgentConfig, PolicyConfig, ScriptedPolicy, run_batc
 from cuda_agent.agent.batch import TRAJECTORIES, episode_id
 from cuda_agent.agent.context import ContextExhausted, ContextWindow
 from cuda_agent.agent.policies import PolicyError, TransientError, parse_tool_calls, reply, with_retries
-from cuda_agent.agent.snapshots import BestState, candidate_hash, eval_trigger, improves
+from cuda_agent.agent.snapshots import BestState, candidate_hash, eval_trigger, improves, restore_snapshot
 from cuda_agent.agent.tools import TOOLS
 from cuda_agent.agent.trajectory import Message, ToolCall, load_trajectories
 from cuda_agent.evaluation import EvalConfig, EvalResult
@@ -61,7 +61,7 @@ def test_best_state_keeps_the_best_not_the_last(tmp_path: Path):
     assert best.consider(_result(3, 1.2, 1.5), 5, h4)
     assert (tmp_path / "best" / "model_new.py").read_text() == "v4"
     restored = tmp_path / "restored"
-    assert sorted(best.restore(restored)) == ["kernels/k.cpp", "model_new.py"]
+    assert sorted(restore_snapshot(best.best, restored)) == ["kernels/k.cpp", "model_new.py"]
     assert (restored / "kernels" / "k.cpp").read_text() == "// v4"
 
 

@@ -1,15 +1,9 @@
 """Batch runs: many episodes (tasks x samples), a worker per device slot, crash-safe resume.
 
-Every finished episode is appended to `OUT/trajectories.jsonl` as it completes (the parent is the
-only writer); a re-run skips episodes whose latest record finished and retries the rest (policy
-or infrastructure errors). Episode folders live in `OUT/episodes/<id>/` (workspace + best state).
-With one worker, episodes run in this process and share one policy (a local model loads once);
-with more, each worker is a slot process (`cuda_agent.backends.slots`) pinned to one device
-(`CUDA_VISIBLE_DEVICES`) with its own policy; a worker that dies is restarted and its episode
-tried once more, then recorded as an error (retried on resume). Worker logs: `OUT/logs/`.
-Each episode journals its turns (`episodes/<id>/journal.jsonl`), so an episode cut short by a
-crash resumes mid-way. A run holds `OUT/.lock` while it runs (a second run on the same folder is
-refused), and its worker processes die with it, on SIGKILL too.
+Each finished episode is appended to `OUT/trajectories.jsonl` (the parent is its only writer); a
+re-run skips finished episodes and retries the rest. With one worker, episodes share one policy
+in this process; with more, each worker is a slot process (`backends.slots`) pinned to a device
+with its own policy. A run holds `OUT/.lock`, and its workers die with it.
 """
 
 from __future__ import annotations
@@ -28,7 +22,7 @@ from ..backends.devices import device_slots, spread
 from ..backends.slots import LocalSlots, Outcome
 from ..isolation.processes import RunLock
 from ..tasks import Task
-from .loop import AgentConfig, run_episode
+from .loop import AgentConfig, run_episode, slug
 from .policies.base import Policy, PolicyConfig, PolicyError, make_policy
 from .trajectory import TaskInfo, Trajectory, TrajectoryWriter, iter_trajectories, latest_by_episode, now_iso
 
@@ -37,8 +31,7 @@ TRAJECTORIES = "trajectories.jsonl"
 
 def episode_id(task: Task, sample: int) -> str:
     """Stable across runs (the resume key): task name + content hash + sample index."""
-    slug = "".join(c if c.isalnum() or c in "-_." else "_" for c in task.name)[-60:]
-    return f"{slug}-{task.content_hash[:10]}-s{sample}"
+    return f"{slug(task.name)}-{task.content_hash[:10]}-s{sample}"
 
 
 class BatchSummary(BaseModel):
@@ -86,32 +79,26 @@ def run_batch(tasks: Sequence[Task], policy: PolicyConfig | Policy, config: Agen
         raise ValueError("samples and workers must be >= 1")
     out = Path(out_dir)
     with RunLock(out, "optimize run"), TrajectoryWriter(out / TRAJECTORIES) as writer:  # the file's one writer
-        return _run_batch(tasks, policy, config, out, samples, workers, devices, on_result, on_start, writer)
+        path = writer.path
+        previous = latest_by_episode(list(iter_trajectories(path, strict=False))) if path.exists() else {}
+        jobs = [(task, s, episode_id(task, s)) for task in tasks for s in range(samples)]
+        todo = [j for j in jobs if not (j[2] in previous and previous[j[2]].finished)]
+        if on_start:
+            on_start(len(jobs), len(todo))
+        results: dict[str, Trajectory] = {eid: previous[eid] for _, _, eid in jobs if eid in previous}
 
+        def record(traj: Trajectory) -> None:
+            writer.append(traj)
+            results[traj.episode_id] = traj
+            if on_result:
+                on_result(traj)
 
-def _run_batch(tasks: Sequence[Task], policy: PolicyConfig | Policy, config: AgentConfig, out: Path, samples: int,
-               workers: int, devices: Sequence[str] | None, on_result: Callable[[Trajectory], None] | None,
-               on_start: Callable[[int, int], None] | None, writer: TrajectoryWriter) -> BatchSummary:
-    path = writer.path
-    previous = latest_by_episode(list(iter_trajectories(path, strict=False))) if path.exists() else {}
-    jobs = [(task, s, episode_id(task, s)) for task in tasks for s in range(samples)]
-    todo = [j for j in jobs if not (j[2] in previous and previous[j[2]].finished)]
-    if on_start:
-        on_start(len(jobs), len(todo))
-    results: dict[str, Trajectory] = {eid: previous[eid] for _, _, eid in jobs if eid in previous}
-
-    def record(traj: Trajectory) -> None:
-        writer.append(traj)
-        results[traj.episode_id] = traj
-        if on_result:
-            on_result(traj)
-
-    if workers == 1 or len(todo) <= 1:
-        _run_here(todo, policy, config, out, record)
-    else:
-        if isinstance(policy, Policy):
-            raise ValueError("with several workers pass a PolicyConfig (each worker builds its own policy)")
-        _run_pool(todo, policy, config, out, record, workers, devices)
+        if workers == 1 or len(todo) <= 1:
+            _run_here(todo, policy, config, out, record)
+        else:
+            if isinstance(policy, Policy):
+                raise ValueError("with several workers pass a PolicyConfig (each worker builds its own policy)")
+            _run_pool(todo, policy, config, out, record, workers, devices)
     return BatchSummary.of([results[eid] for _, _, eid in jobs if eid in results], skipped=len(jobs) - len(todo))
 
 

@@ -74,6 +74,7 @@ def optimize(
     from .batch import EpisodeWorkerDied, run_batch
     from .loop import AgentConfig
     from .policies.base import PolicyError
+    from .prompts import load_template
 
     try:
         loaded = _load(tasks)
@@ -92,8 +93,10 @@ def optimize(
                        max_seconds=max_seconds, max_total_tokens=max_total_tokens, max_cost_usd=max_cost or None,
                        price_table=str(prices) if prices else None,
                        system_prompt=str(system_prompt) if system_prompt else None, seal_shell=seal)
-    try:  # a bad template or a budget without a price fails here, before any episode starts
-        _check_config(acfg, pcfg)
+    try:  # a bad template or price table, or a budget without a price, fails before any episode
+        if acfg.system_prompt:
+            load_template(acfg.system_prompt)
+        acfg.price(pcfg.kind, pcfg.model)
     except ValueError as exc:
         raise fail(str(exc))
     console.print(f"{len(loaded)} task(s) x {samples} sample(s) on [bold]{be}[/], policy "
@@ -127,11 +130,9 @@ def optimize(
         try:
             summary = run_batch(loaded, pcfg, acfg, out, samples=samples, workers=n_workers, devices=devices,
                                 on_start=started, on_result=finished)
-        except PolicyError as exc:
-            raise fail(str(exc))
         except EpisodeWorkerDied as exc:
             raise fail(str(exc), ExitCode.INFRA)
-        except RunBusy as exc:
+        except (PolicyError, RunBusy) as exc:
             raise fail(str(exc))
         except Terminated:
             raise fail("terminated; finished episodes are saved and unfinished ones resume from their journals: "
@@ -142,16 +143,6 @@ def optimize(
     if pcfg.smoke_test:
         console.print("[yellow](smoke-test policy: these results say the loop works, not that kernels were found)[/]")
     raise typer.Exit(int(ExitCode.OK if summary.failed == 0 else ExitCode.FAILED))  # an episode that errored
-
-
-def _check_config(acfg: Any, pcfg: Any) -> None:
-    """Fail early on what would fail every episode: an unreadable template or price table, a
-    cost budget for a model without a price."""
-    from .prompts import load_template
-
-    if acfg.system_prompt:
-        load_template(acfg.system_prompt)
-    acfg.price(pcfg.kind, pcfg.model)
 
 
 def resolve_policy(kind: Optional[str], model: Optional[str], base_url: Optional[str], api_key_env: Optional[str],

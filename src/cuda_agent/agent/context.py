@@ -1,13 +1,9 @@
 """The context budget: what the model is shown, kept under a token budget.
 
-The trajectory keeps the whole conversation; the model sees a *view* of it. New tool outputs are
-capped when they enter the view (a share of the budget each). When the view outgrows the budget,
-old turns are compacted in place: first long tool outputs and long written file contents
-outside the most recent turns are cut to their head and tail, then the oldest turns are dropped
-whole (an assistant message with its tool results, so tool-call pairing stays valid) and a note
-on the task message says so. Compacting in place keeps the prefix stable between compactions
-(prompt caches stay warm). Tokens are counted exactly where the policy has a tokenizer, else
-estimated from characters and recalibrated from the usage the endpoint reports.
+The trajectory keeps the whole conversation; the model sees a view of it. New tool outputs are
+capped as they enter; when the view outgrows the budget, old long outputs and written contents
+are cut to head and tail, then the oldest turns are dropped whole (tool-call pairing stays
+valid). Compacting in place keeps the prefix stable, so prompt caches stay warm.
 """
 
 from __future__ import annotations

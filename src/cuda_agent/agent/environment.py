@@ -1,16 +1,8 @@
-"""The environment side of one episode, written once for every driver: the agent loop
-(messages), the token-level RL episode (verl) and TRL's tool methods.
-
-    with Environment.fresh(task, "cpu", eval_config=cfg) as env:    # a temp workspace, removed on close
-        result = env.execute(ToolCall(id="c0", name="bash", arguments={"command": "./verify.sh"}))
-        verdict = env.evaluate()
-
-It owns the workspace (a fresh temporary one, or one it is given and leaves in place), the
-`ToolExecutor` in it, the one rule for a call that cannot run (its JSON did not parse, it names
-no tool, or a tool that does not exist: an error result the model can act on, counted like any
-failed call), and the verdict: `cuda_agent.evaluate`, or an injected evaluator (sync or async,
-e.g. a training job's pool). The drivers keep what genuinely differs: how a policy is asked and
-how its turns are recorded.
+"""The environment side of one episode, written once for every driver: the agent loop, the
+token-level RL episode (verl) and TRL's tool methods. It owns the workspace (a fresh temporary
+one, or one it is given and leaves in place), the `ToolExecutor`, the one rule for a call that
+cannot run (an error result the model can act on, counted like any failed call) and the
+verdict (`cuda_agent.evaluate`, or an injected sync or async evaluator such as a training pool).
 """
 
 from __future__ import annotations

@@ -3,12 +3,9 @@
     fn(task=..., workspace=<existing workspace dir>, backend=..., config=<EvalConfig>, **options)
 
 so a suite runner can name it (`cuda_agent.agent:run_in_workspace`) and evaluate the workspace
-itself afterwards. `policy` is a `Policy`, a `PolicyConfig` (or a dict of its fields), or a string
-`KIND[:MODEL]` ("openai:Qwen/Qwen3-8B", "anthropic:claude-...", "local" = the offline smoke-test
-model, "local:/path/model.gguf", "scripted:/path/replies.json"); other options fill `PolicyConfig`
-fields (base_url, api_key_env, tool_format, temperature, max_tokens, ...) or `AgentConfig` fields
-(max_turns, context_tokens, nudges, ...). Built policies are cached per process, so a local model
-loads once per worker.
+itself afterwards. `policy` is a `Policy`, a `PolicyConfig` (or a dict of its fields) or a
+`KIND[:MODEL]` string; other options fill `PolicyConfig` or `AgentConfig` fields. Policies are
+cached per process, so a local model loads once per worker.
 """
 
 from __future__ import annotations

@@ -1,23 +1,15 @@
 """The episode journal: every turn appended to `workdir/journal.jsonl` as it happens.
 
-Why: a trajectory is one record written when an episode ends, so a crash (or a killed run) used
-to lose every turn so far, and nothing outside the process could see progress. The journal is
-append-only JSON lines (`storage.JsonlWriter`: fsynced per line, one writer):
-
-    {"type": "start", "trajectory": {...}}      the trajectory as the episode began (prompt included)
-    {"type": "turn", "turn": 3, ...}            what that turn added: messages, the turn record,
-                                                tool calls, evaluations, compactions, file diffs,
-                                                and the running best, usage and cost
-    {"type": "end", "stop_reason": "done"}      the episode ended (its trajectory is complete)
-
-`load_journal` rebuilds the trajectory from it in one pass (a torn last line is ignored), so `run_episode`
-can resume an unfinished episode mid-way; the live view and the viewer read it while it grows.
+Why: the trajectory is written when an episode ends, so without it a crash lost every turn and
+nothing outside the process could see progress. Events are `start` (the trajectory as it began),
+`turn` (what that turn added, plus the running best, usage and cost) and `end`; `load_journal`
+rebuilds the trajectory so `run_episode` can resume mid-way, and the live view tails it.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
@@ -65,12 +57,11 @@ class Journal:
         self._writer.close()
 
 
-class JournalState:
+class JournalState(NamedTuple):
     """What a journal says: the trajectory so far, and how (whether) the episode ended."""
 
-    def __init__(self, trajectory: Trajectory, ended: str | None):
-        self.trajectory = trajectory
-        self.ended = ended  # the stop reason of an `end` event, None while running or after a crash
+    trajectory: Trajectory
+    ended: str | None  # the stop reason of an `end` event, None while running or after a crash
 
 
 def load_journal(path: str | Path) -> JournalState | None:

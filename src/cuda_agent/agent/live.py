@@ -1,9 +1,6 @@
 """The live view of a batch: one row per running episode (turn, last tool, best reward so far,
-tokens, cost), read from the episodes' journals while they grow.
-
-Why journals: they are written by whichever process runs the episode (this one, or a pool
-worker), so the view needs no channel of its own and shows exactly what a crash would keep.
-Each refresh reads only the bytes appended since the last one.
+tokens, cost), tailed from the episodes' journals. Why journals: whichever process runs the
+episode writes them, so the view needs no channel of its own and shows what a crash would keep.
 """
 
 from __future__ import annotations
@@ -67,14 +64,8 @@ class JournalBoard:
     def __init__(self, out: Path, episode_ids: Iterable[str] = ()):
         self.root = Path(out) / "episodes"
         self.views: dict[str, EpisodeView] = {}
-        self._offsets: dict[str, int] = {}
-        self._partial: dict[str, bytes] = {}
-        self.watch(episode_ids)
-
-    def watch(self, episode_ids: Iterable[str]) -> None:
-        for eid in episode_ids:
-            self._offsets.setdefault(eid, 0)
-            self._partial.setdefault(eid, b"")
+        self._offsets: dict[str, int] = dict.fromkeys(episode_ids, 0)  # each refresh reads only new bytes
+        self._partial: dict[str, bytes] = dict.fromkeys(self._offsets, b"")
 
     def poll(self) -> None:
         for eid, offset in list(self._offsets.items()):

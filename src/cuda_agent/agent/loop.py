@@ -1,15 +1,10 @@
 """The ReAct loop: one episode of a policy working on one task in a fresh workspace.
 
-    trajectory = run_episode(task, policy, AgentConfig(backend="cpu"), "runs/ep0")
-
-Reads top to bottom: lay out the workspace; system prompt = its SKILL.md + the task; then up to
-`max_turns` times: fit the context, ask the policy, run the tool calls it made, and when it ran
-verify / profile, evaluate that state ourselves and snapshot it if it is the best so far. Stop
-when a reply has no tool call (the agent is done), turns run out, the context cannot be made to
-fit, the policy fails, or a budget (wall clock, tokens, cost) runs out. Every turn is appended
-to `workdir/journal.jsonl` as it happens, so a crashed or killed episode resumes mid-way. The
-final reward always comes from `cuda_agent.evaluate` on the final workspace, never from the
-agent's words; when that state is broken, the best state is evaluated in full as well.
+Up to `max_turns` times: fit the context, ask the policy, run its tool calls, and when it ran
+verify / profile, evaluate that state ourselves and snapshot it if it is the best so far. It
+stops when a reply has no tool call, turns or a budget run out, the context cannot fit or the
+policy fails. Every turn is journaled as it happens, so a killed episode resumes mid-way. The
+final reward always comes from `cuda_agent.evaluate`, never from the agent's words.
 """
 
 from __future__ import annotations
@@ -37,7 +32,7 @@ from .prices import Price, load_table, price_for
 from .prompts import NUDGE_MESSAGE, initial_messages, load_template
 from .shell import ShellConfig
 from .snapshots import BestState, Trigger, candidate_files, candidate_hash, eval_trigger, improves, restore_snapshot
-from .limits import EVAL_MAX_TURNS, TRAIN_MAX_TURNS  # noqa: F401  (TRAIN_MAX_TURNS: re-exported)
+from .limits import EVAL_MAX_TURNS
 from .tools import TOOL_NAMES, TOOLS, ToolConfig
 from .trajectory import (Evaluation, FileDiff, Message, StopReason, TaskInfo, ToolCall, ToolCallRecord, Trajectory,
                          Turn, now_iso)
@@ -124,7 +119,7 @@ def run_episode(task: Task, policy: Policy, config: AgentConfig | None = None, w
                                                                                  else ()):
             _remove(root / name)
         traj = Trajectory(
-            episode_id=episode_id or f"{_slug(task.name)}-{uuid.uuid4().hex[:8]}", sample=sample,
+            episode_id=episode_id or f"{slug(task.name)}-{uuid.uuid4().hex[:8]}", sample=sample,
             task=TaskInfo(name=task.name, content_hash=task.content_hash, level=task.level, origin=task.origin),
             backend=backend, policy=policy.describe(), config=cfg.model_dump(mode="json"), tools=list(TOOL_NAMES),
             started_at=now_iso(), workdir=str(root))
@@ -376,7 +371,7 @@ def _text(data: bytes | None) -> str | None:
     return data.decode("utf-8", errors="replace")
 
 
-def _slug(name: str) -> str:
+def slug(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[-60:]
 
 

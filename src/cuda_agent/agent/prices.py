@@ -1,10 +1,8 @@
-"""What a model's tokens cost, for the per-episode cost budget and the cost shown in trajectories.
+"""What a model's tokens cost (USD per 1M prompt and completion tokens), for the cost budget.
 
-A price is USD per million prompt (input) and completion (output) tokens. The built-in table
-holds a few public list prices (they change: check your provider); users extend or override it
-with a JSON file `{"model-or-glob": {"input": 3.0, "output": 15.0}, ...}` passed as
-`--prices FILE` / `AgentConfig.price_table`, or named by `CUDA_AGENT_PRICES`. The most specific
-match wins (an exact name, then the longest glob). Local and scripted policies cost nothing.
+The built-in table holds a few public list prices; a JSON file `{"model-or-glob": {"input": 3.0,
+"output": 15.0}}` (`--prices`, `CUDA_AGENT_PRICES`) extends or overrides it. The most specific
+match wins (an exact name, then the longest glob); local and scripted policies cost nothing.
 """
 
 from __future__ import annotations

@@ -1,17 +1,11 @@
 """The `bash` tool's runner: one command in the workspace, sealed off from the rest of the host.
 
-Each command runs with cwd = the workspace and a scrubbed environment (no API keys reach it;
-HOME and TMPDIR are a private scratch folder). By default it runs inside bubblewrap (`bwrap`,
-Debian's `bubblewrap` package) with its own mount view: the workspace and its scratch and build
-cache read-write; the toolchain (/usr, this Python and its venv, the cuda-agent sources, CUDA)
-read-only; a handful of /etc files the loader and compilers need; a fresh /proc, a minimal /dev
-(plus the GPU device nodes) and an empty /tmp. Nothing else exists inside: no host /tmp, no home,
-no other episodes, no trusted cache, no repository checkout. It also gets new PID and network
-namespaces (no network, as in the paper) and dies with the agent (`--die-with-parent`).
-Without bubblewrap the runner refuses to start (`scripts/setup.sh` installs it) unless
-`seal=False`, which falls back to the earlier layers: namespaces via `unshare` and Landlock
-write confinement (reads stay open). On timeout the whole process tree is killed. Output goes
-to a file (never a pipe that can fill) and is read back capped.
+Each command gets cwd = the workspace and a scrubbed environment (no API keys; HOME and TMPDIR
+in a private scratch folder). By default it runs in bubblewrap with its own mount view (the
+workspace, its scratch and build cache writable; the toolchain read-only; nothing else of the
+host) and new PID and network namespaces. `seal=False` (machines without bubblewrap) falls back
+to `unshare` namespaces and Landlock write confinement. On timeout the whole tree is killed;
+output goes to a file (never a pipe that can fill) and is read back capped.
 """
 
 from __future__ import annotations
@@ -65,7 +59,6 @@ class ShellRunner:
     """Runs commands for one workspace; `confinement` says which layers are in force."""
 
     def __init__(self, root: Path, config: ShellConfig, extra_env: dict[str, str] | None = None):
-
         self.root = root
         self.config = config
         trusted = (Path(config.cache_dir) if config.cache_dir else default_cache_dir()).resolve()
@@ -153,10 +146,9 @@ _TOOLCHAIN_ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "
 
 
 def toolchain_paths() -> list[Path]:
-    """What the sealed shell may read besides its workspace: compilers and system libraries
-    (/usr), this interpreter, its venv and site-packages (torch), the import root holding
-    cuda_agent (never a whole checkout: `src/` of an editable install), CUDA, /sys (the driver
-    reads it), and the /etc files the loader and compilers need. Nested paths are bound once."""
+    """What the sealed shell may read besides its workspace: /usr, this Python and its packages,
+    the import root of cuda_agent (never a whole checkout), CUDA, /sys and the /etc files the
+    loader and compilers need. Nested paths are bound once."""
     import sysconfig
 
     cands = [Path("/usr"), Path("/sys"), *(Path("/etc") / f for f in _TOOLCHAIN_ETC),

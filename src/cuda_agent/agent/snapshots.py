@@ -1,11 +1,8 @@
 """Best-state tracking: a copy of `kernels/` + `model_new.py` whenever an evaluation improves.
 
-What counts is never read from the agent's output (the agent controls its stdout and could print
-any reward). When the agent runs the verify or profile command, the loop evaluates the same
-workspace state itself with `cuda_agent.evaluate` (verify -> build + check, profile -> full
-timing) and keeps that record; identical candidate states are evaluated once (content hash).
-The command only decides *when* to look, so a disguised or fake command can at most cost an
-evaluation or skip a snapshot, never forge a score; the final reward is evaluated regardless.
+What counts is never read from the agent's output (it could print any reward): when the agent
+runs verify or profile, the loop evaluates the same state itself. The command only decides
+*when* to look, so a disguised command can at most cost an evaluation, never forge a score.
 """
 
 from __future__ import annotations
@@ -112,12 +109,6 @@ class BestState:
         shutil.rmtree(old, ignore_errors=True)
         self.best = Snapshot(turn=turn, candidate_hash=chash, path=str(self.dir), files=files, result=result)
         return True
-
-    def restore(self, target: Path) -> list[str]:
-        """Copy the best state into `target` (a workspace or any folder); returns the files."""
-        if self.best is None:
-            raise ValueError("no best state yet")
-        return restore_snapshot(self.best, target)
 
 
 def restore_snapshot(snapshot: Snapshot, target: Path) -> list[str]:

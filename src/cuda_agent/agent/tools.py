@@ -1,16 +1,9 @@
-"""The agent's tools, each defined once: a pydantic argument model is the single source of its
-JSON schema (sent to every policy and to the RL adapters) and of its validation.
-
-Tools: `bash`, `read_file`, `write_file`, `edit_file`, `glob`, `grep` (SPEC §2). The compile /
-verify / profile commands run through `bash`, as in the paper. `ToolExecutor.execute(name,
-arguments)` runs one call inside a workspace and never raises for a model's mistake: a bad call
-comes back as a `ToolResult` with `ok=False` and an error the model can act on.
-
-Confinement: every path is resolved (symlinks followed) and must stay inside the workspace;
-protected files (the workspace manifest) and the workspace record cannot be written. `bash` runs
-with cwd = workspace, a scrubbed environment, a timeout that kills its whole process tree, and,
-where the OS allows, in new network and PID namespaces with writes limited (Landlock) to the
-workspace, a private scratch directory and the build cache (see `shell.py`).
+"""The agent's tools (SPEC §2: `bash`, `read_file`, `write_file`, `edit_file`, `glob`, `grep`),
+each defined once: a pydantic argument model is the single source of its JSON schema (sent to
+every policy and RL adapter) and of its validation. `ToolExecutor.execute` never raises for a
+model's mistake: a bad call is a `ToolResult` with `ok=False` and an error the model can act on.
+Paths must resolve inside the workspace; its protected files and record cannot be written;
+`bash` is confined by `shell.py`.
 """
 
 from __future__ import annotations
@@ -22,7 +15,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -115,12 +108,6 @@ TOOL_NAMES: tuple[str, ...] = tuple(t.name for t in TOOLS)
 _BY_NAME = {t.name: t for t in TOOLS}
 
 
-def get_tool(name: str) -> ToolSpec:
-    if name not in _BY_NAME:
-        raise KeyError(f"unknown tool {name!r}; tools are: {', '.join(TOOL_NAMES)}")
-    return _BY_NAME[name]
-
-
 def tool_schemas(style: Literal["openai", "anthropic"] = "openai") -> list[dict[str, Any]]:
     """Every tool's schema in a provider's format (the list a policy sends with each request)."""
     return [t.openai_schema() if style == "openai" else t.anthropic_schema() for t in TOOLS]
@@ -189,10 +176,6 @@ class ToolExecutor:
         self.config = config or ToolConfig()
         self.protected = frozenset(protected)
         self.shell = ShellRunner(self.root, self.config.shell, extra_env=extra_env or {})
-        self._handlers: dict[str, Callable[[Any], tuple[str, dict[str, Any]]]] = {
-            "bash": self._bash, "read_file": self._read_file, "write_file": self._write_file,
-            "edit_file": self._edit_file, "glob": self._glob, "grep": self._grep,
-        }
 
     @classmethod
     def for_workspace(cls, ws: Any, config: ToolConfig | None = None, **kw: Any) -> "ToolExecutor":
@@ -202,13 +185,11 @@ class ToolExecutor:
     def execute(self, name: str, arguments: dict[str, Any] | str | None) -> ToolResult:
         """Run one call. `arguments` may be a dict or the raw JSON string a model produced."""
         t0 = time.monotonic()
+        if name not in _BY_NAME:
+            return ToolResult(name=name, ok=False, error=f"unknown tool {name!r}; tools are: {', '.join(TOOL_NAMES)}")
         try:
-            spec = get_tool(name)
-        except KeyError as exc:
-            return ToolResult(name=name, ok=False, error=str(exc.args[0]))
-        try:
-            args = spec.args.model_validate(_as_dict(arguments))
-            output, extra = self._handlers[name](args)
+            args = _BY_NAME[name].args.model_validate(_as_dict(arguments))
+            output, extra = getattr(self, f"_{name}")(args)
         except ValidationError as exc:
             return ToolResult(name=name, ok=False, error=f"invalid arguments for {name}: {_explain(exc)}",
                               seconds=time.monotonic() - t0)
@@ -456,5 +437,5 @@ def _closest_line_hint(text: str, needle: str) -> str:
 
 
 __all__ = ["TOOLS", "TOOL_NAMES", "ToolSpec", "ToolResult", "ToolError", "ToolConfig", "ToolExecutor",
-           "get_tool", "tool_schemas", "cap_text", "BashArgs", "ReadFileArgs", "WriteFileArgs", "EditFileArgs",
+           "tool_schemas", "cap_text", "BashArgs", "ReadFileArgs", "WriteFileArgs", "EditFileArgs",
            "Edit", "GlobArgs", "GrepArgs"]

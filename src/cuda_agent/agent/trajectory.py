@@ -1,15 +1,9 @@
 """Trajectories: one JSONL record per episode, a versioned schema, a writer and a loader.
 
-A `Trajectory` holds everything the later stages read: the conversation (`messages`, with tool
-calls and results exactly as the model saw them before any compaction), per-turn timings and
-token counts, every tool call's outcome, every evaluation the environment ran during the episode
-(`evaluations`), the best state seen (`best`) and the final result (`final`, always computed by
-`cuda_agent.evaluate` on the final workspace). The RFT filter, the benchmark and the PPO adapters
-consume this record; bump `SCHEMA_VERSION` on any incompatible change.
-
-Files are append-only: `TrajectoryWriter.append` writes one line and fsyncs, so a crash loses at
-most the episode in flight; `load_trajectories` skips a torn last line and names the file and
-line of anything else it cannot read.
+A `Trajectory` holds everything later stages (RFT filter, benchmark, RL adapters) read: the
+conversation as the model saw it, per-turn timings and tokens, every tool call and evaluation,
+the best state and the final result (always `cuda_agent.evaluate` on the final workspace). Bump
+`SCHEMA_VERSION` on any incompatible change.
 """
 
 from __future__ import annotations
@@ -61,13 +55,14 @@ class Message(_Record):
     name: str | None = Field(default=None, description="tool messages: the tool's name")
     turn: int | None = Field(default=None, description="the loop turn that produced it (None: prompt)")
 
-    def to_openai(self) -> dict[str, Any]:
-        """This message in the OpenAI chat-completions format (also what SFT chat templates take)."""
+    def to_openai(self, *, parsed_arguments: bool = False) -> dict[str, Any]:
+        """This message in the OpenAI chat-completions format; `parsed_arguments`: call arguments as
+        objects, as chat templates render them for training (unparsable ones as {})."""
         out: dict[str, Any] = {"role": self.role, "content": self.content}
         if self.role == "assistant" and self.tool_calls:
-            out["tool_calls"] = [{"id": c.id, "type": "function",
-                                  "function": {"name": c.name, "arguments": c.arguments_json()}}
-                                 for c in self.tool_calls]
+            out["tool_calls"] = [{"id": c.id, "type": "function", "function": {
+                "name": c.name, "arguments": (c.arguments or {}) if parsed_arguments else c.arguments_json()}}
+                for c in self.tool_calls]
         if self.role == "tool":
             out["tool_call_id"] = self.tool_call_id or ""
             if self.name:
@@ -246,15 +241,14 @@ class TrajectoryError(ValueError):
     """A trajectory file line that cannot be used, with the file and line number."""
 
 
-class TrajectoryWriter(JsonlWriter):
-    """Appends one JSON line per episode (`cuda_agent.storage`: thread-safe, fsynced, one
-    writer per file, a torn last line cut before the first append)."""
+TrajectoryWriter = JsonlWriter
+"""Appends one JSON line per episode (`cuda_agent.storage`: fsynced, one writer per file)."""
 
 
 def iter_trajectories(path: str | Path, *, strict: bool = True) -> Iterator[Trajectory]:
-    """Yield the file's trajectories in order. A torn final line (a crash mid-write) is skipped
-    and a damaged line raises (`cuda_agent.storage`); a record this version cannot read raises
-    TrajectoryError naming it, or is skipped when strict=False. `n` counts records, not lines."""
+    """The file's trajectories in order. A torn final line is skipped and a damaged line raises
+    (`cuda_agent.storage`); a record this version cannot read raises TrajectoryError naming it,
+    or is skipped when strict=False."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no trajectory file at {path}")

@@ -1,8 +1,5 @@
-"""Training (SPEC §4): rejection fine-tuning data, a single-GPU path on TRL (RFT via SFTTrainer,
-critic-free multi-turn RL via GRPOTrainer with our environment), and a cluster-scale path on
-verl (an agent loop, dataset conversion, the four stage configs, a GPU evaluation pool).
-
-The engines are optional extras (`train`, `verl`); nothing here imports them at module level.
+"""Training (SPEC §4): RFT data, a single-GPU path on TRL (SFT, multi-turn GRPO in our
+environment) and a cluster path on verl. The engines are optional extras, never imported here.
 """
 
 from .config import ModelConfig, RFTConfig, RLConfig, load_config

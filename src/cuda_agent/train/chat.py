@@ -1,10 +1,7 @@
-"""Chat-template plumbing shared by the trainers: one tool-calling template, assistant-only
-loss masks, and token deltas for tool results.
-
-Why here: training must see the conversation exactly as inference renders it. We use the
-ChatML + `<tool_call>` JSON (hermes / Qwen2.5) format for every ChatML model, because TRL and verl
-both know how to parse it and to mask it; a tokenizer whose own template cannot render tool calls
-(SmolLM2's) gets this one.
+"""Chat-template plumbing shared by the trainers: training must see the conversation exactly as
+inference renders it. ChatML + `<tool_call>` JSON (hermes / Qwen2.5) is the format for every
+ChatML model, as TRL and verl both parse and mask it; a tokenizer whose own template cannot
+render tool calls (SmolLM2's) gets this one.
 """
 
 from __future__ import annotations
@@ -36,9 +33,7 @@ def tokenize_conversation(tokenizer, messages: list[dict[str, Any]], tools: list
         template = get_training_chat_template(tokenizer)
     out = tokenizer.apply_chat_template(messages, tools=tools, chat_template=template, tokenize=True,
                                         return_dict=True, return_assistant_tokens_mask=True)
-    ids, mask = list(out["input_ids"]), list(out["assistant_masks"])
-    if max_length is not None and len(ids) > max_length:
-        ids, mask = ids[:max_length], mask[:max_length]
+    ids, mask = list(out["input_ids"])[:max_length], list(out["assistant_masks"])[:max_length]
     if 1 not in mask:
         raise ValueError("conversation has no assistant tokens to learn from")
     return {"input_ids": ids, "assistant_masks": mask}
@@ -50,8 +45,8 @@ def tool_suffix_ids(tokenizer, tool_messages: list[dict[str, Any]]) -> list[int]
     assistant's own generated tokens are never re-tokenised."""
     calls = [{"type": "function", "function": {"name": tool_messages[0].get("name", "tool"), "arguments": {}}}]
     dummy = [{"role": "user", "content": "dummy"}, {"role": "assistant", "content": "", "tool_calls": calls}]
-    prefix = _ids(tokenizer.apply_chat_template(dummy, add_generation_prompt=False, tokenize=True))
-    full = _ids(tokenizer.apply_chat_template(dummy + tool_messages, add_generation_prompt=True, tokenize=True))
+    prefix = token_ids(tokenizer.apply_chat_template(dummy, add_generation_prompt=False, tokenize=True))
+    full = token_ids(tokenizer.apply_chat_template(dummy + tool_messages, add_generation_prompt=True, tokenize=True))
     if full[: len(prefix)] != prefix:
         raise ValueError("chat template is not prefix-preserving; tool results cannot be appended as tokens")
     eos = tokenizer.eos_token_id
@@ -62,10 +57,9 @@ def tool_suffix_ids(tokenizer, tool_messages: list[dict[str, Any]]) -> list[int]
     return full[cut:]
 
 
-def _ids(out: Any) -> list[int]:
-    if isinstance(out, dict) or hasattr(out, "keys"):
-        out = out["input_ids"]
-    return list(out)
+def token_ids(out: Any) -> list[int]:
+    """The ids `apply_chat_template(tokenize=True)` returned: a list, or a mapping holding them."""
+    return list(out["input_ids"] if hasattr(out, "keys") else out)
 
 
-__all__ = ["ensure_tool_template", "tokenize_conversation", "tool_suffix_ids"]
+__all__ = ["ensure_tool_template", "tokenize_conversation", "tool_suffix_ids", "token_ids"]

@@ -13,7 +13,6 @@ from rich.console import Console
 from ..exit_codes import ExitCode, describe, fail
 
 console = Console()
-err = Console(stderr=True)
 
 train_app = typer.Typer(no_args_is_help=True, help="Training: RFT data, SFT, RL (TRL, one GPU), verl configs.")
 
@@ -63,14 +62,14 @@ def demos_cmd(
     """RFT rows from the bundled examples' solutions: scripted successful episodes (write the
     kernel, binding and model_new.py, then stop), for a policy that cannot call tools yet."""
     from ..backends import PRIMARY_BACKEND
-    from .demos import example_solution_rows, write_rows
+    from .demos import example_solution_rows
+    from .rft import write_sft_rows
 
     try:
         rows = example_solution_rows(tasks, backend or PRIMARY_BACKEND)
     except (KeyError, ValueError, FileNotFoundError) as exc:
-        err.print(f"[red]error:[/] {exc}")
-        raise typer.Exit(2)
-    write_rows(rows, out)
+        raise fail(str(exc))
+    write_sft_rows(rows, out)
     console.print(f"wrote {len(rows)} rows to {out}")
 
 
@@ -78,7 +77,7 @@ def demos_cmd(
 def rft_cmd(config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML/JSON RFTConfig"),
             overrides: Optional[list[str]] = _SET) -> None:
     """Stage 2 on one GPU: SFT on RFT rows (assistant tokens only) with TRL."""
-    from .config import RFTConfig, load_config
+    from .config import RFTConfig
     from .trl_sft import run_rft
 
     cfg = _load(RFTConfig, config, overrides)

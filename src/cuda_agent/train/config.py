@@ -4,6 +4,7 @@ overrides from the command line. Defaults follow the paper (SPEC §4) where it g
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -57,14 +58,11 @@ class RLConfig(_Cfg):
     save_total_limit: int | None = 3
     resume: bool = True
     workdir: str | None = Field(default=None, description="where episode workspaces live (default: temp)")
-    seal_shell: bool = Field(default=True, description="the episodes' bash tool in its own mount view (bubblewrap), "
-                             "as the agent runs it; false where bubblewrap is missing (the lent GPU machines): bash "
-                             "then runs with namespaces + Landlock write confinement, and the judge still sandboxes "
-                             "the candidate's code")
+    seal_shell: bool = Field(default=True, description="the episodes' bash in its own mount view (bubblewrap); false "
+                             "where bubblewrap is missing: namespaces + Landlock (the judge still sandboxes candidates)")
     bash_timeout_s: float = Field(default=120.0, gt=0, description="default limit of one bash call in an episode")
-    max_seconds: float | None = Field(default=None, description="wall-time budget of training (a lent GPU's): "
-                                      "it stops after the step past which one more step as long as the longest "
-                                      "so far would overrun it; then final/ and held-out")
+    max_seconds: float | None = Field(default=None, description="wall-time budget of training: it stops when one "
+                                      "more step as long as the longest so far would overrun it")
     eval_concurrency: int = Field(default=1, ge=1, description="final workspaces of a batch evaluated at once "
                                   "(builds dominate and are CPU-bound; timings on one GPU then overlap)")
     heldout_tasks: list[str] = Field(default_factory=list, description="tasks never trained on, measured with the "
@@ -129,6 +127,18 @@ def save_config(cfg: BaseModel, path: str | Path) -> None:
     Path(path).write_text(_yaml().safe_dump(cfg.model_dump(mode="json"), sort_keys=False))
 
 
+def start_run(cfg: RLConfig | RFTConfig) -> tuple[Path, list[str]]:
+    """The run's output folder (its config saved in it) and the trainer's `report_to`."""
+    out = Path(cfg.output_dir)
+    save_config(cfg, out / "config.yaml")
+    os.environ.setdefault("TENSORBOARD_LOGGING_DIR", str(out / "tensorboard"))
+    report = list(cfg.logging.report_to)
+    if cfg.logging.wandb_project:
+        os.environ.setdefault("WANDB_PROJECT", cfg.logging.wandb_project)
+        report = sorted(set(report) | {"wandb"})
+    return out, report
+
+
 def _yaml():
     try:
         import yaml
@@ -137,4 +147,4 @@ def _yaml():
     return yaml
 
 
-__all__ = ["ModelConfig", "LoggingConfig", "RLConfig", "RFTConfig", "load_config", "save_config"]
+__all__ = ["ModelConfig", "LoggingConfig", "RLConfig", "RFTConfig", "load_config", "save_config", "start_run"]

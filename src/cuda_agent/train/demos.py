@@ -2,18 +2,14 @@
 has never called a tool.
 
 Why: a small model (SmolLM2-135M) never emits a well-formed tool call on its own, so RL from it
-has reward -1 everywhere and no gradient. The paper's stage 2 fine-tunes on successful
-trajectories; with no successful policy yet, the known-correct solutions shipped with the
-examples stand in: each row is the episode an agent would have had — the task prompt the
-environment gives, one assistant turn writing the kernel, its binding and `model_new.py` with
-`write_file` calls, the tool results, and a closing message. The tool schemas are the ones the
-TRL environment renders (`trl_env.make_env_class`), so RFT and RL see the same prompt.
+has reward -1 everywhere and no gradient. Known-correct solutions stand in for the successful
+trajectories the paper's stage 2 fine-tunes on: the task prompt, one turn of `write_file` calls
+(really executed), and a closing message, with the tool schemas TRL renders for our environment.
 """
 
 from __future__ import annotations
 
 import inspect
-import json
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -88,11 +84,4 @@ def example_solution_rows(names: list[str], backend: str) -> list[dict[str, Any]
     return rows
 
 
-def write_rows(rows: list[dict[str, Any]], out: str | Path) -> Path:
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
-    return out
-
-
-__all__ = ["env_tool_schemas", "solution_episode", "example_solution_rows", "write_rows"]
+__all__ = ["env_tool_schemas", "solution_episode", "example_solution_rows"]

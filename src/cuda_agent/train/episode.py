@@ -1,17 +1,10 @@
 """One multi-turn RL episode at the token level: the core of the verl agent loop.
 
-It follows verl's AgentLoop contract without importing verl: a server with
-`async generate(request_id=, prompt_ids=, sampling_params=) -> (token_ids, log_probs)` produces
-the assistant's tokens; tool calls in them run in the agent's `Environment` (a temporary
-workspace this episode owns); the tool results are appended as tokens with mask 0 (the policy
-is never trained to predict them) and log-prob 0; when the model stops calling tools (or a
-budget runs out) the final workspace is evaluated and its milestone reward is the episode's.
-
-Token bookkeeping goes through hooks: `_initial_tokens` (the opening prompt), `_append_tool_results`
-(the conversation so far gains the tool messages: returns the new response tokens, mask and
-log-probs, so a builder may also edit the junction) and `_parse`. The verl subclass routes the
-first two through verl's own continuous-token builder (`ct_build_initial_tokens`,
-`ct_merge_context_msg`); tests and plain use take the Hugging Face chat template.
+It follows verl's AgentLoop contract without importing verl: `server.generate` produces the
+assistant's tokens; their tool calls run in the agent's `Environment`; tool results are appended
+with mask 0 and log-prob 0 (never trained on); the final workspace's milestone reward is the
+episode's. Tokenisation goes through two hooks, `_initial_tokens` and `_append_tool_results`,
+which the verl subclass routes through verl's own builder; the default is the HF chat template.
 """
 
 from __future__ import annotations
@@ -24,14 +17,15 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..agent.environment import Environment
-from ..agent.loop import TRAIN_MAX_TURNS
+from ..agent.limits import TRAIN_MAX_TURNS
 from ..agent.policies.text_calls import parse_tool_calls
 from ..agent.tools import ToolConfig, tool_schemas
-from ..agent.trajectory import ToolCall
+from ..agent.trajectory import Message, ToolCall
 from ..evaluation import EvalResult
 from ..tasks import Task
-from .chat import tool_suffix_ids
+from .chat import token_ids, tool_suffix_ids
 from .eval_pool import Evaluator
+from .metrics import verdict
 from .prompting import initial_messages
 
 
@@ -61,7 +55,7 @@ class EpisodeOutput:
     response_mask: list[int]
     response_logprobs: list[float] | None
     reward: float
-    result: EvalResult | None
+    result: EvalResult
     num_turns: int
     messages: list[dict[str, Any]]
     stop_reason: str
@@ -70,18 +64,13 @@ class EpisodeOutput:
     seconds: dict[str, float] = field(default_factory=dict)
 
     def stats(self) -> dict[str, Any]:
-        r = self.result
-        return {"reward": self.reward, "turns": self.num_turns, "tool_calls": self.tool_calls,
-                "tool_errors": self.tool_errors, "stop_reason": self.stop_reason,
-                "compiled": bool(r and r.compiled), "correct": bool(r and r.correct),
-                "speedup_vs_eager": r.speedup_vs_eager if r else None,
-                "speedup_vs_compile": r.speedup_vs_compile if r else None,
-                "response_tokens": len(self.response_ids), "model_tokens": sum(self.response_mask),
-                **{f"seconds_{k}": v for k, v in self.seconds.items()}}
+        return {**verdict(self.result, self.tool_calls, self.tool_errors), "reward": self.reward,
+                "turns": self.num_turns, "stop_reason": self.stop_reason, "response_tokens": len(self.response_ids),
+                "model_tokens": sum(self.response_mask), **{f"seconds_{k}": v for k, v in self.seconds.items()}}
 
 
 class TokenEpisode:
-    """Runs one task to a reward. Subclass and override the three `_*tokens` hooks to change how
+    """Runs one task to a reward. Subclass and override the token hooks to change how
     conversation messages become tokens (the verl adapter does)."""
 
     def __init__(self, server: TokenServer, tokenizer: Any, evaluator: Evaluator, config: EpisodeConfig):
@@ -93,19 +82,15 @@ class TokenEpisode:
 
     # ---- token hooks (Hugging Face chat template by default) ---------------------------------
     async def _initial_tokens(self, messages: list[dict[str, Any]]) -> list[int]:
-        out = self.tokenizer.apply_chat_template(messages, tools=self.tools, add_generation_prompt=True,
-                                                 tokenize=True)
-        return list(out["input_ids"] if hasattr(out, "keys") else out)
-
-    async def _tool_result_tokens(self, tool_messages: list[dict[str, Any]]) -> list[int]:
-        return tool_suffix_ids(self.tokenizer, tool_messages)
+        return token_ids(self.tokenizer.apply_chat_template(messages, tools=self.tools, add_generation_prompt=True,
+                                                            tokenize=True))
 
     async def _append_tool_results(self, previous_messages: list[dict[str, Any]], messages: list[dict[str, Any]],
                                    prompt_ids: list[int], response: list[int], mask: list[int],
                                    logprobs: list[float]) -> tuple[list[int], list[int], list[float]]:
         """`messages` = `previous_messages` + the tool messages. Returns the response tokens, mask and
         log-probs after appending them (tool tokens: mask 0, log-prob 0)."""
-        suffix = await self._tool_result_tokens(messages[len(previous_messages):])
+        suffix = tool_suffix_ids(self.tokenizer, messages[len(previous_messages):])
         return response + suffix, mask + [0] * len(suffix), logprobs + [0.0] * len(suffix)
 
     async def _parse(self, token_ids: list[int]) -> tuple[str, list[ToolCall]]:
@@ -132,11 +117,8 @@ class TokenEpisode:
         mask: list[int] = []
         logprobs: list[float] = []
         turns = 0
-        stop = "done"
-        while True:
-            if turns >= cfg.max_turns:
-                stop = "max_turns"
-                break
+        stop = "max_turns"
+        while turns < cfg.max_turns:
             t0 = time.monotonic()
             out = await self.server.generate(request_id=request_id, prompt_ids=prompt_ids + response,
                                              sampling_params=sampling_params)
@@ -151,8 +133,10 @@ class TokenEpisode:
                 stop = "context_exhausted"
                 break
             content, calls = await self._parse(gen)
-            messages.append(_assistant_message(content, calls))
+            messages.append(Message(role="assistant", content=content, tool_calls=calls).to_openai(
+                parsed_arguments=True))
             if not calls:
+                stop = "done"
                 break
             t0 = time.monotonic()
             tool_messages = [{"role": "tool", "name": call.name, "tool_call_id": call.id,
@@ -174,14 +158,6 @@ class TokenEpisode:
                              response_logprobs=logprobs[:n], reward=float(result.reward), result=result,
                              num_turns=turns, messages=messages, stop_reason=stop, tool_calls=env.calls,
                              tool_errors=env.errors, seconds=timings)
-
-
-def _assistant_message(content: str, calls: list[ToolCall]) -> dict[str, Any]:
-    msg: dict[str, Any] = {"role": "assistant", "content": content}
-    if calls:
-        msg["tool_calls"] = [{"id": c.id, "type": "function",
-                              "function": {"name": c.name, "arguments": c.arguments or {}}} for c in calls]
-    return msg
 
 
 __all__ = ["TokenServer", "EpisodeConfig", "EpisodeOutput", "TokenEpisode"]

@@ -1,20 +1,10 @@
 """Where episode rewards are computed: in this process, or on a shared pool of GPU workers.
 
-Why a pool: at cluster scale the rollout GPUs serve the policy; if every trajectory's final
-evaluation (build, verify, time) ran on the rollout node, rollouts would queue behind one
-device and timing would be disturbed by inference. The pool ships the candidate's files
-(model_new.py + kernels/, a few KB) to Ray actors that each own one GPU on nodes that declare
-the `cuda_agent_eval` Ray resource, rebuilds the workspace there from the task source and runs
-`cuda_agent.evaluate`; at most one evaluation per actor at a time, so timings stay clean.
-
-One pool per training job, shared by every process that evaluates: verl starts 8 agent-loop
-workers (and stage 1's reward workers) per job, and each would otherwise build its own pool.
-`shared_pool()` finds the job's pool service by name (`cuda_agent_eval_pool_<job id>`), or
-creates it once (Ray's `get_if_exists`, so concurrent first calls still make one). The service
-sizes itself from the cluster's declared `cuda_agent_eval` total (`eval_pool_size`), and every
-evaluation actor requests one unit of that resource, so actors land only on pool nodes.
-`LocalEvaluator` evaluates in-process instead (one GPU, tests). Both are awaited from asyncio
-agent loops without blocking them.
+Why a pool: the rollout GPUs serve the policy, so evaluations there would queue behind one
+device and be timed under inference load. The pool ships the candidate's files (a few KB) to
+Ray actors, one GPU each, on nodes declaring the `cuda_agent_eval` resource, and rebuilds the
+workspace there. One pool per job, found by name, so verl's many agent-loop and reward workers
+share it instead of each building its own.
 """
 
 from __future__ import annotations
@@ -26,6 +16,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..agent.snapshots import candidate_files as agent_candidate_files
 from ..evaluation import EvalConfig, EvalResult, evaluate
 from ..tasks import Task
 from ..workspace import Workspace, create_workspace
@@ -34,16 +25,12 @@ from ..workspace import Workspace, create_workspace
 class Evaluator(Protocol):
     async def evaluate(self, ws: Workspace) -> EvalResult: ...
 
+    async def evaluate_files(self, task: Task, backend: str, files: dict[str, str]) -> EvalResult: ...
+
 
 def candidate_files(ws: Workspace) -> dict[str, str]:
-    """The agent-owned files that define a candidate: model_new.py and kernels/*."""
-    files = {"model_new.py": (ws.root / "model_new.py").read_text(errors="replace")}
-    kernels = ws.root / "kernels"
-    if kernels.is_dir():
-        for f in sorted(kernels.iterdir()):
-            if f.is_file() and f.stat().st_size < 2_000_000:
-                files[f"kernels/{f.name}"] = f.read_text(errors="replace")
-    return files
+    """The agent-owned files that define a candidate (the agent's own rule), as text."""
+    return {rel: (ws.root / rel).read_text(errors="replace") for rel in agent_candidate_files(ws.root)}
 
 
 def evaluate_files(task: Task, backend: str, files: dict[str, str], config: EvalConfig) -> EvalResult:
@@ -66,8 +53,14 @@ class LocalEvaluator:
         self._sem = asyncio.Semaphore(max_concurrent)
 
     async def evaluate(self, ws: Workspace) -> EvalResult:
+        return await self._run(evaluate, ws, self.config)
+
+    async def evaluate_files(self, task: Task, backend: str, files: dict[str, str]) -> EvalResult:
+        return await self._run(evaluate_files, task, backend, files, self.config)
+
+    async def _run(self, fn: Any, *args: Any) -> EvalResult:
         async with self._sem:
-            return await asyncio.get_running_loop().run_in_executor(None, evaluate, ws, self.config)
+            return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
 
 
 EVAL_RESOURCE = "cuda_agent_eval"
@@ -75,11 +68,8 @@ POOL_NAME = "cuda_agent_eval_pool"
 
 
 def eval_pool_size(declared: float, pool_workers: int | None = None, resource_per_worker: float = 1.0) -> int:
-    """How many evaluation actors the job's pool starts: one per `resource_per_worker` units of the
-    `cuda_agent_eval` resource the cluster declares (`ray start --resources '{"cuda_agent_eval": N}'`),
-    at most `pool_workers` when that is set (> 0). The count does not depend on how many
-    agent-loop or reward workers use the pool. No declared resource is an error, not a silent
-    fallback onto the training GPUs."""
+    """Evaluation actors for the job: one per `resource_per_worker` declared units, capped by
+    `pool_workers` (> 0). None declared is an error, not a silent fallback onto training GPUs."""
     fits = int(declared // resource_per_worker) if resource_per_worker > 0 else 0
     if fits <= 0:
         raise RuntimeError(f"no Ray node declares the {EVAL_RESOURCE!r} resource: start the evaluation nodes with "
@@ -136,18 +126,13 @@ class EvalPoolService:
             self._idle.put_nowait(actor)
 
 
-def pool_name() -> str:
-    import ray
-
-    return f"{POOL_NAME}_{ray.get_runtime_context().get_job_id()}"
-
-
 def shared_pool(settings: PoolSettings) -> Any:
     """The job's pool service: found by name, or created once. Not detached, so it (and its
     evaluation actors) ends with the job's workers instead of outliving the run."""
     import ray
 
-    return ray.remote(EvalPoolService).options(name=pool_name(), get_if_exists=True, num_cpus=0,
+    name = f"{POOL_NAME}_{ray.get_runtime_context().get_job_id()}"
+    return ray.remote(EvalPoolService).options(name=name, get_if_exists=True, num_cpus=0,
                                                max_concurrency=100_000).remote(settings.model_dump_json())
 
 
@@ -176,11 +161,9 @@ _EVALUATORS: dict[str, Evaluator] = {}
 
 
 def shared_evaluator(cfg: dict[str, Any]) -> Evaluator:
-    """The evaluator for a `cuda_agent` config section, cached per process. With a pool
-    (`pool_workers` unset or > 0) it is a thin client of the job's one pool service, so N
-    agent-loop workers share one pool; the cache also keeps the handle that keeps the service
-    alive (it is owned by the worker that created it, and ends with the job). With
-    `pool_workers: 0`, in-process evaluation."""
+    """The evaluator for a `cuda_agent` config section, cached per process: a client of the job's
+    pool (the cache also holds the handle keeping the service alive), or with `pool_workers: 0`
+    in-process evaluation."""
     settings = PoolSettings.model_validate(dict(cfg))
     key = settings.model_dump_json()
     if key not in _EVALUATORS:
@@ -203,4 +186,4 @@ class _EvalActor:
 
 
 __all__ = ["Evaluator", "LocalEvaluator", "PoolSettings", "EvalPoolService", "SharedPoolEvaluator", "EVAL_RESOURCE",
-           "eval_pool_size", "pool_name", "shared_pool", "shared_evaluator", "candidate_files", "evaluate_files"]
+           "eval_pool_size", "shared_pool", "shared_evaluator", "candidate_files", "evaluate_files"]

@@ -1,8 +1,6 @@
-"""Training metrics that say whether the recipe is healthy: the reward and its distribution,
-pass rate, speedups, turns and tokens, and the importance-ratio statistics whose explosion
-caused the paper's collapse at step 17 (SPEC §4: CUDA tokens with ~1e-9 probability in BF16
-give PPO ratios far from 1). Pure functions over plain numbers, shared by both engines; the
-TRL trainer logs them to TensorBoard (default) or W&B and to an append-only `metrics.jsonl`.
+"""Training metrics that say whether the recipe is healthy: rewards, pass rate, speedups, turns,
+tokens, and the importance-ratio statistics whose explosion caused the paper's collapse (SPEC §4:
+CUDA tokens with ~1e-9 probability in BF16). Pure functions, shared by both engines.
 """
 
 from __future__ import annotations
@@ -15,6 +13,13 @@ from typing import Any, Iterable
 from ..storage import JsonlWriter, read_jsonl
 
 REWARDS = (-1, 1, 2, 3)
+
+
+def verdict(result: Any, tool_calls: int, tool_errors: int) -> dict[str, Any]:
+    """One episode's record as `episode_metrics` reads it: the one shape both engines log."""
+    return {"reward": result.reward, "compiled": result.compiled, "correct": result.correct,
+            "speedup_vs_eager": result.speedup_vs_eager, "speedup_vs_compile": result.speedup_vs_compile,
+            "tool_calls": tool_calls, "tool_errors": tool_errors}
 
 
 def episode_metrics(episodes: Iterable[dict[str, Any]], prefix: str = "env/") -> dict[str, float]:
@@ -130,4 +135,4 @@ def _plain(v: Any) -> Any:
         return str(v)
 
 
-__all__ = ["REWARDS", "episode_metrics", "ratio_metrics", "merge_means", "JsonlLog", "read_jsonl"]
+__all__ = ["REWARDS", "verdict", "episode_metrics", "ratio_metrics", "merge_means", "JsonlLog", "read_jsonl"]

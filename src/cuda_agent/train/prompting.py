@@ -3,9 +3,12 @@ policy that is run at inference."""
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import Any
 
-from ..workspace import Workspace
+from ..tasks import Task
+from ..workspace import Workspace, create_workspace
 
 
 def initial_messages(ws: Workspace) -> list[dict[str, Any]]:
@@ -15,4 +18,10 @@ def initial_messages(ws: Workspace) -> list[dict[str, Any]]:
     return [m.to_openai() for m in agent_initial_messages(ws)]
 
 
-__all__ = ["initial_messages"]
+def task_prompt(task: Task, backend: str) -> list[dict[str, Any]]:
+    """`initial_messages` for `task`, laid out in a throwaway workspace (dataset rows)."""
+    with tempfile.TemporaryDirectory(prefix="prompt-") as tmp:
+        return initial_messages(create_workspace(task, Path(tmp) / "ws", backend))
+
+
+__all__ = ["initial_messages", "task_prompt"]

@@ -1,15 +1,9 @@
 """Rejection fine-tuning data (stage 2, SPEC §4): trajectories in, a chat SFT dataset out.
 
-An episode is kept only if the environment rewarded it (final reward > `min_reward`, i.e. it
-compiled, was correct and — by default — at least not slower) and its tool use is clean: every
-call names a real tool, every call's arguments parsed and validated, and the model never repeated
-the same call back to back more than `max_repeats` times (a loop). Each kept episode becomes
-one row: the OpenAI-format messages (tool-call arguments as JSON objects, as chat templates
-render them) plus the tool schemas the policy was given, so training sees exactly the prompt
-format of inference; the loss later covers the assistant's tokens only (see `chat.py`).
-
-Every decision is recorded with its reasons, so a run can say what it kept and why the rest
-was dropped.
+An episode is kept only if the environment rewarded it and its tool use is clean (real tools,
+arguments that parsed, no loop of identical calls). Each kept episode becomes one row of OpenAI
+messages plus the tool schemas the policy was given, so training sees the prompt format of
+inference. Every decision is recorded with its reasons.
 """
 
 from __future__ import annotations
@@ -23,6 +17,7 @@ from pydantic import BaseModel, Field
 
 from ..agent.tools import TOOL_NAMES, tool_schemas
 from ..agent.trajectory import Trajectory, iter_trajectories, latest_by_episode
+from ..storage import atomic_write
 
 
 class RFTFilterConfig(BaseModel):
@@ -91,16 +86,9 @@ def judge(traj: Trajectory, cfg: RFTFilterConfig) -> list[str]:
 
 def to_sft_row(traj: Trajectory) -> dict[str, Any]:
     """One kept episode as a chat SFT row: `messages`, `tools`, and provenance in `meta`."""
-    messages = []
-    for m in traj.messages:
-        msg = m.to_openai()
-        for call in msg.get("tool_calls", []):
-            fn = call["function"]
-            fn["arguments"] = json.loads(fn["arguments"]) if fn["arguments"] else {}
-        messages.append(msg)
     final = traj.final
     return {
-        "messages": messages,
+        "messages": [m.to_openai(parsed_arguments=True) for m in traj.messages],
         "tools": tool_schemas("openai"),
         "meta": {"episode_id": traj.episode_id, "task": traj.task.name, "task_hash": traj.task.content_hash,
                  "reward": traj.final_reward, "turns": len(traj.turns), "backend": traj.backend,
@@ -141,13 +129,7 @@ def build_rft_dataset(inputs: list[str | Path], out: str | Path, cfg: RFTFilterC
     for path in inputs:
         trajs.extend(iter_trajectories(path, strict=strict))
     rows, report = filter_trajectories(trajs, cfg)
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-    tmp.replace(out)
+    write_sft_rows(rows, out)
     report_path(out).write_text(report.model_dump_json(indent=1))
     return report
 
@@ -155,6 +137,10 @@ def build_rft_dataset(inputs: list[str | Path], out: str | Path, cfg: RFTFilterC
 def report_path(dataset: str | Path) -> Path:
     p = Path(dataset)
     return p.with_name(p.name + ".report.json")
+
+
+def write_sft_rows(rows: list[dict[str, Any]], out: str | Path) -> None:
+    atomic_write(out, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
 
 
 def load_sft_rows(path: str | Path) -> list[dict[str, Any]]:
@@ -199,4 +185,4 @@ def _cap_per_task(accepted: list[Trajectory], cap: int, report: RFTReport, count
 
 
 __all__ = ["RFTFilterConfig", "RFTReport", "Decision", "judge", "filter_trajectories", "build_rft_dataset",
-           "to_sft_row", "load_sft_rows", "report_path"]
+           "to_sft_row", "write_sft_rows", "load_sft_rows", "report_path"]

@@ -1,11 +1,7 @@
-"""A tiny, randomly initialised chat model built offline, for smoke runs and CPU tests.
-
-Why: the whole training path (tool-calling chat template, multi-turn rollouts through the real
-environment, checkpoints, resumption) must run in CI without network access or model weights.
-A byte-level BPE tokenizer is trained in a second on text the model will actually see (the
-workspace SKILL.md, tool schemas, KernelBench-style Python and C++), so its vocabulary is small
-but covers the domain; the model is a two-layer Llama with random weights. It earns reward -1,
-which is the point: the pipeline is under test, not the policy.
+"""A tiny, randomly initialised chat model built offline, for smoke runs and CPU tests: the whole
+training path must run in CI without network or weights. A byte-level BPE tokenizer is trained
+in a second on text the model will see; the model is a two-layer Llama. Its reward is -1, which
+is the point: the pipeline is under test, not the policy.
 """
 
 from __future__ import annotations
@@ -17,11 +13,8 @@ CHATML_SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
 
 def tool_chat_template() -> str:
-    """The Qwen2.5 chat template (ChatML + hermes `<tool_call>` JSON) shipped with TRL.
-
-    It suits any ChatML tokenizer (SmolLM2's included), TRL recognises it for tool-call parsing
-    and swaps in its training variant (with generation markers) for assistant-only loss.
-    """
+    """The Qwen2.5 chat template (ChatML + hermes `<tool_call>` JSON) shipped with TRL: it suits any
+    ChatML tokenizer, and TRL parses its tool calls and has its training variant."""
     from trl.chat_template_utils import qwen2_5_chat_template
 
     return qwen2_5_chat_template

@@ -1,12 +1,7 @@
 """The environment as TRL sees it (`GRPOTrainer(environment_factory=...)`): one instance per
-rollout, `reset(**row)` lays out a fresh workspace for the row's task, each public method is one
-of the agent's tools (run in the agent's `Environment`, never re-implemented), and
-`get_reward()` evaluates the final workspace with `cuda_agent.evaluate`.
-
-TRL derives each tool's schema from a method's signature and docstring; the methods are
-generated from the agent's pydantic argument models so the two cannot drift (nested argument
-types such as `edit_file.edits` are described in prose, as transformers cannot express them).
-Tool outputs are masked out of the loss by TRL itself.
+rollout; `reset(**row)` lays out a fresh workspace; each public method is one of the agent's
+tools, generated from its pydantic argument model (TRL reads signatures and docstrings), so the
+two cannot drift; `get_reward()` evaluates the final workspace.
 """
 
 from __future__ import annotations
@@ -24,6 +19,7 @@ from ..agent.tools import TOOLS, ToolConfig, ToolSpec
 from ..agent.trajectory import ToolCall
 from ..evaluation import EvalConfig, EvalResult
 from ..tasks import Task
+from .metrics import verdict
 
 
 class EpisodeLog:
@@ -72,20 +68,17 @@ class KernelEnvBase:
         return None
 
     def get_reward(self) -> float:
-        """The milestone reward of the final workspace (-1 / 1 / 2 / 3). TRL asks one environment
-        after another once the whole batch has finished; with `eval_concurrency` > 1 the first
-        call evaluates every finished workspace of the batch at once (builds are CPU-bound and
-        dominate), and the others return their stored verdicts."""
+        """The milestone reward of the final workspace. TRL asks one environment after another once
+        the batch has finished, so with `eval_concurrency` > 1 the first call evaluates every
+        finished workspace at once (builds are CPU-bound and dominate)."""
         if self._env is None:
             raise RuntimeError("get_reward() before reset()")
         if self._result is None and self.eval_concurrency > 1:
             self._evaluate_pending()
         env = self._env
         result: EvalResult = self._result or env.evaluate()
-        self.log.add({"task": env.ws.task.name, "reward": result.reward, "compiled": result.compiled,
-                      "correct": result.correct, "speedup_vs_eager": result.speedup_vs_eager,
-                      "speedup_vs_compile": result.speedup_vs_compile, "tool_calls": env.calls,
-                      "tool_errors": env.errors, "reason": result.reason.splitlines()[0] if result.reason else ""})
+        self.log.add({"task": env.ws.task.name, **verdict(result, env.calls, env.errors),
+                      "reason": result.reason.splitlines()[0] if result.reason else ""})
         self._cleanup()
         return float(result.reward)
 

@@ -1,12 +1,9 @@
 """Stage 4 on one GPU: multi-turn, critic-free RL (GRPO-style group baseline) through TRL.
 
-The loop is TRL's: for each task, `num_generations` rollouts, each a multi-turn conversation in
-which the model calls the agent's tools in its own workspace (`trl_env.py`); the milestone reward
-of the final workspace is the episode's; advantages are the reward minus the group mean; PPO's
-clipped objective (eps 0.2 / 0.28 as in the paper) updates the policy; tool-result tokens are
-masked out. What this module adds: configs, the environment, checkpoints and resumption, and the
-metrics (episode verdicts and importance-ratio statistics) in TensorBoard / W&B and an
-append-only `metrics.jsonl`.
+The loop is TRL's: `num_generations` multi-turn rollouts per task in our environment
+(`trl_env.py`), the final workspace's milestone reward, PPO's clipped objective (eps 0.2 / 0.28).
+This module adds the config, checkpoints and resumption, and the metrics (episode verdicts and
+importance-ratio statistics).
 """
 
 from __future__ import annotations
@@ -16,13 +13,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .config import RLConfig, save_config
+from .config import RLConfig, start_run
 from .metrics import JsonlLog, episode_metrics, merge_means, ratio_metrics
+from .prompting import task_prompt
 
 
 def run_rl(cfg: RLConfig) -> Path:
     """Train; returns the output directory (checkpoints, metrics.jsonl, TensorBoard runs)."""
-    import torch
     from datasets import Dataset
     from transformers import TrainerCallback
     from transformers.trainer_utils import get_last_checkpoint
@@ -32,14 +29,10 @@ def run_rl(cfg: RLConfig) -> Path:
     from ..agent.tools import ToolConfig
     from ..backends import default_backend_name, model_backend
     from .models import load_model_and_tokenizer, resolve_tasks
-    from .prompting import initial_messages
     from .trl_env import EpisodeLog, make_env_class
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    os.environ.setdefault("TENSORBOARD_LOGGING_DIR", str(Path(cfg.output_dir) / "tensorboard"))
-    out = Path(cfg.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    save_config(cfg, out / "config.yaml")
+    out, report = start_run(cfg)
     backend = cfg.backend or default_backend_name()
     model_be = model_backend(backend)
     device = model_be.torch_device
@@ -54,13 +47,9 @@ def run_rl(cfg: RLConfig) -> Path:
                        shell=ShellConfig(seal=cfg.seal_shell))
     env_cls = make_env_class([*tasks, *heldout], backend=backend, eval_config=eval_cfg, tool_config=tools,
                              workdir=cfg.workdir, log=log, eval_concurrency=cfg.eval_concurrency)
-    dataset = Dataset.from_list(_rows(tasks, backend, initial_messages))
+    dataset = Dataset.from_list(_rows(tasks, backend))
 
     batch = cfg.prompts_per_step * cfg.num_generations
-    report = list(cfg.logging.report_to)
-    if cfg.logging.wandb_project:
-        os.environ.setdefault("WANDB_PROJECT", cfg.logging.wandb_project)
-        report = sorted(set(report) | {"wandb"})
     args = GRPOConfig(
         output_dir=str(out), max_steps=cfg.steps, per_device_train_batch_size=batch,
         num_generations=cfg.num_generations, max_completion_length=cfg.max_completion_tokens,
@@ -113,10 +102,8 @@ def measure_heldout(trainer: Any, log: Any, heldout: list[Any], backend: str, pa
 
     from datasets import Dataset
 
-    from .prompting import initial_messages
-
     log.drain()  # verdicts of the last training batch were already logged
-    trl_metrics = trainer.evaluate(eval_dataset=Dataset.from_list(_rows(heldout, backend, initial_messages)))
+    trl_metrics = trainer.evaluate(eval_dataset=Dataset.from_list(_rows(heldout, backend)))
     episodes = log.drain()
     report = {"step": trainer.state.global_step, "episodes": episodes,
               **episode_metrics(episodes, prefix="heldout/"), "trl": trl_metrics}
@@ -124,18 +111,8 @@ def measure_heldout(trainer: Any, log: Any, heldout: list[Any], backend: str, pa
     return report
 
 
-def _rows(tasks: list[Any], backend: str, initial_messages: Any) -> list[dict[str, Any]]:
-    """One prompt row per task: the agent's opening messages for a fresh workspace."""
-    import tempfile
-
-    from ..workspace import create_workspace
-
-    rows = []
-    with tempfile.TemporaryDirectory(prefix="prompts-") as tmp:
-        for i, task in enumerate(tasks):
-            ws = create_workspace(task, Path(tmp) / f"t{i}", backend)
-            rows.append({"prompt": initial_messages(ws), "task_name": task.name})
-    return rows
+def _rows(tasks: list[Any], backend: str) -> list[dict[str, Any]]:
+    return [{"prompt": task_prompt(t, backend), "task_name": t.name} for t in tasks]
 
 
 def _trainer_class(base: type) -> type:

@@ -1,18 +1,14 @@
-"""Stage 2 on one GPU: supervised fine-tuning on the RFT rows through TRL's SFTTrainer.
-
-Rows are tokenised here (not by TRL) straight from the JSON, with the training variant of the
-tool-calling template: going through an Arrow table first would null-fill the differing tool
-schemas and tool-call arguments into one struct and change the rendered prompt. The loss covers
-the assistant's tokens only (`assistant_masks`).
+"""Stage 2 on one GPU: supervised fine-tuning on the RFT rows through TRL's SFTTrainer. Rows are
+tokenised here straight from the JSON (an Arrow table would null-fill the differing tool schemas
+and change the rendered prompt); the loss covers the assistant's tokens only.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
-from .config import RFTConfig, save_config
+from .config import RFTConfig, start_run
 from .metrics import JsonlLog
 from .rft import load_sft_rows
 
@@ -27,10 +23,7 @@ def run_rft(cfg: RFTConfig) -> Path:
     from .chat import tokenize_conversation
     from .models import load_model_and_tokenizer
 
-    out = Path(cfg.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    save_config(cfg, out / "config.yaml")
-    os.environ.setdefault("TENSORBOARD_LOGGING_DIR", str(out / "tensorboard"))
+    out, report = start_run(cfg)
     be = model_backend()
     model, tokenizer = load_model_and_tokenizer(cfg.model, be.torch_device)
     rows = load_sft_rows(cfg.dataset)
@@ -41,10 +34,6 @@ def run_rft(cfg: RFTConfig) -> Path:
     for e in encoded:  # explicit labels: -100 everywhere but the assistant's tokens
         e["labels"] = [t if m else -100 for t, m in zip(e["input_ids"], e["assistant_masks"])]
     dataset = Dataset.from_list(encoded)
-    report = list(cfg.logging.report_to)
-    if cfg.logging.wandb_project:
-        os.environ.setdefault("WANDB_PROJECT", cfg.logging.wandb_project)
-        report = sorted(set(report) | {"wandb"})
     args = SFTConfig(
         output_dir=str(out), num_train_epochs=cfg.epochs, max_steps=cfg.max_steps, learning_rate=cfg.learning_rate,
         per_device_train_batch_size=cfg.batch_size, gradient_accumulation_steps=cfg.grad_accum,

@@ -1,17 +1,8 @@
-"""Stage chaining through verl 0.9.1's checkpoint layout.
-
-verl writes, under a stage's `trainer.default_local_dir`:
-
-    latest_checkpointed_iteration.txt      the last finished step N (written after the step's files)
-    global_step_N/actor/                   PPO stages: the actor's FSDP shards + huggingface/ config
-    global_step_N/critic/                  PPO stages with a critic (GAE)
-    global_step_N/                         the SFT trainer (stage 2): the shards directly
-
-and never a `latest/` folder. `latest_checkpoint` reads the tracker file (as verl's own
-`find_latest_ckpt_path` does) and `merge_latest` turns that step's shards into a Hugging Face
-folder with verl's model merger, which the next stage's config names as its model. `launch.sh`
-calls it as `python3 -m cuda_agent.train.verl_ckpt STAGE_DIR ROLE TARGET` (also
-`cuda-agent train verl-merge`).
+"""Stage chaining through verl 0.9.1's checkpoint layout: under a stage's
+`trainer.default_local_dir`, `latest_checkpointed_iteration.txt` names the last finished step N
+and `global_step_N/{actor,critic}` (the SFT trainer: `global_step_N/` itself) hold its shards;
+there is never a `latest/`. `merge_latest` turns that step into a Hugging Face folder with verl's
+model merger; `launch.sh` runs `python3 -m cuda_agent.train.verl_ckpt STAGE_DIR ROLE TARGET`.
 """
 
 from __future__ import annotations

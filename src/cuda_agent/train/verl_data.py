@@ -1,35 +1,26 @@
-"""Datasets in verl's formats.
-
-RL (stages 1, 3, 4): one parquet row per task with verl's RLHFDataset columns — `prompt` (the
-opening messages), `data_source`, `agent_name` (our agent loop for multi-turn stages,
-verl's `single_turn_agent` for stage 1), `reward_model` and `extra_info` carrying the whole task
-as JSON so the agent loop can lay out a workspace on whichever node runs it.
-
-SFT (stage 2): the RFT rows, with `messages` and `tools` stored as JSON strings. Arrow would
-otherwise unify every tool schema and every tool call's arguments into one null-filled struct
-and change what the chat template renders; `CudaAgentSFTDataset` (in `verl_sft_dataset.py`)
-decodes them for verl's multi-turn SFT trainer.
+"""Datasets in verl's formats. RL (stages 1, 3, 4): one parquet row per task with RLHFDataset's
+columns, `extra_info` carrying the whole task as JSON so any node can lay out its workspace.
+SFT (stage 2): the RFT rows with `messages` and `tools` as JSON strings, because Arrow would
+unify every tool schema and call's arguments into one null-filled struct and change what the
+chat template renders (`verl_sft_dataset.py` decodes them).
 """
 
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from ..backends import PRIMARY_BACKEND
 from ..tasks import Task
-from ..workspace import create_workspace
-from .prompting import initial_messages
+from .prompting import task_prompt
 from .rft import load_sft_rows
 
 AGENT_LOOP_NAME = "cuda_agent"
 
 
 def task_row(task: Task, backend: str, *, single_turn: bool = False, index: int = 0) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="verl-prompt-") as tmp:
-        messages = initial_messages(create_workspace(task, Path(tmp) / "ws", backend))
+    messages = task_prompt(task, backend)
     if single_turn:
         messages = [*messages[:-1], {"role": "user", "content": messages[-1]["content"] + _SINGLE_TURN_NOTE}]
     return {
@@ -48,22 +39,19 @@ _SINGLE_TURN_NOTE = ("\n\nAnswer in one message, without tools: give the complet
 
 def tasks_to_verl_parquet(tasks: list[Task], out: str | Path, *, backend: str = PRIMARY_BACKEND,
                           single_turn: bool = False) -> int:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    rows = [task_row(t, backend, single_turn=single_turn, index=i) for i, t in enumerate(tasks)]
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows), out)
-    return len(rows)
+    return _write_parquet([task_row(t, backend, single_turn=single_turn, index=i) for i, t in enumerate(tasks)], out)
 
 
 def rft_rows_to_verl_parquet(rft_jsonl: str | Path, out: str | Path) -> int:
+    return _write_parquet([{"messages": json.dumps(r["messages"], ensure_ascii=False),
+                            "tools": json.dumps(r.get("tools") or []), "task": r.get("meta", {}).get("task", ""),
+                            "reward": r.get("meta", {}).get("reward")} for r in load_sft_rows(rft_jsonl)], out)
+
+
+def _write_parquet(rows: list[dict[str, Any]], out: str | Path) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    rows = [{"messages": json.dumps(r["messages"], ensure_ascii=False), "tools": json.dumps(r.get("tools") or []),
-             "task": r.get("meta", {}).get("task", ""), "reward": r.get("meta", {}).get("reward")}
-            for r in load_sft_rows(rft_jsonl)]
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(pa.Table.from_pylist(rows), out)
     return len(rows)

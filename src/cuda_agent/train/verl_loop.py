@@ -1,17 +1,9 @@
-"""The verl agent loop (cluster scale, stages 3 and 4). Import this module only where verl is
-installed: verl's `AgentLoopWorker` instantiates `CudaAgentLoop` through its registry
-(`agent_name: cuda_agent` in the dataset, `rollout.agent.agent_loop_config_path:
-pkg://cuda_agent/train/verl_agent_loop.yaml`) with `hydra.utils.instantiate`, once per trajectory.
-
-Per trajectory it owns one workspace, lets the policy call the agent's tools there, masks tool
-output tokens (response_mask 0) and returns `reward_score` from `cuda_agent.evaluate` — computed
-on the job's shared evaluation pool (`eval_pool.shared_pool`) unless `cuda_agent.pool_workers`
-is 0 — so verl skips its own reward step. The episode logic is `episode.TokenEpisode`; this
-class supplies verl's server and verl's own continuous-token builder for both the initial
-prompt (`ct_build_initial_tokens`) and every tool-result turn (`ct_merge_context_msg`, which may
-also edit the junction tokens and re-aligns mask and log-probs), so tokenisation matches the
-trainer's exactly. Assistant tokens are appended as generated (what verl's
-`ct_merge_assistant_token` does for text models).
+"""The verl agent loop (stages 3 and 4); import it only where verl is installed. verl's
+`AgentLoopWorker` builds `CudaAgentLoop` from its registry (`agent_name: cuda_agent`) once per
+trajectory. The episode is `episode.TokenEpisode`; this class supplies verl's server and routes
+tokenisation through verl's continuous-token builder (`ct_build_initial_tokens`,
+`ct_merge_context_msg`), so tokens match the trainer's exactly. `reward_score` comes from the
+job's evaluation pool, so verl skips its own reward step.
 """
 
 from __future__ import annotations
@@ -19,13 +11,15 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from omegaconf import DictConfig, OmegaConf
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
-from ..agent.loop import TRAIN_MAX_TURNS
+from ..agent.limits import TRAIN_MAX_TURNS
 from ..agent.tools import ToolConfig
 from .episode import EpisodeConfig, TokenEpisode
 from .eval_pool import Evaluator, shared_evaluator
 from .verl_data import AGENT_LOOP_NAME, task_from_extra_info
+
 
 class _VerlEpisode(TokenEpisode):
     """TokenEpisode whose tokenisation goes through verl's continuous-token builder."""
@@ -82,13 +76,8 @@ class CudaAgentLoop(AgentLoopBase):
 
 
 def _plain(section: Any) -> dict[str, Any]:
-    try:
-        from omegaconf import DictConfig, OmegaConf
-
-        if isinstance(section, DictConfig):
-            return OmegaConf.to_container(section, resolve=True)
-    except ImportError:
-        pass
+    if isinstance(section, DictConfig):  # verl's configs are OmegaConf
+        return OmegaConf.to_container(section, resolve=True)
     return dict(section)
 
 

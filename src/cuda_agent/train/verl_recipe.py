@@ -1,22 +1,11 @@
-"""The paper's four-stage recipe (SPEC §4) as verl 0.9.1 configs, with its hyperparameters as defaults.
+"""The paper's four-stage recipe (SPEC §4) as verl 0.9.1 configs, its hyperparameters as defaults:
+1. single-turn PPO warm-up (32K context) rewarded on the shared GPU pool; then RFT data from
+stage-1 rollouts; 2. rejection fine-tuning with verl's multi-turn SFT trainer; 3. critic warm-up
+(actor frozen); 4. agentic multi-turn PPO (150 steps, batch 1024, 131K context).
 
-  1. single-turn PPO warm-up (32K context) on synthetic tasks — `main_ppo`, GAE, our reward
-     function (`pkg://cuda_agent.train.verl_reward`, evaluated on the shared GPU pool)
-  then: rollouts of the stage-1 policy in the agentic environment, filtered into RFT data
-  2. rejection fine-tuning — verl's multi-turn SFT trainer (`sft_trainer_ray`, placed by Ray on
-     `trainer.nnodes` x `n_gpus_per_node`) on that RFT parquet (assistant tokens only)
-  3. critic warm-up — the stage-4 setup with only the critic updated (`trainer.critic_warmup` =
-     steps + 1: verl updates the actor once critic_warmup <= global_steps, from step 1)
-  4. agentic multi-turn PPO — 150 steps, batch 1024, 131K context, actor lr 3e-6, critic lr 6e-6,
-     GAE gamma 1, lambda 0.95, clip 0.2 / 0.28, our agent loop and the GPU evaluation pool
-
-Each stage is a Hydra config that extends verl's own (`defaults: [ppo_trainer, _self_]`), so
-every field is checked by verl when it starts. PPO stages run verl's v1 trainer
-(`trainer.use_v1: true`, its default), which needs TransferQueue: the `[verl]` extra brings it.
-`launch.sh` runs the stages in order on a Ray cluster; between stages,
-`python3 -m cuda_agent.train.verl_ckpt` merges the previous stage's latest checkpoint
-(`latest_checkpointed_iteration.txt` -> `global_step_N/{actor,critic}`) into the Hugging Face
-folder the next stage's config names.
+Each stage is a Hydra config extending verl's own, so verl checks every field when it starts.
+`launch.sh` runs the stages on a Ray cluster and merges each stage's latest checkpoint into the
+Hugging Face folder the next one names (`verl_ckpt`).
 """
 
 from __future__ import annotations
@@ -26,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ..agent.loop import TRAIN_MAX_TURNS
+from ..agent.limits import TRAIN_MAX_TURNS
 
 CONTEXT_STAGE1 = 32_768
 CONTEXT_AGENTIC = 131_072
@@ -137,7 +126,7 @@ def _ppo_common(r: RecipeConfig) -> dict[str, Any]:
         "critic": {"optim": {"lr": r.critic_lr}, "ppo_max_token_len_per_gpu": CONTEXT_AGENTIC,
                    "model": {"path": r.model_path}},
         "trainer": {"project_name": r.project, "nnodes": r.nnodes, "n_gpus_per_node": r.gpus_per_node,
-                    "use_v1": True,
+                    "use_v1": True,  # needs TransferQueue: the [verl] extra brings it
                     "logger": ["console", "tensorboard"], "save_freq": 10, "test_freq": -1,
                     "val_before_train": False, "resume_mode": "auto"},
     }

@@ -1,23 +1,16 @@
 """Stage 1 reward for verl (single-turn PPO warm-up): the response holds the whole candidate as
-fenced code blocks; they are written into a fresh workspace and `cuda_agent.evaluate` scores it.
+fenced code blocks; `cuda_agent.evaluate` scores them in a fresh workspace.
 
-verl loads it as `reward.custom_reward_function.path: pkg://cuda_agent.train.verl_reward`
-(verl's `load_extern_object` imports it as a package module, so the relative imports below
-work; a file path would load it without its package). `compute_score` is async, so verl's
-reward loop awaits it; verl merges `custom_reward_function.reward_kwargs` into the call, and the
-recipe puts the pool settings there: the evaluation goes to the job's shared evaluation pool
-(GPU actors on `cuda_agent_eval` nodes, the same pool stages 3-4 use), never onto the 0-GPU
-reward worker's node. `pool_workers: 0` evaluates in-process instead (tests, one machine), through
-the same per-process evaluator and its limit (`local_concurrency`, default 1) as the agent loop."""
+verl imports it as `pkg://cuda_agent.train.verl_reward` (a package module, so relative imports
+work) and awaits `compute_score` with `reward_kwargs` merged in: the recipe puts the pool settings
+there, so the evaluation runs on the job's shared GPU pool, never on the 0-GPU reward worker's
+node; `pool_workers: 0` evaluates in-process through the agent loop's evaluator and its limit."""
 
 from __future__ import annotations
 
 import re
-import tempfile
-from pathlib import Path
 from typing import Any
 
-from ..workspace import create_workspace
 from .eval_pool import PoolSettings, shared_evaluator
 from .verl_data import task_from_extra_info
 
@@ -46,16 +39,9 @@ async def compute_score(data_source: str, solution_str: str, ground_truth: Any, 
     if "model_new.py" not in files:
         return -1.0
     settings = PoolSettings.model_validate({k: v for k, v in kwargs.items() if k in PoolSettings.model_fields})
-    if settings.uses_pool:
-        pool = shared_evaluator(settings.model_dump(mode="json"))
-        result = await pool.evaluate_files(task, backend, files)
-    else:
-        cfg = settings.model_dump(mode="json")
+    cfg = settings.model_dump(mode="json")
+    if not settings.uses_pool:
         cfg["eval"]["backend"] = backend
         cfg["local_concurrency"] = int(kwargs.get("local_concurrency", 1))
-        with tempfile.TemporaryDirectory(prefix="cuda-agent-eval-") as tmp:
-            ws = create_workspace(task, Path(tmp) / "ws", backend)
-            for rel, text in files.items():  # model_new.py and kernels/<name> only (candidate_from_response)
-                (ws.root / rel).write_text(text)
-            result = await shared_evaluator(cfg).evaluate(ws)
+    result = await shared_evaluator(cfg).evaluate_files(task, backend, files)
     return float(result.reward)

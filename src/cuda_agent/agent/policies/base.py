@@ -1,10 +1,8 @@
 """The policy interface: messages + tool specs in, one assistant reply out.
 
-A policy is one small class per provider (OpenAI-compatible chat completions, Anthropic
-Messages, a local transformers model, a scripted replay), registered by name and imported
-lazily, so an optional SDK is needed only when its policy is used. Retries with backoff live
-here, once, for every provider; errors that retrying cannot fix raise `PolicyError` at once,
-and a prompt too long for the model raises `ContextOverflow` so the loop can compact and retry.
+One small class per provider, registered by name and imported lazily, so an optional SDK is
+needed only when its policy is used. Retries with backoff live here, once for every provider;
+a prompt too long for the model raises `ContextOverflow` so the loop can compact and retry.
 """
 
 from __future__ import annotations
@@ -210,8 +208,7 @@ def retry_after(headers: Any) -> float | None:
         try:
             return max(0.0, float(value))
         except ValueError:
-            when = parsedate_to_datetime(value)
-            return max(0.0, when.timestamp() - time.time())
+            return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
     except (TypeError, ValueError, OverflowError):
         return None
 

