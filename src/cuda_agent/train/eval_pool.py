@@ -28,9 +28,13 @@ class Evaluator(Protocol):
     async def evaluate_files(self, task: Task, backend: str, files: dict[str, str]) -> EvalResult: ...
 
 
+MAX_FILE_BYTES = 2_000_000
+
+
 def candidate_files(ws: Workspace) -> dict[str, str]:
     """The agent-owned files that define a candidate (the agent's own rule), as text."""
-    return {rel: (ws.root / rel).read_text(errors="replace") for rel in agent_candidate_files(ws.root)}
+    return {rel: (ws.root / rel).read_text(errors="replace") for rel in agent_candidate_files(ws.root)
+            if (ws.root / rel).stat().st_size < MAX_FILE_BYTES}  # no source is this big: junk stays home
 
 
 def evaluate_files(task: Task, backend: str, files: dict[str, str], config: EvalConfig) -> EvalResult:
