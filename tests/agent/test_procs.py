@@ -116,8 +116,11 @@ CLI = [sys.executable, "-m", "cuda_agent"]
 
 def sleeper_script(tmp_path: Path, seconds: int) -> Path:
     script = tmp_path / "script.json"
+    # only the two sleeps' own command lines read "sleep <seconds>": the bash line (and its sandbox
+    # launcher's) spells it through a variable, so a marker count is a count of sleeps
+    tens, unit = divmod(seconds, 10)
     script.write_text(json.dumps([{"content": "", "tool_calls": [{"name": "bash", "arguments": {
-        "command": f"sleep {seconds} & sleep {seconds}", "timeout_s": 900}}]}]))
+        "command": f"s={tens}; sleep ${{s}}{unit} & sleep ${{s}}{unit}", "timeout_s": 900}}]}]))
     return script
 
 
