@@ -207,14 +207,12 @@ def _module_from_file(name: str, path: Path) -> types.ModuleType:
 
 
 def _confine_writes_early() -> dict[str, Any]:
-    """Writes confined before any thread exists (`sandbox.confine_writes_early`); a shared
-    Triton cache, if configured, is the one place outside scratch a language may write."""
+    """Writes confined before any thread exists (`sandbox.confine_writes_early`), with the
+    places any language writes outside scratch (the language is not known yet)."""
     from ..isolation.sandbox import confine_writes_early
+    from ..languages.base import shared_writable_paths
 
-    shared = os.environ.get("CUDA_AGENT_TRITON_CACHE_DIR")
-    if shared:
-        Path(shared).mkdir(parents=True, exist_ok=True)
-    return confine_writes_early(Path(os.environ["HOME"]), [Path(shared)] if shared else [])
+    return confine_writes_early(Path(os.environ["HOME"]), shared_writable_paths())
 
 
 def _enter_sandbox(request: dict[str, Any], backend: Any, lang: Any = None) -> dict[str, Any]:

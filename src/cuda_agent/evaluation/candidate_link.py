@@ -141,7 +141,7 @@ class FrozenTree:
     def freeze(self) -> bool:
         """Stop the tree; False when some thread of it still runs at the limit."""
         if not self.frozen:
-            tree = list(self._stopped) if self._stopped else process_tree(self.root)
+            tree = self._known()
             self._signal(signal.SIGSTOP, tree)
             self.frozen = True
             self._stopped = self._wait_stopped(tree)
@@ -149,8 +149,12 @@ class FrozenTree:
 
     def thaw(self) -> None:
         if self.frozen:
-            self._signal(signal.SIGCONT, list(self._stopped) if self._stopped else process_tree(self.root))
+            self._signal(signal.SIGCONT, self._known())
             self.frozen = False
+
+    def _known(self) -> list[int]:
+        """The last freeze's tree where it stopped whole, else a fresh /proc scan."""
+        return list(self._stopped) if self._stopped else process_tree(self.root)
 
     def _wait_stopped(self, tree: list[int]) -> dict[int, dict[str, tuple[int, ...]]] | None:
         """SIGSTOP lands asynchronously, and /proc's CPU counters of a running thread lag: wait

@@ -271,7 +271,7 @@ class Judge:
     def _take_candidate(self, req: dict[str, Any]) -> Any:
         from .candidate_link import CandidateLink
 
-        wanted = (bool(req.get("namespaces")), bool(req.get("filesystem", True)))
+        wanted = _isolation(req)
         while self.spares:
             spare = self.spares.pop()
             if spare.alive() and (spare.isolate, spare.confine_writes) == wanted:
@@ -284,8 +284,7 @@ class Judge:
 
         self.spares = [sp for sp in self.spares if sp.alive()]
         while len(self.spares) < SPARES:
-            self.spares.append(CandidateLink(self.backend.name, _candidate_env(), bool(req.get("namespaces")),
-                                             bool(req.get("filesystem", True))))
+            self.spares.append(CandidateLink(self.backend.name, _candidate_env(), *_isolation(req)))
 
     # ---- timing ------------------------------------------------------------------------------
     def batch_size(self, state: TaskState, cfg: Any) -> int:
@@ -420,6 +419,11 @@ def _nbytes(torch: Any, obj: Any) -> int:
     if isinstance(obj, dict):
         return sum(_nbytes(torch, o) for o in obj.values())
     return 0
+
+
+def _isolation(req: dict[str, Any]) -> tuple[bool, bool]:
+    """What a client process is started with, and a spare must match: (namespaces, writes confined)."""
+    return bool(req.get("namespaces")), bool(req.get("filesystem", True))
 
 
 def _candidate_env() -> dict[str, str]:

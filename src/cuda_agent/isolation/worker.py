@@ -37,7 +37,7 @@ class WorkerDied(Exception):
 
 class WatchedProcess:
     """A sandboxed child in its own session, watched from outside: its process tree and
-    memory (`tree_violation`), why it died, its log tail, and a kill that reaches everything
+    memory (`_watch`), why it died, its log tail, and a kill that reaches everything
     it started. Subclasses add the channel (a pipe for data workers, a socket for candidates).
     """
 
@@ -72,12 +72,11 @@ class WatchedProcess:
 
     def _watch(self) -> None:
         now = time.monotonic()
-        if now - self._last_watch < WATCH_INTERVAL_S:
-            return
+        if self._killed_for or now - self._last_watch < WATCH_INTERVAL_S:
+            return  # once killed, the reason stands (a later scan would find nothing and forget it)
         self._last_watch = now
         tree = process_tree(self.proc.pid)
         rss = resident_bytes(tree)
-        self._killed_for = None
         if rss > self.memory_limit:
             self._killed_for = (f"out of memory: {self.who} used {rss / 2**30:.1f} GiB, over the "
                                 f"{self.memory_limit / 2**30:.1f} GiB limit")

@@ -95,6 +95,11 @@ class Language(ABC):
         """Copy the artifact where the workspace's own loader finds it (agent convenience)."""
 
     # ---- the candidate process's side ---------------------------------------------------
+    def shared_writable(self) -> tuple[Path, ...]:
+        """Places outside scratch this language writes whatever the task (created here): the
+        candidate process allows them before it knows its language (`sandbox.confine_writes_early`)."""
+        return ()
+
     def sandbox_needs(self, scratch: Path) -> SandboxNeeds:
         return SandboxNeeds()
 
@@ -118,6 +123,11 @@ def register_language(name: str, target: str) -> None:
     global LANGUAGE_NAMES
     _REGISTRY[name] = target
     LANGUAGE_NAMES = tuple(_REGISTRY)
+
+
+def shared_writable_paths() -> list[Path]:
+    """Every registered language's `shared_writable` places."""
+    return [p for name in LANGUAGE_NAMES for p in get_language(name).shared_writable()]
 
 
 def get_language(name: str) -> Language:

@@ -89,14 +89,18 @@ class TritonLanguage(Language):
         return BuildResult(ok=True, library=str(manifest), seconds=time.monotonic() - t0,
                            compiled_units=len(files))
 
+    def shared_writable(self) -> tuple[Path, ...]:
+        shared = os.environ.get("CUDA_AGENT_TRITON_CACHE_DIR")
+        if not shared:
+            return ()
+        Path(shared).mkdir(parents=True, exist_ok=True)  # a cache shared between evaluations: faster,
+        return (Path(shared),)                            # and writable by every candidate
+
     def sandbox_needs(self, scratch: Path) -> SandboxNeeds:
         env: dict[str, str] = {}
-        writable: list[Path] = []
-        shared = os.environ.get("CUDA_AGENT_TRITON_CACHE_DIR")
-        if shared:  # a cache shared between evaluations: faster, and writable by every candidate
-            Path(shared).mkdir(parents=True, exist_ok=True)
-            env["TRITON_CACHE_DIR"] = shared
-            writable.append(Path(shared))
+        writable = list(self.shared_writable())
+        if writable:
+            env["TRITON_CACHE_DIR"] = str(writable[0])
         libcuda = _loaded_libcuda_dir()
         if libcuda and not os.environ.get("TRITON_LIBCUDA_PATH"):
             env["TRITON_LIBCUDA_PATH"] = libcuda
