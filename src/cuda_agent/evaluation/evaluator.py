@@ -21,7 +21,7 @@ from ..workspace import Workspace, open_workspace
 from .baselines import Baseline, BaselineCache
 from ..isolation.paths import default_cache_dir
 from .config import EvalConfig
-from .records import LOAD_STEPS, EvalResult, SpeedupSummary, TimeMs, TimingStats, TrialCheck, WorkloadResult
+from .records import EvalResult, SpeedupSummary, TimeMs, TimingStats, TrialCheck, WorkloadResult
 from .reward import describe, faster_over_workloads, milestone_reward, speedup_score
 from .timing import clearly_faster
 
@@ -222,7 +222,7 @@ def _take_answer(result: EvalResult, answer: dict[str, Any], cfg: EvalConfig) ->
     result.trials = [TrialCheck.model_validate(t) for t in answer.get("trials") or []]
     result.calls_per_interval = answer.get("batch")
     if answer.get("reason") and not answer.get("correct"):
-        result.load_step = answer.get("load_step") if answer.get("load_step") in LOAD_STEPS else None
+        result.load_step = answer.get("load_step")  # the judge admits only LOAD_STEPS
         return _fail(result, str(answer.get("stage", "worker")), str(answer["reason"]))
     result.correct = bool(answer.get("correct"))
     if not result.correct:
