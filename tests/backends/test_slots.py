@@ -93,6 +93,17 @@ def test_a_dead_slot_is_restarted_and_its_job_retried_once_then_reported(tmp_pat
     assert got["unpicklable"].attempts == 1 and "pickle" in got["unpicklable"].error.lower()  # the job's, not a dead slot
 
 
+def broken_factory():  # type: ignore[no-untyped-def]
+    raise RuntimeError("the model cannot load")
+
+
+def test_a_slot_whose_factory_fails_is_not_restarted_for_every_job(tmp_path: Path) -> None:
+    got = dict(collect(LocalSlots([SlotSpec("cpu:0")], tmp_path / "logs"), ["a", "b", "c"], broken_factory))
+    assert all(o.value is None and "could not start its work" in o.error for o in got.values()), got
+    assert "the model cannot load" in got["a"].error  # its log says why
+    assert (tmp_path / "logs" / "slot-cpu0.log").read_text().count("RuntimeError: the model cannot load") == 1  # once
+
+
 def test_results_arrive_as_each_job_completes(tmp_path: Path) -> None:
     order: list[tuple[str, float]] = []
     t0 = time.monotonic()

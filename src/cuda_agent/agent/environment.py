@@ -89,9 +89,13 @@ class Environment:
         return result
 
     async def aevaluate(self, config: EvalConfig | None = None) -> EvalResult:
-        """`evaluate` from async code: a sync evaluator runs off the event loop, an async one is awaited."""
-        result = await asyncio.get_running_loop().run_in_executor(None, self.evaluator, self.ws,
-                                                                  config or self.eval_config)
+        """`evaluate` from async code: an async evaluator is awaited here (not queued behind tool calls
+        in the thread pool), a sync one runs off the event loop."""
+        config = config or self.eval_config
+        if inspect.iscoroutinefunction(self.evaluator) or inspect.iscoroutinefunction(
+                getattr(self.evaluator, "__call__", None)):
+            return await self.evaluator(self.ws, config)
+        result = await asyncio.get_running_loop().run_in_executor(None, self.evaluator, self.ws, config)
         return await result if inspect.isawaitable(result) else result
 
     # ---- the end --------------------------------------------------------------------------------

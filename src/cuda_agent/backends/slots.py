@@ -121,6 +121,7 @@ class _SlotProcess:
         self.spec, self.log_path, self.factory = spec, log_path, factory
         self.proc: subprocess.Popen[bytes] | None = None
         self.stopped = False
+        self.broken: str | None = None  # its factory failed: every job of it fails at once
 
     def _start(self) -> subprocess.Popen[bytes]:
         env = child_environment({**os.environ, **self.spec.env})
@@ -130,17 +131,27 @@ class _SlotProcess:
                                     stdout=subprocess.PIPE, stderr=log, env=env, start_new_session=True)
         with suppress(OSError):  # if it died at once, sending the job finds out
             proc.stdin.write(self.factory)  # type: ignore[union-attr]
+            proc.stdin.flush()  # type: ignore[union-attr]
         return proc
 
     def run(self, job: Any) -> Outcome[Any]:
         for attempt in (1, 2):
             if self.stopped:
                 break
+            if self.broken:
+                return Outcome(self.spec.label, 0, error=self.broken)
             if self.proc is None or self.proc.poll() is not None:
                 self.proc = self._start()
                 if self.stopped:  # aborted while it started: `kill` found nothing to kill
                     self.kill()
                     break
+                try:  # the factory says it is ready: one that fails is not restarted for every job
+                    pickle.load(self.proc.stdout)  # type: ignore[arg-type]
+                except (OSError, EOFError, pickle.UnpicklingError, ValueError):
+                    self.kill()
+                    self.broken = f"slot {self.spec.label} could not start its work; see {self.log_path}:\n" \
+                                  f"{_tail(self.log_path)}"
+                    continue
             proc = self.proc
             assert proc.stdin is not None and proc.stdout is not None
             try:
@@ -226,7 +237,7 @@ class RaySlots(Slots):
         self.backend, self.address, self.num_cpus = backend, address, num_cpus
         self.max_retries = max_retries
         self.init_kwargs = init_kwargs or {}
-        self._refs: list[Any] = []
+        self._refs: set[Any] = set()  # the tasks not yet reported, for an abort
 
     def ray(self) -> Any:
         """The `ray` module, connected (to `address`, or to a local cluster it starts)."""
@@ -261,19 +272,23 @@ class RaySlots(Slots):
     def _feed(self, task: Any, factory: Factory, take: Callable[[], Any], put: Callable[[Any], None]) -> None:
         reported = threading.Semaphore(0)
 
-        def report(job: Any, fut: Future[Any]) -> None:
+        def report(job: Any, ref: Any, fut: Future[Any]) -> None:
             try:
                 label, ok, payload = fut.result()
                 put((job, Outcome(label, 1, payload if ok else None, None if ok else payload)))
             except BaseException as exc:  # the task raised, or its worker kept dying
                 put((job, Outcome("ray", 1 + self.max_retries, error=f"ray task failed: {exc}"[:4000])))
             finally:
+                self._refs.discard(ref)
                 reported.release()
 
+        from . import backend_class
+
+        devices_env = backend_class(self.backend).visible_devices_env
         submitted = 0
         while (job := take()) is not _END:
-            self._refs.append(ref := task.remote(factory, job))
-            ref.future().add_done_callback(partial(report, job))
+            self._refs.add(ref := task.remote(factory, job, devices_env))
+            ref.future().add_done_callback(partial(report, job, ref))
             submitted += 1
         for _ in range(submitted):  # wait for the reports, not the futures: a future's waiters
             reported.acquire()      # wake before its callbacks run, and the last result would be lost
@@ -281,14 +296,14 @@ class RaySlots(Slots):
     def _abort(self) -> None:
         import ray
 
-        for ref in self._refs:
+        for ref in list(self._refs):  # reports discard theirs meanwhile
             with suppress(Exception):  # finished already, or the cluster went away
                 ray.cancel(ref, force=True)
 
 
-def _ray_slot(factory: Factory, job: Any) -> tuple[str, bool, Any]:
+def _ray_slot(factory: Factory, job: Any, devices_env: str | None) -> tuple[str, bool, Any]:
     ok, payload = _call(factory(), job)
-    return f"ray:{os.environ.get('CUDA_VISIBLE_DEVICES', '') or 'cpu'}", ok, payload
+    return f"ray:{(os.environ.get(devices_env, '') if devices_env else '') or 'cpu'}", ok, payload
 
 
 def _call(work: Callable[[Any], Any], job: Any) -> tuple[bool, Any]:
@@ -315,7 +330,9 @@ def main() -> None:
     os.dup2(2, 1)  # stray prints (libraries, compilers) must not corrupt the reply stream
     sys.stdout = sys.stderr
     requests = sys.stdin.buffer
-    work = pickle.load(requests)()  # if this raises, the slot dies twice and its log says why
+    work = pickle.load(requests)()  # if this raises, the slot dies before "ready" and its log says why
+    replies.write(pickle.dumps(True))
+    replies.flush()
     while True:
         try:
             job = pickle.load(requests)

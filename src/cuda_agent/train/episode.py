@@ -97,6 +97,9 @@ class TokenEpisode:
         text = self.tokenizer.decode(token_ids, skip_special_tokens=True)
         return parse_tool_calls(text)
 
+    async def _evaluate(self, ws: Any, _config: Any) -> Any:
+        return await self.evaluator.evaluate(ws)
+
     # ---- the loop ---------------------------------------------------------------------------
     async def run(self, task: Task, sampling_params: dict[str, Any], request_id: str | None = None) -> EpisodeOutput:
         cfg = self.config
@@ -104,7 +107,7 @@ class TokenEpisode:
         env = await asyncio.get_running_loop().run_in_executor(None, functools.partial(
             Environment.fresh, task, cfg.backend, workdir=cfg.workdir, prefix=f"ep-{request_id[:8]}-",
             keep=cfg.keep_workspace, tool_config=cfg.tool_config,
-            evaluator=lambda ws, _config: self.evaluator.evaluate(ws)))
+            evaluator=self._evaluate))
         with env:
             return await self._rollout(env, sampling_params, request_id)
 
