@@ -4,6 +4,8 @@ the group, a thread that ended still counts, and a tree that does not stop is re
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -124,3 +126,18 @@ def test_a_tree_that_does_not_stop_is_reported(stand_in, monkeypatch):
     tree = FrozenTree(proc.pid)
     tree.STOP_LIMIT_S = 0.2
     assert tree.freeze() is False
+
+
+def test_a_tree_resumed_after_it_was_seen_stopped_is_not_still_frozen(stand_in):
+    # a red-team candidate armed timers that sent itself SIGCONT after the judge's SIGSTOP
+    proc, _ = stand_in("group")
+    time.sleep(0.3)
+    tree = FrozenTree(proc.pid)
+    assert tree.freeze() and tree.still_frozen()
+    assert 0 < tree.stopped_at <= time.perf_counter()
+    os.kill(proc.pid, signal.SIGCONT)  # not the judge's doing
+    time.sleep(0.3)  # its sleeping threads wake on nothing, but the main one runs its wait loop
+    os.kill(proc.pid, signal.SIGSTOP)
+    time.sleep(0.1)
+    assert not tree.still_frozen()
+    tree.close()

@@ -107,6 +107,13 @@ class CandidateLink(WatchedProcess):
     def thaw(self) -> None:
         self.tree.thaw()
 
+    def stopped_at(self) -> float:
+        """perf_counter() when the last freeze saw every thread stopped."""
+        return self.tree.stopped_at
+
+    def still_frozen(self) -> bool:
+        return self.tree.still_frozen()
+
     def cpu_ns(self) -> int:
         """CPU time of the candidate's processes, threads that ended included, in ns."""
         return self.tree.cpu_ns()
@@ -137,6 +144,7 @@ class FrozenTree:
         self._stopped: dict[int, dict[str, tuple[int, ...]]] | None = None  # see _wait_stopped
         self._scanned_at: int | None = None  # the last PID allocated before the tree's last scan
         self._pidfds: dict[int, int] = {}
+        self.stopped_at = 0.0  # perf_counter() when the last freeze saw the tree stopped
 
     def freeze(self) -> bool:
         """Stop the tree; False when some thread of it still runs at the limit."""
@@ -159,37 +167,47 @@ class FrozenTree:
     def _wait_stopped(self, tree: list[int]) -> dict[int, dict[str, tuple[int, ...]]] | None:
         """SIGSTOP lands asynchronously, and /proc's CPU counters of a running thread lag: wait
         until every thread of the process tree is stopped, so CPU read from now on is CPU used
-        while frozen. Returns each stopped thread's CPU counters by process (`cpu_ns` compares
-        against them), or None when some thread still runs at the limit.
+        while frozen. Returns each stopped thread's CPU counters by process (`still_frozen` and
+        `cpu_ns` compare against them), or None when some thread still runs at the limit;
+        `stopped_at` is when the tree was seen stopped (the end of a timed interval).
 
         A tree whose every thread is stopped cannot change, and a process or thread joins it
         only with a new PID: when none was allocated in the judge's PID namespace since the
-        tree was last scanned, `tree` stands; else one /proc scan confirms it."""
+        tree was last scanned, `tree` stands; else one /proc scan confirms it. A thread that
+        ran after it was seen stopped (something sent SIGCONT: a red-team candidate armed
+        timers to) means it was not: the wait goes on, and its time with it."""
         end = time.monotonic() + self.STOP_LIMIT_S
         while time.monotonic() < end:
             if not all(_threads_stopped(pid) for pid in tree):
                 time.sleep(0.0002)
                 continue
+            seen_at, counters = time.perf_counter(), {pid: _thread_counters(pid) for pid in tree}
             mark = _last_pid()
-            if self._stopped and mark is not None and mark == self._scanned_at:
-                return {pid: _thread_counters(pid) for pid in tree}
-            now = process_tree(self.root)
-            if set(now) == set(tree):
+            if not (self._stopped and mark is not None and mark == self._scanned_at):
+                now = process_tree(self.root)
+                if set(now) != set(tree):
+                    self._signal(signal.SIGSTOP, [pid for pid in now if pid not in tree])  # started before it stopped
+                    tree = now
+                    continue
                 self._scanned_at = mark
-                return {pid: _thread_counters(pid) for pid in tree}
-            self._signal(signal.SIGSTOP, [pid for pid in now if pid not in tree])  # started before it stopped
-            tree = now
+            if {pid: _thread_counters(pid) for pid in tree} == counters:
+                self.stopped_at = seen_at
+                return counters
         self._scanned_at = None
         return None
+
+    def still_frozen(self) -> bool:
+        """No thread of the tree has run since it was seen stopped (any run moves its counters)."""
+        return self.frozen and self._stopped is not None and \
+            {pid: _thread_counters(pid) for pid in self._stopped} == self._stopped
 
     def cpu_ns(self) -> int:
         """CPU time of the tree's processes in ns, from each one's CPU clock: threads that ended
         count too (per-thread /proc counters lose them). While frozen, the threads seen stopped
         are re-read; only when one of them ran since (or a thread came or went) can the tree
         have changed, and /proc is scanned for it again."""
-        if self.frozen and self._stopped is not None:
-            if {pid: _thread_counters(pid) for pid in self._stopped} == self._stopped:
-                return _process_ns(self._stopped)
+        if self.still_frozen():
+            return _process_ns(self._stopped)  # type: ignore[arg-type]
         return _process_ns(process_tree(self.root))
 
     def _signal(self, sig: int, pids: list[int]) -> None:

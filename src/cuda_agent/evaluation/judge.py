@@ -534,6 +534,13 @@ class _CandidateSession:
             raise Verdict("guard", "the candidate kept running after it was stopped: a thread or process of it "
                                    "escaped the freeze (it would work while the judge reads or times)")
 
+    def check_still_frozen(self) -> None:
+        """Nothing of the candidate ran since it was seen stopped (a stopped thread runs only if
+        something resumed it: its outputs could change while the judge reads them)."""
+        if self.role == "candidate" and not self.link.still_frozen():
+            raise Verdict("guard", "the candidate ran while it was frozen: something resumed it (SIGCONT) "
+                                   "after the judge had stopped it")
+
     def check_syscall_filter(self) -> None:
         """Corroborate from /proc that every thread of the loaded candidate runs under the
         syscall filter: a language that spawns compilers while loading has the strict filter
@@ -620,6 +627,7 @@ class _CandidateSession:
         self.judge.backend.idle_probe()
         self.freeze()
         outs = self.collect(msg, len(slots), stage)
+        self.check_still_frozen()
         self.release(stage)
         return outs
 
@@ -707,6 +715,7 @@ class _CandidateSession:
     def after_own_interval(self) -> None:
         """The candidate was frozen while the judge timed its own model: any CPU it used
         meanwhile is work hidden from its own intervals (or aimed at the baselines')."""
+        self.check_still_frozen()
         used = (self.link.cpu_ns() - self.cpu_before) / 1e6
         if used > CPU_IDLE_ALLOWANCE_MS:
             raise Verdict("guard", f"work outside its timed calls: the candidate used {used:.1f} ms of CPU while "
@@ -725,13 +734,14 @@ class _CandidateSession:
         tp = time.perf_counter()
         self.judge.backend.idle_probe()
         t1 = time.perf_counter()
-        self.freeze()
-        self.probe_slow = self.judge.probe_was_slow((t1 - tp) * 1000)
+        self.freeze()  # the interval ends when every thread is seen stopped: work done after "done"
+        self.probe_slow = self.judge.probe_was_slow((t1 - tp) * 1000)  # while SIGSTOP lands is inside
         if self.probe_slow and self.role == "candidate":
             self.busy_probes += 1
         self.pending = self.collect(msg, m, "time")  # read while it is frozen
+        self.check_still_frozen()
         self.release("time")
-        self.last_ms = (t1 - t0) * 1000
+        self.last_ms = (max(t1, self.link.stopped_at()) - t0) * 1000
         return self.last_ms
 
     def check_inputs_untouched(self, values: list[Any], positions: list[int], r: int) -> None:

@@ -293,7 +293,7 @@ _OWN_PID_SYSCALLS = {"kill": (62, 129), "tgkill": (234, 131), "rt_sigqueueinfo":
 # baseline client's threads to one CPU with sched_setaffinity and got reward 2 for a slower kernel)
 _SELF_TARGET_SYSCALLS = {"sched_setaffinity": (203, 122), "prlimit64": (302, 261)}
 _SECCOMP = {"x86_64": (0xC000003E, 317, 56, 435, 16), "aarch64": (0xC00000B7, 277, 220, 435, 29)}
-_CLONE_THREAD = 0x00010000
+_CLONE_THREAD, _CLONE_VFORK = 0x00010000, 0x00004000
 _CLONE_NEW_NAMESPACES = 0x7E020000  # NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET
 _TIOCSTI, _TIOCLINUX = 0x5412, 0x541C  # typing into (or reading) the controlling terminal
 _RET_ALLOW, _RET_KILL_PROCESS, _RET_ERRNO = 0x7FFF0000, 0x80000000, 0x00050000
@@ -351,7 +351,8 @@ def seccomp_program(machine: str, own_pid: int, allow_processes: bool = False) -
         prog += [(_JEQ, 0, 4, nr_clone), (_LD_ABS, 0, 0, _ARG0_OFF), (_JSET, 1, 0, _CLONE_NEW_NAMESPACES),
                  (_RET, 0, 0, _RET_ALLOW), (_RET, 0, 0, eperm)]
     else:
-        prog += [(_JEQ, 0, 5, nr_clone), (_LD_ABS, 0, 0, _ARG0_OFF), (_JSET, 2, 0, _CLONE_NEW_NAMESPACES),
+        # a vfork-style thread: its parent waits in an uninterruptible sleep that SIGSTOP does not reach
+        prog += [(_JEQ, 0, 5, nr_clone), (_LD_ABS, 0, 0, _ARG0_OFF), (_JSET, 2, 0, _CLONE_NEW_NAMESPACES | _CLONE_VFORK),
                  (_JSET, 0, 1, _CLONE_THREAD), (_RET, 0, 0, _RET_ALLOW), (_RET, 0, 0, eperm)]
     prog += [(_JEQ, 0, 5, nr_ioctl), (_LD_ABS, 0, 0, _ARG1_OFF), (_JEQ, 2, 0, _TIOCSTI), (_JEQ, 1, 0, _TIOCLINUX),
              (_RET, 0, 0, _RET_ALLOW), (_RET, 0, 0, eperm)]
@@ -381,7 +382,7 @@ def deny_syscalls(allow_processes: bool = False) -> dict[str, Any]:
     return {"seccomp": f"on ({machine}, {len(prog)} instructions, all {threads} threads)",
             "denied": sorted(n for n, nums in _DENY_SYSCALLS.items() if nums[col] is not None
                              and not (allow_processes and n in _PROCESS_SYSCALLS))
-            + (["clone with namespace flags"] if allow_processes else ["clone without CLONE_THREAD"])
+            + (["clone with namespace flags"] if allow_processes else ["clone without CLONE_THREAD or with CLONE_VFORK"])
             + ["clone3 (ENOSYS)", "signals to other processes", "affinity and limits of other processes"]}
 
 
