@@ -33,6 +33,7 @@ def flush_l2(buf: torch.Tensor) -> None:
 
 def run_task(path: Path, trials: int, timed: int, buf: torch.Tensor) -> dict:
     t0 = time.perf_counter()
+    torch.cuda.reset_peak_memory_stats()
     m = load(path)
     torch.manual_seed(42)
     init = m.get_init_inputs()
@@ -61,7 +62,7 @@ def run_task(path: Path, trials: int, timed: int, buf: torch.Tensor) -> dict:
     torch.cuda.empty_cache()
     times.sort()
     return {"task": str(path), "correct": correct, "median_ms": times[len(times) // 2],
-            "seconds": time.perf_counter() - t0}
+            "seconds": time.perf_counter() - t0, "peak_gib": torch.cuda.max_memory_allocated() / 2**30}
 
 
 def main() -> None:

@@ -153,8 +153,8 @@ class Backend(ABC):
         """Judge side: reads tensors the candidate process `pid` located, from outside it."""
 
     def idle_probe(self) -> None:
-        """Judge side: a tiny piece of device work, waited for. Its latency is long when some
-        other process still has work on the device (the device was not idle)."""
+        """Judge side: a tiny piece of device work, waited for: the end of every timed interval
+        (work a client left queued ahead of it is inside the interval)."""
 
 
 class Arena(ABC):
@@ -170,9 +170,10 @@ class Arena(ABC):
 
 class OutputReader(ABC):
     @abstractmethod
-    def read(self, where: dict, layout: dict) -> Any:
+    def read(self, where: dict, layout: dict, copy: bool = True) -> Any:
         """The tensor `layout` (dtype, shape, strides) at `where`, checked against the
-        allocation it names; raises SharingError on anything out of bounds."""
+        allocation it names; raises SharingError on anything out of bounds. `copy=False` may
+        return a view of the other process's memory (only for a trusted client's outputs)."""
 
     def close(self) -> None:
         """Unmap whatever was mapped."""

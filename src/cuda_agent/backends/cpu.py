@@ -119,7 +119,7 @@ class _ProcessReader(OutputReader):
     def __init__(self, pid: int) -> None:
         self.pid = pid
 
-    def read(self, where: dict, layout: dict) -> Any:
+    def read(self, where: dict, layout: dict, copy: bool = True) -> Any:
         address = where.get("address")
         if not isinstance(address, int) or address <= 0:
             raise SharingError("malformed output address")

@@ -230,10 +230,11 @@ class _CudaReader(OutputReader):
     def __init__(self, ipc: CudaIpc) -> None:
         self.ipc = ipc
 
-    def read(self, where: dict, layout: dict) -> Any:
+    def read(self, where: dict, layout: dict, copy: bool = True) -> Any:
         raw = self.ipc.tensor_at(str(where.get("handle", "")))
-        # a copy: the candidate frees (and may reuse) its memory once the judge has read it
-        return view_bytes(raw, layout, int(where.get("offset", -1))).clone()
+        view = view_bytes(raw, layout, int(where.get("offset", -1)))
+        # a copy (queued on the judge's stream at once): the candidate frees and reuses its memory
+        return view.clone() if copy else view
 
     def close(self) -> None:
         self.ipc.close_all()

@@ -69,7 +69,6 @@ class _Session:
     def __init__(self, sock: socket.socket, backend: Any, request: dict[str, Any], early: dict | None) -> None:
         self.sock, self.backend, self.req, self.early = sock, backend, request, early
         self.stage = "load"
-        self.outputs: list[Any] = []
 
     def send(self, msg: dict[str, Any]) -> None:
         try:
@@ -141,25 +140,27 @@ class _Session:
         self.send({"type": "ready", "sandbox": report})
 
     def serve(self) -> None:
+        """Run what the judge asks. A run first lets go of the outputs of the same model's last
+        run (the judge has read them by now; the baseline client keeps eager's while compile
+        runs, so the judge can compare against them in place), inside the interval for every
+        model alike."""
         import torch
 
         from .guards import GuardViolation, guarded
 
         guarded_model = guarded(self.model)
+        kept: dict[str, list[Any]] = {}
         while True:
             try:
                 msg, _ = _receive(self.sock)
             except (OSError, ValueError):
                 raise _Stop() from None
-            if msg.get("type") == "release":  # the judge has read the last batch (outside any timed interval)
-                self.outputs = []
-                self.send({"type": "released"})
-                continue
             if msg.get("type") != "run":
                 raise _Stop()
-            self.outputs = []
             self.stage = str(msg.get("stage", "verify"))
-            fn = guarded_model if msg.get("guard") else self.models.get(str(msg.get("model", "candidate")), self.model)
+            name = str(msg.get("model", "candidate"))
+            kept.pop(name, None)
+            fn = guarded_model if msg.get("guard") else self.models.get(name, self.model)
             outs = []
             try:
                 with torch.no_grad():
@@ -171,8 +172,10 @@ class _Session:
                 self.fail("guard", str(exc))
             except BaseException as exc:
                 self.fail(self.stage, describe_exception(exc))
-            self.outputs = outs
+            kept[name] = outs
+            del outs
             self.send({"type": "done", "outputs": described})
+
 
 def describe_output(backend: Any, obj: Any) -> Any:
     """The output's structure with each tensor replaced by where it lives (the baseline client

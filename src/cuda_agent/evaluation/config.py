@@ -11,7 +11,8 @@ class TimingConfig(BaseModel):
     warmup_ms: float = Field(default=100.0, description="run each model this long (at least two batches) before timing")
     min_trials: int = Field(default=30, ge=3, description="fewest interleaved rounds when the budget allows")
     max_trials: int = Field(default=2000, ge=3)
-    budget_s: float = Field(default=1.5, gt=0, description="target seconds of timed rounds")
+    budget_s: float = Field(default=1.0, gt=0, description="target wall seconds of the timed rounds, the judge's "
+                            "own work between intervals included")
     floor_trials: int = Field(default=10, ge=3, description="fewest rounds, even for slow models")
     input_set_bytes: int = Field(default=2 << 30, description="cap on memory for rotated input sets")
     confidence: float = Field(default=0.99, gt=0.5, lt=1.0, description="for the 'faster' decision")

@@ -21,9 +21,10 @@ from ..workspace import Workspace, open_workspace
 from .baselines import Baseline, BaselineCache
 from ..isolation.paths import default_cache_dir
 from .config import EvalConfig
-from .records import EvalResult, SpeedupSummary, TimeMs, TimingStats, TrialCheck, WorkloadResult
+from .protocol import JudgeAnswer, JudgeRequest
+from .records import LOAD_STEPS, EvalResult, SpeedupSummary, TimeMs, TimingStats, WorkloadResult
 from .reward import describe, faster_over_workloads, milestone_reward, speedup_score
-from .timing import clearly_faster
+from .timing import clearly_faster, median_interval
 
 
 def evaluate(workspace: Workspace | str | Path, config: EvalConfig | None = None, *,
@@ -178,59 +179,62 @@ def _run_workloads(ws: Workspace, task: Task, runs: list[tuple[Workload, bool]],
 
 
 def _judge_request(ws: Workspace, task: Task, backend: Backend, cfg: EvalConfig, cache_dir: Path, key: str,
-                   library: str | None, *, source: str | None = None, source_hash: str | None = None) -> dict[str, Any]:
+                   library: str | None, *, source: str | None = None, source_hash: str | None = None) -> JudgeRequest:
     from ..languages import get_language
 
-    return {
-        "config": cfg.model_dump(mode="json"), "task_source": task.source if source is None else source,
-        "task_hash": source_hash or task.content_hash,
-        "precision": getattr(task, "precision", None), "atol": task.atol, "rtol": task.rtol,
-        "workspace": str(ws.root), "library": library, "extension": get_language(ws.language).extension_name(backend.name),
-        "cache_dir": str(cache_dir), "baseline_key": key, "namespaces": cfg.guards.no_network,
-        "filesystem": cfg.guards.filesystem,
-        "address_space_limit": _address_space_limit(backend, cfg),
-        "limits": {"file_size_bytes": cfg.guards.max_file_bytes, "open_files": 4096,
-                   "cpu_seconds": int(cfg.worker_timeout_s * max(os.cpu_count() or 1, 1)) + 60, "processes": None},
-    }
+    return JudgeRequest(
+        config=cfg, task_source=task.source if source is None else source,
+        task_hash=source_hash or task.content_hash,
+        precision=getattr(task, "precision", None), atol=task.atol, rtol=task.rtol,
+        workspace=str(ws.root), library=library, extension=get_language(ws.language).extension_name(backend.name),
+        cache_dir=str(cache_dir), baseline_key=key, namespaces=cfg.guards.no_network,
+        filesystem=cfg.guards.filesystem,
+        address_space_limit=_address_space_limit(backend, cfg),
+        limits={"file_size_bytes": cfg.guards.max_file_bytes, "open_files": 4096,
+                "cpu_seconds": int(cfg.worker_timeout_s * max(os.cpu_count() or 1, 1)) + 60, "processes": None},
+    )
 
 
-def _ask_judge(backend: Backend, request: dict[str, Any], cfg: EvalConfig, result: EvalResult) -> dict[str, Any] | None:
+def _ask_judge(backend: Backend, request: JudgeRequest, cfg: EvalConfig, result: EvalResult) -> JudgeAnswer | None:
     """The judge's answer, or None after recording why the trusted side failed."""
     from .judge_client import JudgeFault, get_judge
 
     # the judge enforces the stage limits; this bound only catches a judge that hangs itself
     bound = cfg.worker_timeout_s + 2 * cfg.timing.budget_s + 300.0
     try:
-        answer = get_judge(backend.name).request(request, bound)
+        answer = JudgeAnswer.model_validate(get_judge(backend.name).request(request.model_dump(mode="json"), bound))
     except JudgeFault as exc:
         _fail(result, "worker", f"infrastructure: {exc}")
         return None
-    if answer.get("type") != "result":
-        _fail(result, "worker", f"infrastructure: {answer.get('message', answer)}")
+    except ValueError as exc:
+        _fail(result, "worker", f"infrastructure: the judge's answer did not parse: {exc}")
+        return None
+    if answer.type != "result":
+        _fail(result, "worker", f"infrastructure: {answer.message or answer.type}")
         return None
     return answer
 
 
-def _take_answer(result: EvalResult, answer: dict[str, Any], cfg: EvalConfig) -> tuple[list[float], list[float]] | None:
+def _take_answer(result: EvalResult, answer: JudgeAnswer, cfg: EvalConfig) -> tuple[list[float], list[float]] | None:
     """Fill `result` from the judge's answer; the per-round time ratios (candidate / eager,
     candidate / compile) when it was timed."""
-    result.device = str(answer.get("device", ""))
-    result.phases.update(answer.get("phases") or {})
-    result.sandbox = dict(answer.get("sandbox") or {})
-    result.worker_log = str(answer.get("candidate_log", ""))
-    result.flags.extend(answer.get("flags") or [])
-    result.trials = [TrialCheck.model_validate(t) for t in answer.get("trials") or []]
-    result.calls_per_interval = answer.get("batch")
-    if answer.get("reason") and not answer.get("correct"):
-        result.load_step = answer.get("load_step")  # the judge admits only LOAD_STEPS
-        return _fail(result, str(answer.get("stage", "worker")), str(answer["reason"]))
-    result.correct = bool(answer.get("correct"))
+    result.device = answer.device
+    result.phases.update(answer.phases)
+    result.sandbox = dict(answer.sandbox)
+    result.worker_log = answer.candidate_log
+    result.flags.extend(answer.flags)
+    result.trials = list(answer.trials)
+    result.calls_per_interval = answer.batch
+    result.judge = {"probes": answer.probes.model_dump(), "memory": answer.memory.model_dump()}
+    if answer.reason and not answer.correct:
+        result.load_step = answer.load_step if answer.load_step in LOAD_STEPS else None  # type: ignore[assignment]
+        return _fail(result, str(answer.stage or "worker"), answer.reason)
+    result.correct = answer.correct
     if not result.correct:
         return _fail(result, "worker", "the judge reached no verdict")
-    cached = Baseline.model_validate(answer["cached_baseline"]) if answer.get("cached_baseline") else None
-    samples = answer.get("samples") if cfg.measure else None
-    ratios = _finish(result, cfg, samples, (samples or {}).get("compile"), cached)
-    bound = answer.get("speed_of_light_ms")
+    samples = answer.samples if cfg.measure else None
+    ratios = _finish(result, cfg, samples, answer.solo, answer.cached_baseline)
+    bound = answer.speed_of_light_ms
     if samples and bound and median(samples["candidate"]) < bound and result.reward > 1:
         result.reward = 1
         result.speedup_score = min(result.speedup_score, 0.0)
@@ -251,12 +255,12 @@ def measure_baselines(workspace: Workspace | str | Path, config: EvalConfig | No
     cached = BaselineCache(cache_dir).get(key) if cfg.use_baseline_cache else None
     if cached is not None and cached.compile is not None:
         return cached
-    request = {**_judge_request(ws, ws.task, backend, cfg, cache_dir, key, None), "baselines_only": True}
+    request = _judge_request(ws, ws.task, backend, cfg, cache_dir, key, None).model_copy(update={"baselines_only": True})
     probe = EvalResult(task=ws.task.name, task_hash=ws.task.content_hash, backend=backend.name)
     answer = _ask_judge(backend, request, cfg, probe)
     if answer is None:
         raise RuntimeError(probe.reason)
-    samples = answer.get("samples") or {}
+    samples = answer.samples or {}
     if not samples.get("eager"):
         raise RuntimeError("the judge measured no baseline")
     return Baseline(eager=TimingStats.of(samples["eager"]),
@@ -264,34 +268,50 @@ def measure_baselines(workspace: Workspace | str | Path, config: EvalConfig | No
 
 
 def _finish(result: EvalResult, cfg: EvalConfig, samples: dict[str, list[float]] | None,
-            compile_samples: list[float] | None, cached: Baseline | None) -> tuple[list[float], list[float]] | None:
-    """Reward and speedups from the samples; returns the per-round ratios (vs eager, vs compile)."""
+            solo: dict[str, list[float]], cached: Baseline | None) -> tuple[list[float], list[float]] | None:
+    """Reward and speedups from the samples; returns the per-round ratios (vs eager, vs compile).
+
+    One statistic for the label and the numbers: each speedup printed is the inverse of the
+    median per-round time ratio, and "faster" asks whether that ratio's whole confidence
+    interval clears the margin. The claim must also hold against the baselines timed alone
+    before the candidate was loaded (`solo`): a candidate that left work on the device to slow
+    the interleaved baselines gains nothing, and the reason says when that is what decided."""
     result.stage = "done"
     ratios: tuple[list[float], list[float]] | None = None
     fe = fc = False
     s_eager = s_compile = None
+    notes: list[str] = []
     if samples is not None:
         eager, cand = samples["eager"], samples["candidate"]
         n = min(len(eager), len(cand))
+        c_med = median(cand)
         result.eager_stats = TimingStats.of(eager)
         result.candidate_stats = TimingStats.of(cand)
-        c_med = median(cand)
-        s_eager = median(eager) / c_med
         ratios = ([cand[i] / eager[i] for i in range(n)], [])
+        s_eager = _speedup(ratios[0], cfg, result, "eager")
         fe = clearly_faster(ratios[0], cfg.margin, cfg.timing.confidence)
+        if fe and not _beats_solo(c_med, solo.get("eager"), cfg.margin):
+            fe = False
+            notes.append(_solo_note("eager", eager, solo["eager"]))
+        compile_samples = samples.get("compile")
         compile_ref: list[float] | None = None
         if compile_samples:
             result.compile_stats = TimingStats.of(compile_samples)
             compile_ref = compile_samples[:n]
         elif cached is not None and cached.compile is not None:
-            drift = min(2.0, max(0.5, median(eager) / cached.eager.median))
+            # how eager moved since the cached baseline, read from eager timed alone where there is one
+            now = median(solo["eager"]) if solo.get("eager") else median(eager)
+            drift = min(2.0, max(0.5, now / cached.eager.median))
             result.compile_stats = cached.compile
             result.baseline_cached = True
             compile_ref = [cached.compile.median * drift] * n
         if compile_ref:
-            s_compile = median(compile_ref) / c_med
             ratios[1].extend(cand[i] / compile_ref[i] for i in range(n))
+            s_compile = _speedup(ratios[1], cfg, result, "compile")
             fc = clearly_faster(ratios[1], cfg.margin, cfg.timing.confidence)
+            if fc and compile_samples and not _beats_solo(c_med, solo.get("compile"), cfg.margin):
+                fc = False
+                notes.append(_solo_note("torch.compile", compile_samples, solo["compile"]))
         result.time_ms = TimeMs(eager=median(eager), candidate=c_med,
                                 compile=median(compile_ref) if compile_ref else None)
     result.faster_than_eager, result.faster_than_compile = fe, fe and fc
@@ -299,9 +319,29 @@ def _finish(result: EvalResult, cfg: EvalConfig, samples: dict[str, list[float]]
     result.reward = milestone_reward(result.correct, fe, fc)
     result.speedup_score = speedup_score(result.correct, s_compile)
     result.reason = describe(result.correct, fe, fe and fc, s_eager, s_compile)
-    if result.flags:
-        result.reason += "; " + "; ".join(result.flags)
+    for note in [*notes, *result.flags]:
+        result.reason += "; " + note
     return ratios
+
+
+def _speedup(ratios: list[float], cfg: EvalConfig, result: EvalResult, base: str) -> float:
+    """base time / candidate time as the reward reads it: 1 / the median per-round ratio, with
+    its confidence interval (the same order statistics `clearly_faster` uses) recorded."""
+    lo, hi = median_interval(ratios, cfg.timing.confidence)
+    result.speedup_interval[base] = [1 / hi if hi > 0 else 0.0, 1 / lo if lo > 0 else float("inf")]
+    mid = median(ratios)
+    return 1 / mid if mid > 0 else float("inf")
+
+
+def _beats_solo(candidate_ms: float, solo: list[float] | None, margin: float) -> bool:
+    """The candidate is also faster by the margin than the baseline timed with no candidate loaded."""
+    return not solo or candidate_ms < (1 - margin) * median(solo)
+
+
+def _solo_note(name: str, interleaved: list[float], solo: list[float]) -> str:
+    return (f"not credited as faster than {name}: {name} took {median(interleaved) / median(solo):.2f}x as long "
+            f"beside the candidate as it did alone before the candidate was loaded, and the candidate does not "
+            f"beat the time alone by the margin (work left on the device while frozen slows the baselines)")
 
 
 def _baseline_key(task_hash: str, backend: Backend, cfg: EvalConfig, precision: str | None) -> str:

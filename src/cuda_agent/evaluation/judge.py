@@ -6,13 +6,18 @@ and decides the reward. The candidate runs in a sandboxed client process (candid
 maps the judge's input arena and says where its outputs are; the judge reads them from
 outside that process and compares them on the device, for every call, verified or timed.
 
-Timing is the judge's own clock around a batch of calls, the same way for every model: for
-eager and compile around the judge's own calls, for the candidate from the command it sends
-to the answer it gets plus a device-idle probe (work the candidate left running shows as a
-slow probe, and is inside the interval). While the judge times its own models the candidate
-is frozen (SIGSTOP), and its CPU time is read from /proc around every interval.
+Timing is the judge's own clock around a batch of calls, the same way for every model: from
+the command it sends to the answer it gets plus a tiny device-side marker (work the candidate
+left queued runs before the marker, inside the interval). On the GPU the judge snapshots the
+candidate's outputs right behind that marker, before anything else can run: work still going
+after "done" is inside the interval or leaves a wrong output, a fact rather than a latency
+guess. The baselines are also timed alone before the candidate is loaded, so work it leaves
+on the device to slow them shows as a gap between the two, and the cached baselines come from
+the solo runs only. While the judge times its own models the candidate is frozen (SIGSTOP),
+and its CPU time is read from /proc around every interval.
 
-Requests and answers are JSON lines on the judge's own pipes, which no candidate holds.
+Requests and answers are typed records (`protocol.py`) on the judge's own pipes, which no
+candidate holds.
 """
 
 from __future__ import annotations
@@ -30,11 +35,15 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-IDLE_PROBE_SLACK_MS = 0.5   # a probe this much slower than its calibration: the device was busy
-IDLE_VIOLATIONS = 3         # ... on this many intervals: work left running on the device
+from .protocol import JudgeAnswer, JudgeRequest
+
 CPU_IDLE_ALLOWANCE_MS = 5.0  # candidate CPU while frozen / between its calls, per interval
-SPARES = 2  # warm client processes: the baselines' and the candidate's
+SPARES = 2  # warm candidate processes (the baseline client is kept per task instead)
 PRECISIONS = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+RESIDENT_BYTES = 1 << 30  # trial inputs, reference outputs and input stacks kept between evaluations up to this
+SOLO_ROUNDS = 7  # baseline batches timed before the candidate is loaded
+CONTEXT_BYTES = 600 << 20  # a CUDA context and its allocator's slack, per client process
+PROBE_SAMPLE = 64  # marker latencies kept per role in the answer
 
 
 class JudgeError(Exception):
@@ -51,18 +60,32 @@ class Verdict(Exception):
 
 # ---- the trusted side of a task, kept warm between evaluations --------------------------
 @dataclass
+class Trial:
+    inputs: list[Any]
+    ref: Any
+    after: list[Any] | None  # the inputs as the reference leaves them, where it mutates them
+
+
+@dataclass
 class TaskState:
     key: str
     module: types.ModuleType
     reference: Any
     init_args: list[Any]
-    trial_inputs: list[list[Any]]
-    trial_refs: list[Any]
-    inputs_after: list[list[Any] | None]  # where the reference mutates its inputs
+    seeds: list[int]
+    dtype: Any
+    trials: list[Trial] | None  # kept on the device only while small (`RESIDENT_BYTES`)
+    mutates: bool
     ref_varies: bool
     work: dict[str, float]
     eager_ms: float
+    set_bytes: int  # one call's tensor inputs
+    out_bytes: int  # one call's outputs
+    forward_bytes: int  # the reference's peak allocation over one call, inputs and outputs excluded
     stacks: dict[int, Any] = field(default_factory=dict)
+
+    def resident(self, m: int) -> bool:
+        return (self.set_bytes + self.out_bytes) * len(self.seeds) + m * self.set_bytes <= RESIDENT_BYTES
 
 
 def module_from_source(name: str, source: str) -> types.ModuleType:
@@ -99,6 +122,31 @@ def _identical(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
+def _fingerprint(obj: Any) -> Any:
+    """What `_identical` compares, small enough to keep: two sums over the tensor's bits, in
+    chunks (equal tensors give equal prints; a changed output changes them but by a vanishing
+    chance), so the judge need not hold a large output to compare it with the next."""
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        flat = obj.detach().contiguous().view(-1)
+        nbytes = flat.numel() * flat.element_size()
+        words = flat.view(torch.uint8)
+        words = words.view(torch.int32) if nbytes % 4 == 0 else words.to(torch.int32)
+        plain = mixed = 0
+        step = 1 << 26
+        for at in range(0, words.numel(), step):
+            chunk = words[at:at + step]
+            plain += int(chunk.sum())
+            mixed += int((chunk ^ (chunk >> 7)).mul_(-1640531535).sum())  # wraps in int32: deterministic
+        return (tuple(obj.shape), str(obj.dtype), plain, mixed)
+    if isinstance(obj, dict):
+        return tuple((k, _fingerprint(v)) for k, v in sorted(obj.items()))
+    if isinstance(obj, (list, tuple)):
+        return tuple(_fingerprint(x) for x in obj)
+    return repr(obj)
+
+
 class Judge:
     """Everything trusted about evaluations on one device."""
 
@@ -115,51 +163,113 @@ class Judge:
         torch.empty(1, device=self.device)
         self.state: TaskState | None = None
         self.spares: list[Any] = []
+        self.baseline: _CandidateSession | None = None  # the baseline client, kept while the task stays
         self._unit_cache: dict[int, tuple[Any, bool]] = {}  # fresh_inputs: stacked input id -> lies in [0, 1]
+        self._probes: Any = None  # the current answer's ProbeStats
         self.probe_ms = self._calibrate_probe()
 
-    # ---- the trusted phase -------------------------------------------------------------
-    def task_state(self, req: dict[str, Any], cfg: Any) -> TaskState:
-        """Reference, inputs and reference outputs for the request's task; reused while the
-        same task (and seeds) comes back, so a warm re-evaluation skips all of it."""
-        torch = self.torch
-        from .guards import inputs_changed
+    def note_probe(self, role: str, ms: float) -> None:
+        """Keep the end marker's latency for diagnosis (the first PROBE_SAMPLE per role)."""
+        if self._probes is not None:
+            kept = self._probes.candidate if role == "candidate" else self._probes.baseline
+            if len(kept) < PROBE_SAMPLE:
+                kept.append(round(ms, 4))
 
-        dtype = getattr(torch, PRECISIONS[req["precision"]]) if req.get("precision") else None
-        key = json.dumps([req["task_hash"], cfg.seed, cfg.trials, req.get("precision")])
+    # ---- the trusted phase -------------------------------------------------------------
+    def task_state(self, req: JudgeRequest, cfg: Any) -> TaskState:
+        """Reference, inputs and reference outputs for the request's task; reused while the
+        same task (and seeds) comes back, so a warm re-evaluation skips all of it. A task whose
+        trials are large is regenerated per trial instead of held (`trial`)."""
+        torch = self.torch
+        dtype = getattr(torch, PRECISIONS[req.precision]) if req.precision else None
+        key = json.dumps([req.task_hash, cfg.seed, cfg.trials, req.precision])
         if self.state is not None and self.state.key == key:
             return self.state
-        self.state = None
-        module = module_from_source("reference_task", req["task_source"])
+        self.drop_task()
+        module = module_from_source("reference_task", req.task_source)
         torch.manual_seed(cfg.seed)
         init_args = list(module.get_init_inputs())
         reference = module.Model(*init_args)
         if dtype is not None:
             reference = reference.to(dtype)
         reference = reference.to(self.device).eval()
-        trial_inputs, refs, after = [], [], []
+        seeds = cfg.trial_seeds()
+        self.backend.synchronize()
+        base_alloc = self._allocated()
+        self._reset_peak()
+        first = self._make_trial(module, reference, seeds[0], dtype)
+        set_bytes, out_bytes = _nbytes(torch, first.inputs), _nbytes(torch, first.ref)
+        forward = max(0, self._peak() - base_alloc - 2 * set_bytes - out_bytes)
+        prints = [_fingerprint(first.ref)]
+        keep = (set_bytes + out_bytes) * len(seeds) <= RESIDENT_BYTES
+        trials: list[Trial] | None = [first] if keep else None
+        mutates = first.after is not None
         with torch.no_grad():
-            for seed in cfg.trial_seeds():
-                torch.manual_seed(seed)
-                with self.device:
-                    inputs = list(module.get_inputs())
-                inputs = _cast([x.to(self.device).contiguous() if isinstance(x, torch.Tensor) else x
-                                for x in inputs], dtype)
-                args = _clone(inputs)
-                refs.append(reference(*args))
-                self.backend.synchronize()
-                after.append(args if inputs_changed(inputs, args) else None)
-                trial_inputs.append(inputs)
+            for seed in seeds[1:]:
+                trial = self._make_trial(module, reference, seed, dtype)
+                prints.append(_fingerprint(trial.ref))
+                mutates = mutates or trial.after is not None
+                if trials is not None:
+                    trials.append(trial)
+                del trial
             t0 = time.perf_counter()
             for _ in range(3):
-                reference(*_clone(trial_inputs[0]))
+                reference(*_clone(first.inputs))
             self.backend.synchronize()
         eager_ms = (time.perf_counter() - t0) * 1000 / 3
-        varies = any(not _identical(refs[0], r) for r in refs[1:])
-        self.state = TaskState(key=key, module=module, reference=reference, init_args=init_args,
-                               trial_inputs=trial_inputs, trial_refs=refs, inputs_after=after,
-                               ref_varies=varies, work=self._work_of(reference, trial_inputs[0]), eager_ms=eager_ms)
+        self.state = TaskState(key=key, module=module, reference=reference, init_args=init_args, seeds=seeds,
+                               dtype=dtype, trials=trials, mutates=mutates,
+                               ref_varies=any(p != prints[0] for p in prints[1:]),
+                               work=self._work_of(reference, first.inputs), eager_ms=eager_ms,
+                               set_bytes=set_bytes, out_bytes=out_bytes, forward_bytes=forward)
         return self.state
+
+    def _make_trial(self, module: Any, reference: Any, seed: int, dtype: Any) -> Trial:
+        from .guards import inputs_changed
+
+        torch = self.torch
+        torch.manual_seed(seed)
+        with torch.no_grad():
+            with self.device:
+                inputs = list(module.get_inputs())
+            inputs = _cast([x.to(self.device).contiguous() if isinstance(x, torch.Tensor) else x for x in inputs], dtype)
+            args = _clone(inputs)
+            ref = reference(*args)
+            self.backend.synchronize()
+        return Trial(inputs=inputs, ref=ref, after=args if inputs_changed(inputs, args) else None)
+
+    def trial(self, state: TaskState, i: int) -> Trial:
+        """Trial i's inputs and reference outputs: kept, or made again from its seed."""
+        if state.trials is not None:
+            return state.trials[i]
+        return self._make_trial(state.module, state.reference, state.seeds[i], state.dtype)
+
+    def drop_task(self) -> None:
+        """Forget the task: its tensors, its baseline client, and the allocator's cached blocks,
+        so the next task starts from the memory the judge held before this one."""
+        if self.baseline is not None:
+            self.baseline.close()
+            self.baseline = None
+        self.state = None
+        self._unit_cache = {}
+        self.release_memory()
+
+    def release_memory(self) -> None:
+        import gc
+
+        gc.collect()
+        if self.backend.gpu:
+            self.torch.cuda.empty_cache()
+
+    def _allocated(self) -> int:
+        return int(self.torch.cuda.memory_allocated()) if self.backend.gpu else 0
+
+    def _peak(self) -> int:
+        return int(self.torch.cuda.max_memory_allocated()) if self.backend.gpu else 0
+
+    def _reset_peak(self) -> None:
+        if self.backend.gpu:
+            self.torch.cuda.reset_peak_memory_stats()
 
     def _work_of(self, reference: Any, inputs: list[Any]) -> dict[str, float]:
         """Least bytes any implementation must move and the flops the reference performs."""
@@ -180,7 +290,7 @@ class Judge:
                 "peak_bytes_per_s": float(peaks[0]), "peak_flops": float(peaks[1])}
 
     def _calibrate_probe(self) -> float:
-        """The idle probe's latency on an idle device (median of 30)."""
+        """The end-of-interval marker's latency on an idle device (median of 30)."""
         times = []
         for _ in range(30):
             t0 = time.perf_counter()
@@ -188,98 +298,166 @@ class Judge:
             times.append((time.perf_counter() - t0) * 1000)
         return median(times)
 
+    def check_memory(self, state: TaskState, m: int, answer: JudgeAnswer) -> None:
+        """One clear verdict for a task too large for the device, before anything is allocated
+        for it: what an evaluation holds at once (the judge's stack, two arenas, the candidate's
+        snapshot, a verification trial, and each client's outputs and working memory)."""
+        if not self.backend.gpu:
+            return
+        torch = self.torch
+        s, o, f = state.set_bytes, state.out_bytes, state.forward_bytes
+        judge = m * s + 2 * m * s + m * o + (0 if state.trials is not None else s + o) + f
+        clients = 2 * (m * o + f + CONTEXT_BYTES)
+        need = judge + clients + self._allocated()
+        free, total = torch.cuda.mem_get_info()
+        answer.memory.estimate_gib = need / 2**30
+        answer.memory.device_total_gib = total / 2**30
+        if need > total * 0.97:
+            raise JudgeError(f"the task needs about {need / 2**30:.1f} GiB of device memory for an evaluation "
+                             f"({m} call(s) per timed interval, {s / 2**30:.2f} GiB of inputs and "
+                             f"{o / 2**30:.2f} GiB of outputs per call); the device has {total / 2**30:.1f} GiB")
+
     # ---- one evaluation --------------------------------------------------------------------
-    def evaluate(self, req: dict[str, Any]) -> dict[str, Any]:
+    def evaluate(self, req: JudgeRequest) -> JudgeAnswer:
         from .baselines import BaselineCache
 
-        from .config import EvalConfig
-
-        cfg = EvalConfig.model_validate(req["config"])
-        out: dict[str, Any] = {"device": self.backend.device_name(), "phases": {}, "flags": [], "trials": []}
-        clock = _PhaseClock(out["phases"])
+        cfg = req.config
+        answer = JudgeAnswer(device=self.backend.device_name())
+        answer.probes.calibration_ms = self.probe_ms
+        self._probes = answer.probes
+        clock = _PhaseClock(answer.phases)
+        self.backend.synchronize()
+        start_alloc = self._allocated()
+        self._reset_peak()
         try:
             state = self.task_state(req, cfg)
         except Exception as exc:
+            self.drop_task()
             raise JudgeError(f"the reference task failed: {type(exc).__name__}: {exc}") from exc
         clock.mark("reference")
-        cache = BaselineCache(Path(req["cache_dir"])) if req.get("cache_dir") else None
-        cached = cache.get(req["baseline_key"]) if (cache and cfg.use_baseline_cache and cfg.measure) else None
-        req["measure_compile"] = cfg.measure and cfg.compile_mode is not None and cached is None
-        out["cached_baseline"] = cached.model_dump() if cached else None
-        out["work"] = state.work
-        if req.get("baselines_only"):
-            req["measure_compile"] = cfg.compile_mode is not None
+        cache = BaselineCache(Path(req.cache_dir)) if req.cache_dir else None
+        cached = cache.get(req.baseline_key) if (cache and cfg.use_baseline_cache and cfg.measure) else None
+        measure_compile = cfg.compile_mode is not None and (req.baselines_only or (cfg.measure and cached is None))
+        answer.cached_baseline = cached
+        answer.work = state.work
+        timed = cfg.measure or req.baselines_only
+        m = self.batch_size(state, cfg) if timed else 1
         base = cand = None
         try:
-            if cfg.measure or req.get("baselines_only"):
-                base = _CandidateSession(self, self._take_candidate(req), state, cfg, req, out, clock, role="baseline")
-                base.start()
-            if req.get("baselines_only"):
-                out.update(self._time(state, cfg, base, None, clock))
-                self._store_baseline(cache, req, out)
-                return out
-            cand = _CandidateSession(self, self._take_candidate(req), state, cfg, req, out, clock)
+            self.check_memory(state, m, answer)
+            if timed:
+                base = self._baseline_session(state, cfg, req, answer, clock, m, measure_compile)
+                answer.solo = self._solo(state, cfg, base, clock)
+            if req.baselines_only:
+                answer.samples = {k: list(v) for k, v in answer.solo.items()}
+                self._store_baseline(cache, req, answer, measure_compile)
+                return answer
+            cand = _CandidateSession(self, self._take_candidate(req), state, cfg, req, answer, clock, m=m)
             cand.start()
             cand.verify()
             clock.mark("verify")
-            out["correct"] = True
+            answer.correct = True
             if base is not None:
-                self._measure(state, cfg, base, cand, out, clock)
-                self._store_baseline(cache, req, out)
+                self._measure(state, cfg, base, cand, answer, clock)
+                self._store_baseline(cache, req, answer, measure_compile)
         except Verdict as v:
-            out.update(stage=v.stage, reason=v.reason, correct=False, load_step=v.load_step)
+            answer.stage, answer.reason, answer.correct, answer.load_step = v.stage, v.reason, False, v.load_step
         finally:
             if cand is not None:
-                out["candidate_log"] = cand.link.log_tail()
-            for session in (cand, base):
-                if session is not None:
-                    session.close()
-            if cfg.prespawn_worker:
+                answer.candidate_log = cand.link.log_tail()
+                cand.close()
+            if base is not None and (not base.link.alive() or not state.resident(m)):
+                self.baseline = None
+                base.close()
+            answer.memory.judge_peak_gib = self._peak() / 2**30
+            if not state.resident(m):
+                self.drop_task()
+            else:
+                self.release_memory()
+            answer.memory.judge_held_after_gib = max(0, self._allocated() - start_alloc) / 2**30
+            if cfg.prespawn_worker and not req.baselines_only:
                 self._spawn_spare(req)
-        return out
+        return answer
+
+    def _baseline_session(self, state: TaskState, cfg: Any, req: JudgeRequest, answer: JudgeAnswer,
+                          clock: "_PhaseClock", m: int, compiles: bool) -> "_CandidateSession":
+        """The baseline client (the task's own Model: trusted) for this task, batch and compile
+        choice: the warm one when it matches, else a new one."""
+        key = (state.key, m, compiles, _isolation(req))
+        warm = self.baseline
+        if warm is not None and warm.key == key and warm.link.alive():
+            warm.rebind(cfg, req, answer, clock)
+            return warm
+        if warm is not None:
+            warm.close()
+        self.baseline = None
+        base = _CandidateSession(self, self._take_candidate(req), state, cfg, req, answer, clock, m=m,
+                                 role="baseline", compiles=compiles)
+        base.key = key
+        try:
+            base.start()
+        except BaseException:
+            base.close()
+            raise
+        self.baseline = base
+        return base
+
+    def _solo(self, state: TaskState, cfg: Any, base: "_CandidateSession", clock: "_PhaseClock") -> dict[str, list[float]]:
+        """The baselines timed with no candidate loaded: what they cost when nothing else has
+        work on the device. The reward's "faster" must also hold against these, and only these
+        are cached, so work a candidate leaves running to slow the baselines buys nothing."""
+        stack = self.input_stack(state, base.m)
+        positions = [i for i, x in enumerate(stack) if isinstance(x, self.torch.Tensor)]
+        names = ["eager"] + (["compile"] if base.compiles else [])
+        base.stage_inputs(self.fresh_inputs(stack, cfg.seed, False), positions)
+        for name in names:  # a client kept warm from the last evaluation needs only a batch to wake up
+            spent, batches = 0.0, 0
+            while batches < (1 if base.warmed else 2) or (not base.warmed and spent < cfg.timing.warmup_ms):
+                spent += base.timed_batch(base.m, name)
+                batches += 1
+        base.warmed = True
+        samples: dict[str, list[float]] = {n: [] for n in names}
+        for r in range(SOLO_ROUNDS):
+            for name in names:
+                samples[name].append(base.timed_batch(base.m, name) / base.m)
+        clock.mark("solo")
+        return samples
 
     def _measure(self, state: TaskState, cfg: Any, base: "_CandidateSession", cand: "_CandidateSession",
-                 out: dict[str, Any], clock: "_PhaseClock") -> None:
-        """Timing, re-measured once when the candidate beats the speed of light; the device
-        left busy by the candidate (after it answered, or while frozen) ends it with -1."""
+                 answer: JudgeAnswer, clock: "_PhaseClock") -> None:
+        """Timing, re-measured once when the candidate beats the speed of light."""
         timing = self._time(state, cfg, base, cand, clock)
         bound = _speed_of_light_ms(state.work) / cfg.guards.peak_scale if cfg.guards.speed_of_light else 0.0
         if timing["samples"]["candidate"] and median(timing["samples"]["candidate"]) < bound:
-            out["flags"].append(f"speed of light: {median(timing['samples']['candidate']):.4g} ms is below the "
+            answer.flags.append(f"speed of light: {median(timing['samples']['candidate']):.4g} ms is below the "
                                 f"{bound:.4g} ms the device's peak rates allow; re-measured")
-            out["speed_of_light_ms"] = bound
+            answer.speed_of_light_ms = bound
             timing = self._time(state, cfg, base, cand, clock)
-        out["samples"], out["batch"] = timing["samples"], timing["batch"]
-        if cand.busy_while_frozen >= IDLE_VIOLATIONS:
-            raise Verdict("guard", f"work left running on the device: on {cand.busy_while_frozen} of the baselines' "
-                                   "timed intervals the device was busy while the candidate was frozen (it would "
-                                   "slow the baselines)")
-        if cand.busy_probes >= IDLE_VIOLATIONS:
-            raise Verdict("guard", f"work left running on the device: on {cand.busy_probes} timed intervals the "
-                                   "device was still busy after the candidate reported done")
+        answer.samples, answer.batch = timing["samples"], timing["batch"]
 
-    def _store_baseline(self, cache: Any, req: dict[str, Any], out: dict[str, Any]) -> None:
-        """Only the judge writes baselines: measured here, never by a candidate's process."""
+    def _store_baseline(self, cache: Any, req: JudgeRequest, answer: JudgeAnswer, measured_compile: bool) -> None:
+        """Only the judge writes baselines, and only from the solo runs (no candidate loaded)."""
         from .baselines import Baseline
         from .records import TimingStats
 
-        samples = out.get("samples") or {}
-        if cache is not None and req.get("measure_compile") and samples.get("compile") and samples.get("eager"):
-            cache.put(req["baseline_key"], Baseline(eager=TimingStats.of(samples["eager"]),
-                                                    compile=TimingStats.of(samples["compile"])))
+        solo = answer.solo
+        if cache is not None and measured_compile and solo.get("compile") and solo.get("eager"):
+            cache.put(req.baseline_key, Baseline(eager=TimingStats.of(solo["eager"]),
+                                                 compile=TimingStats.of(solo["compile"])))
 
-    def _take_candidate(self, req: dict[str, Any]) -> Any:
+    def _take_candidate(self, req: JudgeRequest) -> Any:
+        """The oldest matching spare (the one most likely done starting), else a new process."""
         from .candidate_link import CandidateLink
 
         wanted = _isolation(req)
         while self.spares:
-            spare = self.spares.pop()
+            spare = self.spares.pop(0)
             if spare.alive() and (spare.isolate, spare.confine_writes) == wanted:
                 return spare
             spare.close()
         return CandidateLink(self.backend.name, _candidate_env(), *wanted)
 
-    def _spawn_spare(self, req: dict[str, Any]) -> None:
+    def _spawn_spare(self, req: JudgeRequest) -> None:
         from .candidate_link import CandidateLink
 
         self.spares = [sp for sp in self.spares if sp.alive()]
@@ -290,10 +468,9 @@ class Judge:
     def batch_size(self, state: TaskState, cfg: Any) -> int:
         """Calls per timed interval: enough that the interval is long next to the cost of
         talking to the candidate, few enough that every call's inputs and outputs fit."""
-        per_set = sum(x.numel() * x.element_size() for x in state.trial_inputs[0] if isinstance(x, self.torch.Tensor))
-        out_bytes = _nbytes(self.torch, state.trial_refs[0])
-        # two arenas (baseline client, candidate), eager's outputs, the candidate's, their copies
-        cap = cfg.timing.input_set_bytes // max(2 * per_set + 3 * out_bytes, 1)
+        per_set, out_bytes = state.set_bytes, state.out_bytes
+        # the judge's stack, two arenas, the candidate's snapshot, each client's outputs
+        cap = cfg.timing.input_set_bytes // max(3 * per_set + 3 * out_bytes, 1)
         want = math.ceil(cfg.timing.interval_ms / max(state.eager_ms, 1e-3))
         return int(max(1, min(want, cap, cfg.timing.max_batch)))
 
@@ -301,12 +478,15 @@ class Judge:
         """Per input position, the base values of m calls stacked (rotating the trial sets)."""
         if m not in state.stacks:
             torch = self.torch
+            state.stacks = {}
+            sets = [self.trial(state, i).inputs for i in range(min(m, len(state.seeds)))]
             stacks = []
-            for pos, x in enumerate(state.trial_inputs[0]):
+            for pos, x in enumerate(sets[0]):
                 if isinstance(x, torch.Tensor):
-                    stacks.append(torch.stack([state.trial_inputs[i % len(state.trial_inputs)][pos] for i in range(m)]))
+                    stacks.append(torch.stack([sets[i % len(sets)][pos] for i in range(m)]))
                 else:
                     stacks.append(x)
+            del sets
             state.stacks = {m: stacks}
         return state.stacks[m]
 
@@ -329,7 +509,7 @@ class Judge:
         predicted from inside the candidate."""
         torch = self.torch
         if not vary:
-            return [x.clone() if isinstance(x, torch.Tensor) else x for x in stack]
+            return list(stack)  # staged by copy: the stack itself is never handed out
         gen = torch.Generator(device=self.device)
         gen.manual_seed(seed)
         out = []
@@ -338,12 +518,12 @@ class Judge:
                 unit = self._unit_interval(x)
                 scale = torch.rand(x.shape, generator=gen, device=self.device, dtype=torch.float32)
                 scale = scale.mul_(0.2).add_(0.8) if unit else scale.mul_(0.4).add_(0.8)
-                out.append((x.float() * scale).to(x.dtype))
+                out.append(scale.mul_(x).to(x.dtype))
             else:
-                out.append(x.clone() if isinstance(x, torch.Tensor) else x)
+                out.append(x)
         return out
 
-    def _time(self, state: TaskState, cfg: Any, base: "_CandidateSession", cand: "_CandidateSession | None",
+    def _time(self, state: TaskState, cfg: Any, base: "_CandidateSession", cand: "_CandidateSession",
               clock: "_PhaseClock") -> dict[str, Any]:
         """Interleaved rounds of eager, torch.compile (both in the baseline client: the task's
         own code, trusted) and the candidate, each a timed batch through the same harness on the
@@ -353,52 +533,47 @@ class Judge:
         m = base.m
         stack = self.input_stack(state, m)
         positions = [i for i, x in enumerate(stack) if isinstance(x, torch.Tensor)]
-        names = ["eager"] + (["compile"] if base.compiles else []) + (["candidate"] if cand else [])
+        names = ["eager"] + (["compile"] if base.compiles else []) + ["candidate"]
         owner = {"eager": base, "compile": base, "candidate": cand}
         warm = self.fresh_inputs(stack, cfg.seed, False)
-        for name in names:  # warm up (outside any timed region): compile, caches, first calls
-            owner[name].stage_inputs(warm, positions)
-            spent, batches = 0.0, 0
-            while batches < 2 or spent < cfg.timing.warmup_ms:
-                spent += owner[name].timed_batch(m, name)
-                batches += 1
+        cand.stage_inputs(warm, positions)
+        spent, batches = 0.0, 0
+        while batches < 2 or spent < cfg.timing.warmup_ms:  # compile, caches, first calls: outside any timing
+            spent += cand.timed_batch(m)
+            batches += 1
         clock.mark("warmup")
-        if cand is not None:  # what first calls did (compilation, lazy starts) is not held against it
-            cand.busy_probes = cand.busy_while_frozen = 0
-        round_ms = sum(owner[n].last_ms for n in names)
-        rounds = int(cfg.timing.budget_s * 1000 / max(round_ms, 1e-3))
-        rounds = max(cfg.timing.floor_trials, min(cfg.timing.max_trials, max(rounds, cfg.timing.min_trials)))
-        wall_cap = time.monotonic() + 4 * cfg.timing.budget_s + 10 * round_ms / 1000
+        round_ms = base.last_ms * (len(names) - 1) + cand.last_ms
+        # rounds until the budget's wall time is spent (overheads included: the judge's own work
+        # per round, not the intervals, is what costs on fast ops), at least min_trials of them,
+        # or floor_trials where a round is too slow for that
+        fewest = cfg.timing.min_trials if round_ms * cfg.timing.min_trials <= cfg.timing.budget_s * 1000 \
+            else cfg.timing.floor_trials
+        soft_end = time.monotonic() + cfg.timing.budget_s
         samples: dict[str, list[float]] = {n: [] for n in names}
-        rng = random.Random(rounds * 7919 + m)
+        rng = random.Random(int.from_bytes(os.urandom(4), "little"))
         secret = int.from_bytes(os.urandom(6), "little")  # round values nobody can precompute
-        for r in range(rounds):
+        for r in range(cfg.timing.max_trials):
             values = self.fresh_inputs(stack, secret + r, cfg.guards.fresh_values)
+            base.stage_inputs(values, positions)
+            cand.stage_inputs(values, positions)
             order = names[:]
             rng.shuffle(order)
-            eager_outs = None
             for name in order:
                 session = owner[name]
-                session.stage_inputs(values, positions)  # each interval starts from the round's values
-                if cand is not None and session is base:
+                if session is base:
+                    if state.mutates:  # the reference changes its inputs: each model starts from the round's values
+                        base.stage_inputs(values, positions)
                     cand.before_own_interval()
                 samples[name].append(session.timed_batch(m, name) / m)
-                if cand is not None and session is base:
+                if session is base:
                     cand.after_own_interval()
-                    if session.probe_slow:
-                        cand.busy_while_frozen += 1
-                if name == "eager":
-                    eager_outs = session.pending
-            if cand is not None:
-                cand.check_round(eager_outs, r)
-                cand.check_inputs_untouched(values, positions, r)
-            if r + 1 >= cfg.timing.floor_trials and time.monotonic() > wall_cap:
+            cand.check_round(base.outputs["eager"], r)
+            cand.check_inputs_untouched(values, positions, r)
+            del values
+            if r + 1 >= fewest and time.monotonic() > soft_end:
                 break
         clock.mark("time")
         return {"samples": samples, "batch": m}
-
-    def probe_was_slow(self, ms: float) -> bool:
-        return ms > self.probe_ms + IDLE_PROBE_SLACK_MS
 
 
 class _PhaseClock:
@@ -421,9 +596,9 @@ def _nbytes(torch: Any, obj: Any) -> int:
     return 0
 
 
-def _isolation(req: dict[str, Any]) -> tuple[bool, bool]:
+def _isolation(req: JudgeRequest) -> tuple[bool, bool]:
     """What a client process is started with, and a spare must match: (namespaces, writes confined)."""
-    return bool(req.get("namespaces")), bool(req.get("filesystem", True))
+    return bool(req.namespaces), bool(req.filesystem)
 
 
 def _candidate_env() -> dict[str, str]:
@@ -438,34 +613,43 @@ def _candidate_env() -> dict[str, str]:
     return env
 
 
-# ---- the candidate side of one evaluation, seen from the judge -----------------------------
+# ---- a client process seen from the judge -----------------------------------------------
 class _CandidateSession:
     """One client process seen from the judge: the candidate, or the baseline client that runs
     the task's own Model through the very same harness (so both pay the same process boundary)."""
 
-    def __init__(self, judge: Judge, link: Any, state: TaskState, cfg: Any, req: dict[str, Any],
-                 out: dict[str, Any], clock: _PhaseClock, role: str = "candidate") -> None:
+    def __init__(self, judge: Judge, link: Any, state: TaskState, cfg: Any, req: JudgeRequest,
+                 answer: JudgeAnswer, clock: _PhaseClock, *, m: int, role: str = "candidate",
+                 compiles: bool = False) -> None:
         self.role = role
-        self.compiles = role == "baseline" and bool(req.get("measure_compile"))
-        self.probe_slow = False
-        self.judge, self.link, self.state, self.cfg, self.req, self.out, self.clock = (
-            judge, link, state, cfg, req, out, clock)
+        self.m = m
+        self.compiles = compiles
+        self.key: Any = None
+        self.warmed = False
+        self.judge, self.link, self.state = judge, link, state
         self.torch = judge.torch
-        self.tol = _tolerance(req, cfg)
         self.reader: Any = None
         self.arena: Any = None
         self.last_ms = 0.0
-        self.busy_probes = 0
-        self.busy_while_frozen = 0
         self.pending: list[Any] = []
+        self.outputs: dict[str, list[Any]] = {}  # the baseline client's last outputs per model (views)
+        self.rebind(cfg, req, answer, clock)
+
+    def rebind(self, cfg: Any, req: JudgeRequest, answer: JudgeAnswer, clock: _PhaseClock) -> None:
+        """Attach a (warm) session to this evaluation's settings and record."""
+        self.cfg, self.req, self.answer, self.clock = cfg, req, answer, clock
+        self.tol = _tolerance(req, cfg)
         self.deadline = time.monotonic() + cfg.worker_timeout_s
 
     def close(self) -> None:
+        self.outputs, self.pending = {}, []
         if self.reader is not None:
-            self.reader.close()  # unmap the candidate's memory while it still exists
+            self.reader.close()  # unmap the client's memory while it still exists
+            self.reader = None
         self.link.close()
         if self.arena is not None:
             self.arena.close()
+            self.arena = None
 
     def limit(self, stage: str) -> float:
         if self.role == "baseline":  # trusted code (torch.compile's first call may take minutes)
@@ -510,34 +694,37 @@ class _CandidateSession:
     # ---- start --------------------------------------------------------------------------------
     def start(self) -> None:
         """Lay out the arena, start the client, wait for it to load."""
-        cfg = self.cfg
-        self.m = self.judge.batch_size(self.state, cfg) if (cfg.measure or self.role == "baseline") else 1
         self.layout(self.m)
         started = time.monotonic()
-        self.link.memory_limit = int(cfg.memory_limit_gb * 2**30)
+        self.link.memory_limit = int(self.cfg.memory_limit_gb * 2**30)
         self.link.send({"type": "start", **self.start_request}, fds=self.arena.fds)
         msg = self.receive("load", started)
         if msg.get("type") != "ready":
             raise Verdict("worker", "the candidate process broke the protocol")
+        self.reader = self.judge.backend.output_reader(self.link.pid())
         if self.role == "candidate":
-            self.out["sandbox"] = dict(msg.get("sandbox") or {}, namespaces=self.link.namespaces)
+            self.answer.sandbox = dict(msg.get("sandbox") or {}, namespaces=self.link.namespaces)
             if self.start_request.get("syscalls"):
                 self.check_syscall_filter()
-        self.reader = self.judge.backend.output_reader(self.link.pid())
-        if cfg.guards.no_processes and self.role == "candidate":
-            self.link.watch_processes()
-        self.freeze()
+            if self.cfg.guards.no_processes:
+                self.link.watch_processes()
+            self.freeze()
         self.clock.mark("load")
 
     def freeze(self) -> None:
-        if not self.link.freeze():
+        """Stop the candidate (the baseline client runs trusted code and is never frozen)."""
+        if self.role == "candidate" and not self.link.freeze():
             raise Verdict("guard", "the candidate kept running after it was stopped: a thread or process of it "
                                    "escaped the freeze (it would work while the judge reads or times)")
 
+    def thaw(self) -> None:
+        if self.role == "candidate":
+            self.link.thaw()
+
     def check_still_frozen(self) -> None:
-        """Nothing of the candidate ran since it was seen stopped (a stopped thread runs only if
-        something resumed it: its outputs could change while the judge reads them)."""
-        if self.role == "candidate" and not self.link.still_frozen():
+        """Where the judge reads outputs after the freeze (the CPU), nothing of the candidate
+        may have run since it was seen stopped: its outputs could change while they are read."""
+        if self.role == "candidate" and not self.judge.backend.gpu and not self.link.still_frozen():
             raise Verdict("guard", "the candidate ran while it was frozen: something resumed it (SIGCONT) "
                                    "after the judge had stopped it")
 
@@ -550,7 +737,7 @@ class _CandidateSession:
 
         if not seccomp_supported():
             return
-        lang = language_for_artifact(self.req["library"]) if self.req.get("library") else None
+        lang = language_for_artifact(self.req.library) if self.req.library else None
         want = 2 if lang is not None and lang.spawns_while_loading else 1
         threads = self.link.syscall_filters()
         short = [tid for tid, mode, count in threads if mode != 2 or (count is not None and count < want)]
@@ -568,9 +755,9 @@ class _CandidateSession:
         weights = dict(state.reference.state_dict())
         entries: list[tuple[str, Any]] = [(f"w:{k}", v) for k, v in weights.items()]
         entries += [(f"i:{j}", x) for j, x in enumerate(state.init_args) if isinstance(x, torch.Tensor)]
-        base = state.trial_inputs[0]
+        base = self.judge.input_stack(state, m)
         for s in range(m):
-            entries += [(f"s:{s}:{p}", x) for p, x in enumerate(base) if isinstance(x, torch.Tensor)]
+            entries += [(f"s:{s}:{p}", x[s]) for p, x in enumerate(base) if isinstance(x, torch.Tensor)]
         offsets, total = {}, 0
         for name, t in entries:
             offsets[name] = total
@@ -594,22 +781,24 @@ class _CandidateSession:
                 raise JudgeError(f"an input of type {type(x).__name__} cannot be given to the candidate") from None
             return {"value": x}
 
+        req, cfg = self.req, self.cfg
         self.start_request = {
-            "workspace": self.req["workspace"], "library": self.req["library"], "extension": self.req["extension"],
-            "reference_source": self.req["task_source"] if self.role == "baseline" else None,
-            "compile_mode": self.cfg.compile_mode if self.compiles else None,
-            "seed": self.cfg.seed, "dtype": PRECISIONS.get(self.req.get("precision") or ""), "arena": self.arena.describe(),
+            "workspace": req.workspace, "library": req.library, "extension": req.extension,
+            "reference_source": req.task_source if self.role == "baseline" else None,
+            "compile_mode": cfg.compile_mode if self.compiles else None,
+            "seed": cfg.seed, "dtype": PRECISIONS.get(req.precision or ""), "arena": self.arena.describe(),
             "weights": {k[2:]: specs[k] for k, _ in entries if k.startswith("w:")},
             "init_args": [arg("i:", j, x) for j, x in enumerate(state.init_args)],
-            "slots": [[arg(f"s:{s}:", p, x) for p, x in enumerate(base)] for s in range(m)],
-            "limits": self.req.get("limits", {}), "address_space_limit": self.req.get("address_space_limit"),
-            "filesystem": self.cfg.guards.filesystem,
+            "slots": [[arg(f"s:{s}:", p, x if not isinstance(x, torch.Tensor) else x[s]) for p, x in enumerate(base)]
+                      for s in range(m)],
+            "limits": req.limits, "address_space_limit": req.address_space_limit,
+            "filesystem": cfg.guards.filesystem,
             # the baseline client runs trusted code; torch.compile there starts the C++ compiler
-            "syscalls": self.cfg.guards.syscalls and self.role == "candidate",
+            "syscalls": cfg.guards.syscalls and self.role == "candidate",
         }
 
     def slot(self, s: int) -> list[Any]:
-        return [self.views.get(f"s:{s}:{p}") for p in range(len(self.state.trial_inputs[0]))]
+        return [self.views.get(f"s:{s}:{p}") for p in range(len(self.judge.input_stack(self.state, self.m)))]
 
     def put(self, s: int, inputs: list[Any]) -> None:
         for p, x in enumerate(inputs):
@@ -617,95 +806,101 @@ class _CandidateSession:
             if view is not None:
                 view.copy_(x)
 
-    # ---- correctness ----------------------------------------------------------------------------
-    def call(self, slots: list[int], stage: str, guard: bool) -> list[Any]:
-        """Run the candidate on `slots`; its outputs, read from outside its process."""
+    # ---- running the client ---------------------------------------------------------------------
+    def run(self, slots: list[int], stage: str, guard: bool, model: str = "candidate") -> tuple[float, list[Any]]:
+        """One command to the client, on the judge's clock: (ms from the command to the end
+        marker, the outputs). The interval ends with a tiny piece of the judge's own device work
+        (work the client left queued runs first); on the GPU the candidate's outputs are copied
+        right behind it, before the client is frozen, so work still running after "done" is
+        either inside the interval or leaves a wrong output. On the CPU the client is frozen
+        first and its memory read while it cannot run."""
+        backend = self.judge.backend
+        self.thaw()
         started = time.monotonic()
-        self.link.thaw()
-        self.link.send({"type": "run", "slots": slots, "stage": stage, "guard": guard})
+        t0 = time.perf_counter()
+        self.link.send({"type": "run", "slots": slots, "stage": stage, "guard": guard, "model": model})
         msg = self.receive(stage, started)
-        self.judge.backend.idle_probe()
-        self.freeze()
-        outs = self.collect(msg, len(slots), stage)
-        self.check_still_frozen()
-        self.release(stage)
-        return outs
+        tp = time.perf_counter()
+        backend.idle_probe()
+        t1 = time.perf_counter()
+        self.judge.note_probe(self.role, (t1 - tp) * 1000)
+        if self.role == "baseline":
+            outs = self.collect(msg, len(slots), stage, copy=False)  # trusted: views, valid until its next run of `model`
+            self.outputs[model] = outs
+        elif backend.gpu:
+            outs = self.collect(msg, len(slots), stage, copy=True)
+            backend.synchronize()
+            self.freeze()
+        else:
+            self.freeze()
+            outs = self.collect(msg, len(slots), stage, copy=True)
+            self.check_still_frozen()
+        return (t1 - t0) * 1000, outs
 
-    def release(self, stage: str) -> None:
-        """Let the candidate free the outputs the judge has copied, outside any timed interval
-        (freeing hundreds of outputs takes milliseconds the judge's own models never pay)."""
-        started = time.monotonic()
-        self.link.thaw()
-        self.link.send({"type": "release"})
-        if self.receive(stage, started).get("type") != "released":
-            raise Verdict("worker", "the candidate process broke the protocol")
-        self.freeze()
-
-    def collect(self, msg: dict[str, Any], n: int, stage: str) -> list[Any]:
+    def collect(self, msg: dict[str, Any], n: int, stage: str, copy: bool) -> list[Any]:
         from ..backends.sharing import SharingError
 
         outs = msg.get("outputs")
         if msg.get("type") != "done" or not isinstance(outs, list) or len(outs) != n:
             raise Verdict("worker", "the candidate process broke the protocol")
         try:
-            return [self.materialise(o) for o in outs]
+            return [self.materialise(o, copy) for o in outs]
         except (SharingError, KeyError, TypeError, ValueError, RuntimeError) as exc:
             raise Verdict(stage, f"incorrect: the candidate's output could not be read: {exc}") from None
 
-    def materialise(self, d: Any) -> Any:
+    def materialise(self, d: Any, copy: bool) -> Any:
         if not isinstance(d, dict):
             raise ValueError("malformed output description")
         if "tensor" in d:
             if d.get("device") != self.judge.device.type:
                 raise ValueError(f"output on {d.get('device')!r}, expected {self.judge.device.type!r}")
-            return self.reader.read(d["where"], d["tensor"]).to(self.judge.device)
+            return self.reader.read(d["where"], d["tensor"], copy=copy)
         if "tuple" in d:
-            return tuple(self.materialise(x) for x in d["tuple"])
+            return tuple(self.materialise(x, copy) for x in d["tuple"])
         if "list" in d:
-            return [self.materialise(x) for x in d["list"]]
+            return [self.materialise(x, copy) for x in d["list"]]
         if "dict" in d:
-            return {str(k): self.materialise(v) for k, v in d["dict"]}
+            return {str(k): self.materialise(v, copy) for k, v in d["dict"]}
         return d.get("value")
 
+    # ---- correctness ----------------------------------------------------------------------------
     def verify(self) -> None:
+        from .guards import inputs_changed
         from .records import TrialCheck
         from .verify import compare_outputs
 
-        torch = self.torch
         state, cfg = self.state, self.cfg
         first: Any = None
         constant = True
-        for i, inputs in enumerate(state.trial_inputs):
-            self.put(0, inputs)
+        for i, seed in enumerate(state.seeds):
+            trial = self.judge.trial(state, i)
+            self.put(0, trial.inputs)
             self.judge.backend.synchronize()
-            (got,) = self.call([0], "verify", cfg.guards.torch_compute)
-            cmp = compare_outputs(state.trial_refs[i], got, self.tol)
-            seed = cfg.trial_seeds()[i]
-            self.out["trials"].append(TrialCheck(trial=i, seed=seed, ok=cmp.ok, message=cmp.message,
-                                                 max_abs_diff=cmp.max_abs_diff).model_dump())
+            _, (got,) = self.run([0], "verify", cfg.guards.torch_compute)
+            cmp = compare_outputs(trial.ref, got, self.tol)
+            self.answer.trials.append(TrialCheck(trial=i, seed=seed, ok=cmp.ok, message=cmp.message,
+                                                 max_abs_diff=cmp.max_abs_diff))
             if not cmp.ok:
                 raise Verdict("verify", f"incorrect: trial {i} (seed {seed}): {cmp.message}")
             if cfg.guards.input_mutation:
-                expected = state.inputs_after[i] or inputs
-                from .guards import inputs_changed
-
-                changed = inputs_changed(expected, self.slot(0))
+                changed = inputs_changed(trial.after or trial.inputs, self.slot(0))
                 if changed:
                     raise Verdict("guard", f"input mutation: the candidate modified its inputs ({changed}) "
                                            "where the reference did not")
-            if i == 0:  # already the judge's own copy: the readers copy out of the candidate's memory
-                first = got
+            print_ = _fingerprint(got)
+            if i == 0:
+                first = print_
             else:
-                constant = constant and _identical(first, got)
+                constant = constant and print_ == first
+            del trial, got
         if cfg.guards.constant_output and state.ref_varies and constant and cfg.trials > 1:
             raise Verdict("verify", "incorrect: constant output: the candidate returned the same output for every "
                                     "input while the reference's changed (it passed only through the tolerance)")
-        del torch
 
     # ---- timing, seen from the judge ---------------------------------------------------------
     def stage_inputs(self, values: list[Any], positions: list[int]) -> None:
-        for s in range(self.m):
-            for p in positions:
+        for p in positions:
+            for s in range(self.m):
                 self.views[f"s:{s}:{p}"].copy_(values[p][s])
         self.judge.backend.synchronize()
 
@@ -715,39 +910,24 @@ class _CandidateSession:
     def after_own_interval(self) -> None:
         """The candidate was frozen while the judge timed its own model: any CPU it used
         meanwhile is work hidden from its own intervals (or aimed at the baselines')."""
-        self.check_still_frozen()
         used = (self.link.cpu_ns() - self.cpu_before) / 1e6
         if used > CPU_IDLE_ALLOWANCE_MS:
             raise Verdict("guard", f"work outside its timed calls: the candidate used {used:.1f} ms of CPU while "
                                    "it was frozen and the judge timed the baselines")
 
     def timed_batch(self, m: int, model: str = "candidate") -> float:
-        """One timed interval of m candidate calls, on the judge's clock, ended by an idle
-        probe: work the candidate left running on the device is inside, and counted."""
+        """One timed interval of m calls (ms), on the judge's clock."""
         self.judge.backend.flush_cache(cushion=False)
         self.judge.backend.synchronize()
-        self.link.thaw()
-        started = time.monotonic()
-        t0 = time.perf_counter()
-        self.link.send({"type": "run", "slots": list(range(m)), "stage": "time", "guard": False, "model": model})
-        msg = self.receive("time", started)
-        tp = time.perf_counter()
-        self.judge.backend.idle_probe()
-        t1 = time.perf_counter()
-        self.freeze()
-        self.probe_slow = self.judge.probe_was_slow((t1 - tp) * 1000)
-        if self.probe_slow and self.role == "candidate":
-            self.busy_probes += 1
-        self.pending = self.collect(msg, m, "time")  # read while it is frozen
-        self.check_still_frozen()
-        self.release("time")
-        self.last_ms = (t1 - t0) * 1000
+        self.last_ms, outs = self.run(list(range(m)), "time", False, model)
+        if self.role == "candidate":
+            self.pending = outs
         return self.last_ms
 
     def check_inputs_untouched(self, values: list[Any], positions: list[int], r: int) -> None:
         """While timed too: the candidate's input slots still hold the round's values (a
         kernel that writes its output into its input saves the allocation the baseline pays)."""
-        if not self.cfg.guards.input_mutation or any(a is not None for a in self.state.inputs_after):
+        if not self.cfg.guards.input_mutation or self.state.mutates:
             return
         for p in positions:
             for s in range(self.m):
@@ -787,10 +967,10 @@ def _view(torch: Any, raw: Any, offset: int, like: Any) -> Any:
     return raw[offset:offset + n].view(like.dtype).view(like.shape)
 
 
-def _tolerance(req: dict[str, Any], cfg: Any) -> Any:
+def _tolerance(req: JudgeRequest, cfg: Any) -> Any:
     from .verify import tolerance_for
 
-    return tolerance_for(cfg.tolerance, req.get("precision"), req.get("atol"), req.get("rtol"), cfg.atol, cfg.rtol)
+    return tolerance_for(cfg.tolerance, req.precision, req.atol, req.rtol, cfg.atol, cfg.rtol)
 
 
 # ---- the process ---------------------------------------------------------------------------
@@ -800,28 +980,31 @@ def main() -> None:
     inp = os.fdopen(in_fd, "r")
     outp = os.fdopen(out_fd, "w")
 
-    def answer(msg: dict[str, Any]) -> None:
-        outp.write(json.dumps(msg) + "\n")
+    def answer(msg: JudgeAnswer) -> None:
+        outp.write(msg.model_dump_json() + "\n")
         outp.flush()
 
     try:
         judge = Judge(backend_name)
     except BaseException as exc:
-        answer({"type": "fatal", "message": f"{type(exc).__name__}: {exc}"})
+        answer(JudgeAnswer(type="fatal", message=f"{type(exc).__name__}: {exc}"))
         return
-    answer({"type": "ready", "device": judge.backend.device_name()})
+    answer(JudgeAnswer(type="ready", device=judge.backend.device_name()))
     for line in inp:
         if not line.strip():
             continue
-        req = json.loads(line)
         try:
-            answer({"type": "result", **judge.evaluate(req)})
+            req = JudgeRequest.model_validate_json(line)
+            answer(judge.evaluate(req))
         except JudgeError as exc:
-            answer({"type": "fault", "message": str(exc)})
+            answer(JudgeAnswer(type="fault", message=str(exc)))
         except Exception as exc:  # a bug on the trusted side: say so, keep serving
             import traceback
 
-            answer({"type": "fault", "message": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-3000:]})
+            judge.drop_task()  # whatever it held may be half-made: the next request starts clean
+            answer(JudgeAnswer(type="fault", message="".join(
+                traceback.format_exception(type(exc), exc, exc.__traceback__))[-3000:]))
+    judge.drop_task()
     for spare in judge.spares:
         spare.close()
 

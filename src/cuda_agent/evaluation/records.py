@@ -110,6 +110,9 @@ class EvalResult(BaseModel):
     time_ms: TimeMs = Field(default_factory=TimeMs)
     speedup_vs_eager: float | None = None
     speedup_vs_compile: float | None = None
+    speedup_interval: dict[str, list[float]] = Field(
+        default_factory=dict, description="'eager' / 'compile': the speedup's confidence interval [low, high], from "
+        "the same per-round ratios and order statistics that decide 'faster'")
     speedup_score: float = Field(default=-5.0, description="continuous: log2 speedup vs compile in [-4, 4]; -5 if incorrect")
     eager_stats: TimingStats | None = None
     compile_stats: TimingStats | None = None
@@ -125,6 +128,8 @@ class EvalResult(BaseModel):
     seconds: float = 0.0
     phases: dict[str, float] = Field(default_factory=dict,
                                      description="seconds per stage: build, start, reference, verify, time")
+    judge: dict[str, Any] = Field(default_factory=dict, description="the judge's own diagnosis: end-marker latencies "
+                                  "and its device memory (needed, peak, kept after)")
     workloads: list[WorkloadResult] = Field(default_factory=list,
                                             description="per workload, when the task has more than one (else empty)")
     speedups: dict[str, SpeedupSummary] = Field(default_factory=dict,

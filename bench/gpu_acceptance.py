@@ -1,0 +1,231 @@
+"""The reward's acceptance run on one GPU (issue 23): honest work must keep its reward.
+
+    python bench/gpu_acceptance.py --out DIR [--steps examples,triton,paper,latency,kb] [--budget-s 540]
+
+Steps, each writing a JSON line per evaluation as it completes (DIR/acceptance.jsonl):
+  examples  the 8 bundled examples' CUDA solutions, --repeats times (default 3)
+  triton    their Triton solutions, twice
+  paper     the cuBLAS-GEMM and cuDNN-conv solutions under the `paper` rules profile, where bundled
+  latency   warm re-evaluations of swish (the judge already warm): wall seconds each
+  kb        KB_LIST through the naive one-process harness, then one `cuda-agent bench run` of the
+            reference as its own solution (every task must get reward 1), with the device's memory
+            sampled per task
+Ends with one summary line (also DIR/summary.json): false -1, OOMs, infrastructure errors, warm
+latency, cost per task against the naive harness.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from statistics import median
+
+HERE = Path(__file__).resolve().parent
+
+
+def device_used_gib() -> float | None:
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=10).stdout.split()
+        return float(out[0]) / 1024 if out else None
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+
+
+class Log:
+    def __init__(self, out: Path) -> None:
+        self.path = out / "acceptance.jsonl"
+        self.rows: list[dict] = []
+
+    def add(self, row: dict) -> None:
+        self.rows.append(row)
+        with self.path.open("a") as fh:
+            fh.write(json.dumps(row) + "\n")
+        print(json.dumps({k: v for k, v in row.items() if k not in ("judge", "phases")})[:400], flush=True)
+
+
+def evaluate_row(step: str, name: str, ws, cfg) -> dict:
+    from cuda_agent.evaluation import evaluate
+
+    before = device_used_gib()
+    t0 = time.perf_counter()
+    res = evaluate(ws, cfg)
+    wall = time.perf_counter() - t0
+    return {"step": step, "name": name, "reward": res.reward, "correct": res.correct, "reason": res.reason[:400],
+            "wall_s": round(wall, 3), "phases": {k: round(v, 3) for k, v in res.phases.items()},
+            "speedup_vs_eager": res.speedup_vs_eager, "interval": res.speedup_interval,
+            "judge": res.judge, "device_used_before_gib": before, "device_used_after_gib": device_used_gib()}
+
+
+def run_examples(log: Log, step: str, language: str, repeats: int, deadline: float, only: list[str] | None = None) -> None:
+    from cuda_agent.evaluation import EvalConfig
+    from cuda_agent.examples import list_examples
+    from cuda_agent.workspace import create_workspace
+
+    root = Path(tempfile.mkdtemp(prefix=f"acc-{step}-"))
+    for ex in list_examples():
+        if only and ex.name not in only:
+            continue
+        if language == "triton" and not (ex.root / "triton").is_dir():
+            continue
+        try:
+            ws = create_workspace(ex.task, root / ex.name, "cuda", language=language)
+            ex.install_solution(ws.root, "triton" if language == "triton" else "cuda")
+        except Exception as exc:  # no solution of this kind for this example
+            log.add({"step": step, "name": ex.name, "skipped": f"{type(exc).__name__}: {exc}"[:200]})
+            continue
+        for i in range(repeats):
+            if time.monotonic() > deadline:
+                log.add({"step": step, "name": ex.name, "skipped": "out of time"})
+                return
+            log.add({**evaluate_row(step, ex.name, ws, EvalConfig(backend="cuda")), "repeat": i})
+
+
+def run_paper(log: Log, deadline: float) -> None:
+    from cuda_agent.evaluation import EvalConfig
+    from cuda_agent.examples import list_examples
+    from cuda_agent.workspace import create_workspace
+
+    root = Path(tempfile.mkdtemp(prefix="acc-paper-"))
+    for ex in list_examples():
+        for variant in sorted(d.name for d in ex.root.iterdir() if d.is_dir() and d.name.startswith("cuda_")):
+            if time.monotonic() > deadline:
+                return
+            ws = create_workspace(ex.task, root / f"{ex.name}-{variant}", "cuda")
+            ex.install_solution(ws.root, variant)
+            cfg = EvalConfig(backend="cuda", **({"rules": "paper"} if "rules" in EvalConfig.model_fields else {}))
+            log.add(evaluate_row("paper", f"{ex.name}:{variant}", ws, cfg))
+
+
+def run_latency(log: Log, repeats: int, deadline: float) -> None:
+    from cuda_agent.evaluation import EvalConfig
+    from cuda_agent.examples import list_examples
+    from cuda_agent.workspace import create_workspace
+
+    ex = next(e for e in list_examples() if e.name == "swish")
+    ws = create_workspace(ex.task, Path(tempfile.mkdtemp(prefix="acc-lat-")) / "ws", "cuda")
+    ex.install_solution(ws.root, "cuda")
+    for i in range(repeats + 1):
+        if time.monotonic() > deadline:
+            return
+        log.add({**evaluate_row("latency", "swish", ws, EvalConfig(backend="cuda")), "warm": i > 0})
+
+
+def run_kb(log: Log, out: Path, kb_list: Path, deadline: float, naive_share: float) -> None:
+    naive_out = out / "naive.jsonl"
+    naive_s = max(30, int((deadline - time.monotonic()) * naive_share))
+    subprocess.run(["timeout", str(naive_s), sys.executable, str(HERE / "naive_harness.py"), str(kb_list),
+                    "--out", str(naive_out)], check=False)
+    run_dir = Path(tempfile.mkdtemp(prefix="acc-kb-"))
+    results = run_dir / "results.jsonl"
+    peaks: dict[int, float] = {}
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            done = sum(1 for _ in results.open()) if results.exists() else 0
+            used = device_used_gib()
+            if used is not None:
+                peaks[done] = max(peaks.get(done, 0.0), used)
+            stop.wait(0.25)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    ours_s = max(30, int(deadline - time.monotonic()))
+    subprocess.run(["timeout", str(ours_s), sys.executable, "-m", "cuda_agent", "bench", "run", str(kb_list),
+                    "--solutions", "reference", "--backend", "cuda", "--no-compile-baseline", "--out", str(run_dir),
+                    "--fresh", "--no-report"], check=False)
+    stop.set()
+    sampler.join()
+    naive = {}
+    if naive_out.exists():
+        for line in naive_out.read_text().splitlines():
+            row = json.loads(line)
+            naive[Path(row["task"]).stem] = row
+    if results.exists():
+        for i, line in enumerate(results.read_text().splitlines()):
+            rec = json.loads(line)
+            res = rec.get("result") or {}
+            stem = Path(rec.get("task", "")).stem or rec.get("task", "")
+            key = next((k for k in naive if k.endswith(stem) or stem.endswith(k)), None)
+            nv = naive.get(key) if key else None
+            log.add({"step": "kb", "name": rec.get("task"), "reward": res.get("reward", -1), "correct": res.get("correct"),
+                     "reason": (res.get("reason") or rec.get("reason", ""))[:400], "wall_s": rec.get("wall_s"),
+                     "phases": res.get("phases"), "judge": res.get("judge"), "device_peak_gib": peaks.get(i),
+                     "naive_s": nv.get("seconds") if nv else None, "naive_peak_gib": nv.get("peak_gib") if nv else None,
+                     "naive_error": nv.get("error") if nv else None})
+
+
+def summarise(log: Log, out: Path) -> dict:
+    rows = [r for r in log.rows if "reward" in r]
+    honest = [r for r in rows if r["step"] in ("examples", "triton", "paper", "latency", "kb")]
+    text = lambda r: (r.get("reason") or "").lower()  # noqa: E731
+    oom = [r for r in honest if "out of memory" in text(r) or "needs about" in text(r)]
+    infra = [r for r in honest if "infrastructure" in text(r) or "baseline client failed" in text(r)]
+    false_neg = [r for r in honest if r["reward"] < 1]
+    warm = [r["wall_s"] for r in rows if r["step"] == "latency" and r.get("warm")]
+    ratios = [r["wall_s"] / r["naive_s"] for r in rows if r["step"] == "kb" and r.get("naive_s") and r.get("wall_s")]
+    kb = [r for r in rows if r["step"] == "kb"]
+    repeats: dict[str, set[int]] = {}
+    for r in rows:
+        if r["step"] in ("examples", "triton"):
+            repeats.setdefault(f"{r['step']}:{r['name']}", set()).add(r["reward"])
+    summary = {
+        "evaluations": len(honest), "false_minus_one": len(false_neg), "oom": len(oom), "infrastructure": len(infra),
+        "kb_reward_1": sum(1 for r in kb if r["reward"] == 1), "kb_tasks": len(kb),
+        "warm_latency_s": round(median(warm), 3) if warm else None, "warm_latency_max_s": max(warm) if warm else None,
+        "cost_vs_naive_geomean": round(math.exp(sum(map(math.log, ratios)) / len(ratios)), 3) if ratios else None,
+        "cost_vs_naive_max": round(max(ratios), 3) if ratios else None,
+        "reward_changed_on_repeat": sorted(k for k, v in repeats.items() if len(v) > 1),
+        "failures": [f"{r['step']}:{r['name']}: {r.get('reason', '')[:160]}" for r in false_neg][:20],
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    return summary
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--steps", default="examples,triton,paper,latency,kb")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--kb-list", type=Path, default=HERE / "judge_kb30.txt")
+    ap.add_argument("--budget-s", type=float, default=540.0)
+    ap.add_argument("--kb-share", type=float, default=0.55, help="share of the budget left for the kb step")
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    end = start + args.budget_s
+    steps = args.steps.split(",")
+    kb_reserve = args.budget_s * args.kb_share if "kb" in steps else 0.0
+    log = Log(args.out)
+    log.add({"step": "gpu", "name": subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
+                                                     "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()})
+    if "examples" in steps:
+        run_examples(log, "examples", "cpp", args.repeats, end - kb_reserve - 60)
+    if "triton" in steps:
+        run_examples(log, "triton", "triton", 2, end - kb_reserve - 40)
+    if "paper" in steps:
+        run_paper(log, end - kb_reserve - 30)
+    if "latency" in steps:
+        run_latency(log, 5, end - kb_reserve)
+    if "kb" in steps:
+        from cuda_agent.evaluation.judge_client import drop_judge
+
+        drop_judge("cuda")  # the bench run starts its own judge: free this one's device memory first
+        run_kb(log, args.out, args.kb_list, end, naive_share=0.42)
+    summary = summarise(log, args.out)
+    print("ACCEPTANCE " + json.dumps({k: v for k, v in summary.items() if k != "failures"}))
+    for f in summary["failures"]:
+        print("  -1:", f)
+
+
+if __name__ == "__main__":
+    main()
