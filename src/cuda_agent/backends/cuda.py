@@ -82,7 +82,7 @@ class CudaBackend(Backend):
         arch = cuda_arch()
         return [nvcc(), "-O3", "-std=c++17", "-lineinfo", "-Xcompiler", "-fPIC",
                 f"-gencode=arch=compute_{arch},code=sm_{arch}", f"-ccbin={host_compiler()}",
-                *[f"-isystem{d}" for d in _nvidia_wheel_include_dirs()],  # cudnn.h (the `paper` rules)
+                *[a for d in _nvidia_wheel_include_dirs() for a in ("-isystem", d)],  # cudnn.h (`paper` rules)
                 *extra_flags, "-c", str(src), "-o", str(obj)]
 
     def link_cmd(self, objects: list[Path], out: Path, libraries: list[str]) -> list[str]:
