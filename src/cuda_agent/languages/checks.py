@@ -1070,8 +1070,8 @@ def check_preprocessed(root: Path, backend: str, *, cache_dir: Path | None = Non
     return _dedupe(found)
 
 
-def _scan_pp_line(text: str, rel: str, line: int, host: bool, *, rules: str = DEFAULT_RULES,
-                  backend: str = "cuda") -> list[Finding]:
+def _scan_pp_line(text: str, rel: str, line: int, host: bool, *, backend: str,
+                  rules: str = DEFAULT_RULES) -> list[Finding]:
     out = []
     for m in _PP_ASM.finditer(text):
         template = "".join(bytes(s, "utf-8").decode("unicode_escape", "replace")
