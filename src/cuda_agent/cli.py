@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from .evaluation.config import RULES_HELP, RulesProfile
 from .exit_codes import ExitCode, fail, for_rewards, guard_all
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -26,11 +27,12 @@ RTOL_HELP = "relative tolerance of the correctness check (default 1e-2, or the t
 
 
 def _config(backend: Optional[str], timing: bool, compile_baseline: bool, trials: int,
-            atol: Optional[float], rtol: Optional[float], guards: bool = True, timeout: Optional[float] = None):
+            atol: Optional[float], rtol: Optional[float], guards: bool = True, timeout: Optional[float] = None,
+            rules: RulesProfile = RulesProfile.paper):
     from .evaluation import EvalConfig
 
     return EvalConfig.from_options(backend, measure=timing, trials=trials, compile_baseline=compile_baseline,
-                                   guards=guards, atol=atol, rtol=rtol, timeout_s=timeout)
+                                   guards=guards, atol=atol, rtol=rtol, timeout_s=timeout, rules=rules.value)
 
 
 @app.command()
@@ -42,6 +44,7 @@ def workspace(
     with_solution: bool = typer.Option(False, help="bundled examples: also copy the reference solution"),
     language: str = typer.Option("cpp", help="what the kernels are written in: cpp (CUDA C++ / C++), triton, "
                                  "or paper (the CUDA Agent release's agent_workdir layout)"),
+    rules: RulesProfile = typer.Option(RulesProfile.paper, help=RULES_HELP + "; SKILL.md states it"),
 ) -> None:
     """Create a workspace for one task."""
     from .examples import get_example, list_examples
@@ -64,7 +67,7 @@ def workspace(
     if len(loaded) != 1:
         raise fail(f"{task} holds {len(loaded)} tasks; a workspace takes one")
     try:
-        ws = create_workspace(loaded[0], directory, be, overwrite=force, language=language)
+        ws = create_workspace(loaded[0], directory, be, overwrite=force, language=language, rules=rules.value)
     except (KeyError, ValueError) as exc:
         raise fail(str(exc.args[0]) if isinstance(exc, KeyError) else str(exc))
     if with_solution:
@@ -115,6 +118,7 @@ def evaluate(
     json_out: bool = typer.Option(False, "--json", help="print the breakdown as one JSON object"),
     baselines: bool = typer.Option(False, "--baselines", help="only time the reference (eager and torch.compile), "
                                    "no kernel needed: the times to beat"),
+    rules: RulesProfile = typer.Option(RulesProfile.paper, help=RULES_HELP),
 ) -> None:
     """Build, verify and time a workspace; print the reward. Exit 0 if correct, 1 if not."""
     from .evaluation import evaluate as run_evaluation
@@ -124,7 +128,7 @@ def evaluate(
     if baselines:
         from .evaluation import measure_baselines
 
-        base = measure_baselines(ws, _config(None, True, compile_baseline, trials, atol, rtol, guards, timeout))
+        base = measure_baselines(ws, _config(None, True, compile_baseline, trials, atol, rtol, guards, timeout, rules))
         if json_out:
             print(base.model_dump_json())
         else:
@@ -132,7 +136,7 @@ def evaluate(
             console.print(f"baselines for {ws.task.name}: eager {base.eager.median:.4g} ms, torch.compile {comp} "
                           f"(median per call; a kernel earns reward 2 / 3 when clearly faster than these)")
         raise typer.Exit(int(ExitCode.OK))
-    result = run_evaluation(ws, _config(None, timing, compile_baseline, trials, atol, rtol, guards, timeout))
+    result = run_evaluation(ws, _config(None, timing, compile_baseline, trials, atol, rtol, guards, timeout, rules))
     if json_out:
         print(result.model_dump_json())
     else:
@@ -148,6 +152,7 @@ def examples(
                                           help="time torch.compile too (its first measurement is cached)"),
     timeout: Optional[float] = typer.Option(None, min=1.0, help=TIMEOUT_HELP),
     out: Optional[Path] = typer.Option(None, help="also write results as JSON lines here"),
+    rules: RulesProfile = typer.Option(RulesProfile.paper, help=RULES_HELP),
 ) -> None:
     """Evaluate every bundled example with its hand-written solution (the quickstart job)."""
     from .backends import backend_class
@@ -166,10 +171,11 @@ def examples(
     results = []
     with tempfile.TemporaryDirectory(prefix="cuda-agent-examples-") as tmp, _progress(len(chosen)) as step:
         for k, ex in enumerate(chosen, 1):
-            ws = create_workspace(ex.task, Path(tmp) / ex.name, be)
+            ws = create_workspace(ex.task, Path(tmp) / ex.name, be, rules=rules.value)
             ex.install_solution(ws.root, be)
             with step(k, ex.name):
-                res = run_evaluation(ws, _config(be, True, compile_baseline, 5, None, None, timeout=timeout))
+                res = run_evaluation(ws, _config(be, True, compile_baseline, 5, None, None, timeout=timeout,
+                                                 rules=rules))
             results.append(res)
             reason = res.reason.splitlines()[0] if res.reason else ""
             console.print(f"  [{k}/{len(chosen)}] {ex.name}: reward {res.reward:+d} in {res.seconds:.0f} s  "

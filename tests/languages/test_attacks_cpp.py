@@ -193,9 +193,16 @@ def test_cuda_honest_imports_are_allowed(symbol: str) -> None:
     assert classify(symbol, "cuda") is None, classify(symbol, "cuda")
 
 
+@pytest.mark.parametrize("symbol", ["cublasSgemm_v2", "cublasLtMatmul", "cudnnConvolutionForward"])
+def test_vendor_gemm_and_conv_imports_need_the_paper_profile(symbol: str) -> None:
+    assert classify(symbol, "cuda", "paper") is None
+    got = classify(symbol, "cuda", "strict")
+    assert got is not None and got[0] == "blas-fallback", got
+
+
 @pytest.mark.parametrize("symbol,rule", [
-    ("cublasSgemm_v2", "blas-fallback"), ("cublasLtMatmul", "blas-fallback"),
-    ("cudnnConvolutionForward", "blas-fallback"), ("cudaStreamCreateWithFlags", "stream-creation"),
+    ("cublasSaxpy_v2", "blas-fallback"), ("cublasSgeam", "blas-fallback"),
+    ("cudnnActivationForward", "blas-fallback"), ("cudaStreamCreateWithFlags", "stream-creation"),
     ("cudaLaunchHostFunc", "thread-creation"), ("cudaGetDriverEntryPoint", "dynamic-loading"),
     ("cuGetProcAddress_v2", "dynamic-loading"), ("cuModuleLoadData", "dynamic-loading"),
     ("nvrtcCompileProgram", "dynamic-loading"), ("cudaIpcGetMemHandle", "io-in-kernel"),

@@ -63,7 +63,16 @@ def _example_dirs() -> list[tuple[Path, str]]:
 @pytest.mark.parametrize("directory,backend", _example_dirs(), ids=lambda v: str(v)[-30:] if isinstance(v, Path) else v)
 def test_bundled_example_solutions_are_clean(directory: Path, backend: str) -> None:
     found = check_workspace(directory, backend, EXT[backend])
-    assert found == [], _show(found)  # every solution writes its own kernels (no cuBLAS: blas-fallback)
+    assert found == [], _show(found)  # every backend's solution writes its own kernels (variants: below)
+
+
+@pytest.mark.parametrize("directory", sorted(PKG.glob("examples/*/cuda_*")), ids=lambda p: p.parent.name + "/" + p.name)
+def test_vendor_library_example_variants_follow_the_rules(directory: Path) -> None:
+    """cuda_cublas / cuda_cudnn: honest under `paper`, blas-fallback (only) under `strict`."""
+    found = check_workspace(directory, "cuda", EXT["cuda"], rules="paper")
+    assert found == [], _show(found)
+    strict = check_workspace(directory, "cuda", EXT["cuda"], rules="strict")
+    assert strict and {f.rule for f in strict} == {"blas-fallback"}, _show(strict)
 
 
 HONEST_MODELS = {
@@ -395,9 +404,10 @@ def test_honest_kernels_are_clean() -> None:
     assert found == [], _show(found)
 
 
-def test_vendor_libraries_are_a_blas_fallback() -> None:
-    """The symbol allow-list is the CUDA runtime and driver: cuBLAS (even GEMM with a custom
-    epilogue) and cuDNN (even convolution) are fallbacks; the kernel must be written."""
+def test_vendor_libraries_follow_the_rules_profile() -> None:
+    """`strict`: the allow-list is the CUDA runtime and driver, so cuBLAS (even GEMM with a custom
+    epilogue) and cuDNN (even convolution) are fallbacks. `paper` (the default): exactly those
+    two uses are allowed (more in test_vendor_rules.py)."""
     src = """
     #include <cudnn.h>
     void conv(cudnnHandle_t h, cudaStream_t s) {
@@ -405,10 +415,13 @@ def test_vendor_libraries_are_a_blas_fallback() -> None:
       cudnnConvolutionForward(h, 0, xd, 0, 0, 0, 0, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, 0, 0, 0, xd, 0);
     }
     """
-    assert {f.rule for f in _cpp(src, "kernels/conv.cu")} == {"blas-fallback"}
-    found = _cpp(CUBLAS_GEMM_EPILOGUE, "kernels/gemm_relu.cu")
+    strict = check_kernel_source(textwrap.dedent(src), "kernels/conv.cu", "cuda", rules="strict")
+    assert {f.rule for f in strict} == {"blas-fallback"}
+    found = check_kernel_source(textwrap.dedent(CUBLAS_GEMM_EPILOGUE), "kernels/gemm_relu.cu", "cuda", rules="strict")
     assert {f.rule for f in found} == {"blas-fallback"}
     assert {f.line for f in found} >= {3, 23, 28}, _show(found)  # the include and each call
+    assert _cpp(src, "kernels/conv.cu") == []
+    assert _cpp(CUBLAS_GEMM_EPILOGUE, "kernels/gemm_relu.cu") == []
 
 
 # ---- adversarial code: the right rule -----------------------------------------------------

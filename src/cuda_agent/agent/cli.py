@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from ..evaluation.config import RULES_HELP, RulesProfile
 from ..exit_codes import ExitCode, fail
 from .limits import EVAL_MAX_TURNS
 
@@ -55,6 +56,7 @@ def optimize(
                                                      "local models, else 0)"),
     eval_timeout: Optional[float] = typer.Option(None, min=1.0, help="seconds each evaluation's worker may run "
                                                  "(default 600; --timeout is the model request's)"),
+    rules: RulesProfile = typer.Option(RulesProfile.paper, help=RULES_HELP + "; the workspace's SKILL.md states it"),
     max_seconds: Optional[float] = typer.Option(None, min=1.0, help="wall-clock budget per episode (seconds)"),
     max_total_tokens: Optional[int] = typer.Option(None, min=1, help="token budget per episode (prompt + reply, "
                                                    "all turns)"),
@@ -87,7 +89,8 @@ def optimize(
     if pcfg.smoke_test:
         console.print(SMOKE_WARNING)
     n_workers, devices = _slots(be, workers)
-    eval_cfg = EvalConfig.from_options(be, trials=trials, compile_baseline=compile_baseline, timeout_s=eval_timeout)
+    eval_cfg = EvalConfig.from_options(be, trials=trials, compile_baseline=compile_baseline, timeout_s=eval_timeout,
+                                       rules=rules.value)
     acfg = AgentConfig(backend=be, max_turns=max_turns, context_tokens=context_tokens, eval=eval_cfg,
                        nudges=nudges if nudges is not None else (2 if pcfg.kind == "local" else 0),
                        max_seconds=max_seconds, max_total_tokens=max_total_tokens, max_cost_usd=max_cost or None,

@@ -124,7 +124,8 @@ def run_episode(task: Task, policy: Policy, config: AgentConfig | None = None, w
             backend=backend, policy=policy.describe(), config=cfg.model_dump(mode="json"), tools=list(TOOL_NAMES),
             started_at=now_iso(), workdir=str(root))
         ws = workspace if workspace is not None else create_workspace(task, root / WORKSPACE, backend,
-                                                                      overwrite=True, cache_dir=cache)
+                                                                      overwrite=True, cache_dir=cache,
+                                                                      rules=cfg.eval.rules)
     try:
         env = Environment(ws, tool_config=cfg.tool_config(), eval_config=cfg.eval)
     except RuntimeError as exc:  # the sealed shell cannot start here: a setup problem, said in one line

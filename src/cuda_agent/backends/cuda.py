@@ -82,6 +82,7 @@ class CudaBackend(Backend):
         arch = cuda_arch()
         return [nvcc(), "-O3", "-std=c++17", "-lineinfo", "-Xcompiler", "-fPIC",
                 f"-gencode=arch=compute_{arch},code=sm_{arch}", f"-ccbin={host_compiler()}",
+                *[a for d in _nvidia_wheel_include_dirs() for a in ("-isystem", d)],  # cudnn.h (`paper` rules)
                 *extra_flags, "-c", str(src), "-o", str(obj)]
 
     def link_cmd(self, objects: list[Path], out: Path, libraries: list[str]) -> list[str]:
@@ -96,9 +97,9 @@ class CudaBackend(Backend):
     def optional_libraries(self, sources_text: str) -> list[str]:
         libs = []
         if re.search(r"\bcublas(Lt)?\w*\s*\(", sources_text):
-            libs += ["-lcublas", "-lcublasLt"]
+            libs += [_library_flag("cublas"), _library_flag("cublasLt")]
         if re.search(r"\bcudnn\w*\s*\(", sources_text):
-            libs.append("-lcudnn")
+            libs.append(_library_flag("cudnn"))
         return libs
 
     def toolchain_id(self) -> str:
@@ -287,11 +288,40 @@ def _smi(*query: str) -> list[str]:
 
 
 @cache
-def _nvidia_wheel_lib_dirs() -> tuple[str, ...]:
-    """cuBLAS / cuDNN shipped as pip wheels beside torch (nvidia/*/lib)."""
+def _nvidia_wheel_root() -> Path:
     import torch
 
-    root = Path(torch.__file__).parent.parent / "nvidia"
+    return Path(torch.__file__).parent.parent / "nvidia"
+
+
+@cache
+def _nvidia_wheel_lib_dirs() -> tuple[str, ...]:
+    """cuBLAS / cuDNN shipped as pip wheels beside torch (nvidia/*/lib)."""
+    root = _nvidia_wheel_root()
     if not root.is_dir():
         return ()
     return tuple(sorted(str(p) for p in root.glob("*/lib") if p.is_dir()))
+
+
+@cache
+def _nvidia_wheel_include_dirs() -> tuple[str, ...]:
+    """The wheels' include folders that hold a vendor header the toolkit may lack (cudnn.h,
+    cublas_v2.h); passed as -isystem, so the toolkit's own headers still come first."""
+    root = _nvidia_wheel_root()
+    if not root.is_dir():
+        return ()
+    return tuple(sorted(str(p) for p in root.glob("*/include")
+                        if (p / "cudnn.h").is_file() or (p / "cublas_v2.h").is_file()))
+
+
+def _library_flag(name: str) -> str:
+    """`-lNAME` where a development link libNAME.so exists, else `-l:libNAME.so.N`: the pip
+    wheels beside torch ship only the versioned file."""
+    dirs = [Path(cuda_home()) / "lib64", *map(Path, _nvidia_wheel_lib_dirs())]
+    if any((d / f"lib{name}.so").exists() for d in dirs):
+        return f"-l{name}"
+    for d in dirs:
+        versioned = sorted(d.glob(f"lib{name}.so.[0-9]*"), key=lambda p: len(p.name))
+        if versioned:
+            return f"-l:{versioned[0].name}"
+    return f"-l{name}"

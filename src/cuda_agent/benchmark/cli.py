@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ..evaluation.config import RULES_HELP, RulesProfile
 from ..exit_codes import ExitCode, fail
 
 console = Console()
@@ -40,6 +41,7 @@ def run_cmd(
                                                        "precision (default: as each task is written)"),
     tolerance: str = typer.Option("paper", help="'paper' (atol = rtol = 1e-2) or 'kernelbench' (1e-4 fp32, "
                                                 "1e-2 fp16 / bf16)"),
+    rules: RulesProfile = typer.Option(RulesProfile.paper, help=RULES_HELP),
     samples: int = typer.Option(1, min=1, help="samples per task (pass@k): solutions sample_0..N-1, or N episodes"),
     interleave_levels: bool = typer.Option(False, help="run levels round-robin (a cut-short run covers all)"),
     gpus: Optional[str] = typer.Option(None, help="GPU indices for evaluation slots, e.g. 0,1 (default: all)"),
@@ -92,7 +94,8 @@ def run_cmd(
         err.print(f"[yellow]could not load (counted as failed):[/] {escape(bad)}")
     config = EvalConfig.from_options(be, measure=timing, trials=trials, compile_baseline=compile_baseline, atol=atol,
                                      rtol=rtol, tolerance=tolerance, timeout_s=timeout, memory_limit_gb=memory_limit_gb,
-                                     timing_budget_s=timing_budget, min_rounds=min_rounds, warmup_ms=warmup_ms)
+                                     timing_budget_s=timing_budget, min_rounds=min_rounds, warmup_ms=warmup_ms,
+                                     rules=rules.value)
     options = dict(o.split("=", 1) for o in (policy_option or []) if "=" in o)
     if ray:
         pool = RayPool(be, address=ray_address, num_cpus=ray_cpus)

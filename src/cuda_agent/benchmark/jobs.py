@@ -37,7 +37,7 @@ def materialize(job: Job, directory: Path) -> tuple[Workspace, EvalConfig]:
     """A fresh workspace for the job's task holding its candidate, and the EvalConfig that
     candidate's kind is evaluated with (see solutions.py)."""
     cache = Path(job.config.cache_dir) if job.config.cache_dir else None
-    ws = create_workspace(job.task, directory, job.backend, cache_dir=cache, overwrite=True)
+    ws = create_workspace(job.task, directory, job.backend, cache_dir=cache, overwrite=True, rules=job.config.rules)
     kernels = ws.root / "kernels"
     for old in kernels.iterdir():
         if old.is_file() or old.is_symlink():
@@ -113,7 +113,7 @@ def _prechecks_pass(ws: Workspace, cfg: EvalConfig, backend_name: str) -> bool:
     lang = get_language(ws.language)
     cache = Path(cfg.cache_dir) if cfg.cache_dir else default_cache_dir()
     if cfg.guards.static_checks and lang.check(ws.root, backend.name, cache_dir=cache,
-                                               disabled_rules=frozenset(cfg.guards.disabled_rules)):
+                                               disabled_rules=frozenset(cfg.guards.disabled_rules), rules=cfg.rules):
         return False
     return lang.build(ws.root, backend, cache_dir=cache, timeout_s=cfg.build_timeout_s).ok
 

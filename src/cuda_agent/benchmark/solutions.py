@@ -154,7 +154,8 @@ def single_file_config(cfg: EvalConfig, workspace: Path, backend: str, extension
 
     guards = cfg.guards
     if guards.static_checks:
-        findings = check_workspace(workspace, backend, extension, disabled_rules=frozenset(guards.disabled_rules))
+        findings = check_workspace(workspace, backend, extension, disabled_rules=frozenset(guards.disabled_rules),
+                                   rules=cfg.rules)
         allowed = load_inline_import_lines((workspace / "model_new.py").read_text(errors="replace"))
         blocked = [f for f in findings if f.rule == "forbidden-import"]
         if not blocked or any(f.file != "model_new.py" or f.line not in allowed for f in blocked):

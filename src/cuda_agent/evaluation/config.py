@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
@@ -56,6 +57,16 @@ class StageTimeouts(BaseModel):
 
 
 TOLERANCE_PROFILES = ("paper", "kernelbench")
+class RulesProfile(str, Enum):
+    """The vendor-library rule (languages/vendor.py has the table; a command-line choice)."""
+
+    paper = "paper"
+    strict = "strict"
+
+
+RULES_PROFILES = tuple(p.value for p in RulesProfile)  # the same as languages/vendor.py's (checked by a test)
+RULES_HELP = ("rules profile: 'paper' (the paper's rule: cuBLAS / cuBLASLt GEMM and cuDNN convolution allowed, "
+              "nothing else of them) or 'strict' (no vendor library)")
 
 
 class EvalConfig(BaseModel):
@@ -68,6 +79,9 @@ class EvalConfig(BaseModel):
     rtol: float = Field(default=1e-2, description="relative tolerance of the 'paper' profile (fp32 outputs)")
     tolerance: str = Field(default="paper", description="'paper' (atol = rtol = 1e-2) or 'kernelbench' "
                            "(1e-4 for fp32, 1e-2 for fp16 / bf16); both add a check scaled by the output's own size")
+    rules: str = Field(default="paper", description="rules profile for vendor libraries: 'paper' (the CUDA Agent "
+                       "release's rule: cuBLAS / cuBLASLt for GEMM and cuDNN for convolution, nothing else of them) "
+                       "or 'strict' (no vendor library); docs/guards.md")
     margin: float = Field(default=0.05, description="'faster' means (t_base - t) / t_base > margin")
     measure: bool = Field(default=True, description="False: build and verify only (reward 1 if correct)")
     compile_mode: str | None = Field(default="default", description="torch.compile mode; None skips it")
@@ -89,12 +103,20 @@ class EvalConfig(BaseModel):
             raise ValueError(f"unknown tolerance profile {v!r}; choose one of {', '.join(TOLERANCE_PROFILES)}")
         return v
 
+    @field_validator("rules")
+    @classmethod
+    def _known_rules(cls, v: str) -> str:
+        if v not in RULES_PROFILES:
+            raise ValueError(f"unknown rules profile {v!r}; choose one of {', '.join(RULES_PROFILES)}")
+        return v
+
     @classmethod
     def from_options(cls, backend: str | None = None, *, measure: bool = True, trials: int | None = None,
                      compile_baseline: bool = True, guards: bool = True, atol: float | None = None,
                      rtol: float | None = None, tolerance: str | None = None, timeout_s: float | None = None,
                      memory_limit_gb: float | None = None, timing_budget_s: float | None = None,
-                     min_rounds: int | None = None, warmup_ms: float | None = None) -> "EvalConfig":
+                     min_rounds: int | None = None, warmup_ms: float | None = None,
+                     rules: str | None = None) -> "EvalConfig":
         """The one place command-line options become a config: an option left as None keeps
         the default, so every command means the same by the same flag."""
         timing: dict[str, Any] = {}
@@ -105,7 +127,7 @@ class EvalConfig(BaseModel):
         if warmup_ms is not None:
             timing["warmup_ms"] = warmup_ms
         given = {"trials": trials, "atol": atol, "rtol": rtol, "tolerance": tolerance, "worker_timeout_s": timeout_s,
-                 "memory_limit_gb": memory_limit_gb}
+                 "memory_limit_gb": memory_limit_gb, "rules": rules}
         fields: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
         fields.update(backend=backend, measure=measure, timing=TimingConfig(**timing))
         if not compile_baseline:

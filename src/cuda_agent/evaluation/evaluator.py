@@ -40,7 +40,7 @@ def evaluate(workspace: Workspace | str | Path, config: EvalConfig | None = None
         raise ValueError(f"workspace {ws.root} was made for the {ws.backend} backend, not {cfg.backend}; "
                          "create a workspace for that backend")
     backend = get_backend(ws.backend)
-    result = EvalResult(task=task.name, task_hash=task.content_hash, backend=backend.name)
+    result = EvalResult(task=task.name, task_hash=task.content_hash, backend=backend.name, rules=cfg.rules)
     t0 = time.monotonic()
     try:
         _run_stages(ws, task, backend, cfg, cache_dir, result)
@@ -60,7 +60,7 @@ def _run_stages(ws: Workspace, task: Task, backend: Backend, cfg: EvalConfig, ca
     lang = get_language(ws.language)
     if cfg.guards.static_checks:
         findings = lang.check(ws.root, backend.name, disabled_rules=frozenset(cfg.guards.disabled_rules),
-                              cache_dir=cache_dir)
+                              cache_dir=cache_dir, rules=cfg.rules)
         if findings:
             result.findings = [f.model_dump() for f in findings]
             shown = "\n".join(f"  {f.file}:{f.line} [{f.rule}] {f.message}" for f in findings[:8])
@@ -76,7 +76,7 @@ def _run_stages(ws: Workspace, task: Task, backend: Backend, cfg: EvalConfig, ca
     lang.publish(ws.root, backend, build.library)
 
     if cfg.guards.symbols:
-        sym = lang.check_artifact(build.library, backend.name, ws.root)
+        sym = lang.check_artifact(build.library, backend.name, ws.root, rules=cfg.rules)
         if sym:
             result.findings = [f.model_dump() for f in sym]
             shown = "\n".join(f"  {f.file}:{f.line} [{f.rule}] {f.message}" for f in sym[:8])

@@ -97,6 +97,8 @@ class EvalResult(BaseModel):
     task_hash: str
     backend: str
     device: str = ""
+    rules: str = Field(default="paper", description="the rules profile the evaluation ran under: 'paper' "
+                       "(cuBLAS GEMM / cuDNN conv allowed) or 'strict' (no vendor library)")
     reward: int = -1
     compiled: bool = False
     correct: bool = False

@@ -1,7 +1,9 @@
 """Bundled example tasks, each with hand-written CUDA and CPU solutions.
 
 Layout: `<name>/task.py` (KernelBench format) and `<name>/<backend>/` holding `model_new.py`
-and `kernels/`. They are the quickstart's main job and the environment's own test bed.
+and `kernels/`; `<name>/<backend>_<variant>/` is another solution for that backend (e.g.
+`gemm_bias_relu/cuda_cublas`, `conv2d_relu/cuda_cudnn`: vendor GEMM / convolution plus an own
+epilogue kernel, honest under the `paper` rules profile and refused under `strict`). They are the quickstart's main job and the environment's own test bed.
 """
 
 from __future__ import annotations
@@ -25,8 +27,15 @@ class Example:
     def solution_dir(self, backend: str) -> Path:
         return self.root / backend
 
+    def solution_variants(self) -> list[str]:
+        """Every solution folder: a backend (`cuda`, `cpu`), `triton`, or a named variant of a
+        backend (`cuda_cublas`, `cuda_cudnn`: cuBLAS GEMM / cuDNN convolution, allowed under the
+        `paper` rules profile only)."""
+        return sorted(d.name for d in self.root.iterdir() if (d / "model_new.py").is_file())
+
     def install_solution(self, workspace: Path, backend: str) -> None:
-        """Copy this example's solution for `backend` (or the `triton` one) into a workspace."""
+        """Copy this example's solution for `backend` (or the `triton` one, or a variant such as
+        `cuda_cublas`: see `solution_variants`) into a workspace."""
         src = self.solution_dir(backend)
         if not src.is_dir():
             raise FileNotFoundError(f"example {self.name} has no {backend} solution")

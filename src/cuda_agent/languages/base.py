@@ -55,7 +55,7 @@ class Language(ABC):
         """The module model_new.py imports for this language on `backend`."""
 
     @abstractmethod
-    def fixed_files(self, task: "Task", backend: str) -> dict[str, str]:
+    def fixed_files(self, task: "Task", backend: str, rules: str = "paper") -> dict[str, str]:
         """Protected files (relative path -> text): tamper-checked by hash."""
 
     def starter_files(self, task: "Task", backend: str) -> dict[str, str]:
@@ -80,14 +80,15 @@ class Language(ABC):
     # ---- the evaluator's side (no device) ---------------------------------------------
     @abstractmethod
     def check(self, root: Path, backend: str, *, disabled_rules: frozenset[str] = frozenset(),
-              cache_dir: Path | None = None) -> list["Finding"]:
-        """Static allowlist findings for the workspace's sources, before anything builds."""
+              cache_dir: Path | None = None, rules: str = "paper") -> list["Finding"]:
+        """Static allowlist findings for the workspace's sources, before anything builds;
+        `rules`: the rules profile (`paper` / `strict`, languages/vendor.py)."""
 
     @abstractmethod
     def build(self, root: Path, backend: Any, *, cache_dir: Path, timeout_s: float) -> "BuildResult":
         """`kernels/` into one artifact (BuildResult.library), outside the workspace."""
 
-    def check_artifact(self, artifact: str, backend: str, root: Path) -> list["Finding"]:
+    def check_artifact(self, artifact: str, backend: str, root: Path, *, rules: str = "paper") -> list["Finding"]:
         """Allowlist findings for the built artifact (e.g. a library's imported symbols)."""
         return []
 

@@ -22,6 +22,11 @@ from pathlib import Path
 from pydantic import BaseModel
 
 
+from .vendor import DEFAULT_RULES, LT_EPILOGUE, check_rules, header_allowed, vendor_allowed
+
+_VENDOR_SCOPE = {"paper": "cuBLAS GEMM and cuDNN convolution only", "strict": "no vendor libraries"}
+
+
 class Finding(BaseModel):
     """One rule violation: where, which rule, and what a person should know about it."""
 
@@ -782,7 +787,8 @@ def _strip_cpp(text: str) -> tuple[str, str]:
     return nc, code
 
 
-def _include_problem(n: str, angle: bool, backend: str, local_files: frozenset[str] | None) -> tuple[str, str] | None:
+def _include_problem(n: str, angle: bool, backend: str, local_files: frozenset[str] | None,
+                     rules: str = DEFAULT_RULES) -> tuple[str, str] | None:
     """(rule, message) for one #include, or None when it is allowed."""
     from ..backends import backend_class
 
@@ -797,8 +803,9 @@ def _include_problem(n: str, angle: bool, backend: str, local_files: frozenset[s
         return None
     if not angle and not n.startswith("/") and ".." not in Path(n).parts and (local_files is None or n in local_files):
         return None
-    if angle and n in be.vendor_library_headers:
-        return "blas-fallback", f"`#include {name}`: cuBLAS / cuDNN are not allowed; write the kernel"
+    if angle and n in be.vendor_library_headers and not header_allowed(n, rules, backend):
+        return "blas-fallback", (f"`#include {name}`: not allowed under the `{rules}` rules profile "
+                                 f"({_VENDOR_SCOPE[rules]}); write the kernel")
     if angle and (n in _STD or n in be.runtime_headers or n.startswith(be.runtime_header_dirs)):
         return None
     why = "Thrust launches library kernels" if n.startswith("thrust/") else (
@@ -817,9 +824,12 @@ class Dialect:
 
 
 def check_kernel_source(text: str, filename: str, backend: str, *, local_files: frozenset[str] | None = None,
-                        torch_visible: bool | None = None, dialect: Dialect = Dialect()) -> list[Finding]:
+                        torch_visible: bool | None = None, dialect: Dialect = Dialect(),
+                        rules: str = DEFAULT_RULES) -> list[Finding]:
     """Check one file from kernels/. `local_files`: names a quoted #include may use (None: any plain
-    name); `torch_visible`: whether it is a binding or a header a binding includes (None: guess)."""
+    name); `torch_visible`: whether it is a binding or a header a binding includes (None: guess);
+    `rules`: the rules profile deciding which cuBLAS / cuDNN calls are allowed (languages/vendor.py)."""
+    check_rules(rules)
     nc, code = _strip_cpp(text)
     starts = [0] + [m.end() for m in re.finditer(r"\n", text)]
     found: list[Finding] = []
@@ -833,7 +843,7 @@ def check_kernel_source(text: str, filename: str, backend: str, *, local_files: 
             continue
         name = (m[1] or m[2]).strip()
         torch_inc |= name.startswith(("torch/", "ATen/", "c10/")) or name == "binding_registry.h"
-        problem = _include_problem(name, bool(m[1]), backend, local_files)
+        problem = _include_problem(name, bool(m[1]), backend, local_files, rules)
         if problem:
             heavy |= problem[0] == "heavy-torch-include"
             if not (dialect.includes and problem[0] in ("heavy-torch-include", "third-party-include")
@@ -856,8 +866,12 @@ def check_kernel_source(text: str, filename: str, backend: str, *, local_files: 
         add(m.start(), "aten-compute-in-cpp", f"`{m[1]}::{'::'.join(parts)}` is ATen compute: bindings may only "
             "allocate (empty, zeros, ...), check, and pass data_ptr()s, sizes and strides to your kernels")
     for m in re.finditer(r"\b(cublas\w*|cudnn\w*|cblas_\w+|mkl_\w+|openblas_\w+)\s*\(", code):
-        add(m.start(), "blas-fallback", f"`{m[1]}` is a vendor math library: the kernel must be written "
-            "(the allow-list is the CUDA runtime and driver only)")
+        if not vendor_allowed(m[1], rules, backend):
+            add(m.start(), "blas-fallback", f"`{m[1]}` is a vendor math library call that the `{rules}` rules "
+                f"profile does not allow ({_VENDOR_SCOPE[rules]}): the kernel must be written")
+    for m in LT_EPILOGUE.finditer(code):
+        add(m.start(), "blas-fallback", f"`{m[0]}`: cuBLASLt epilogues and output reductions (bias, activation, "
+            "amax) are compute outside the GEMM; write them as your own kernel")
     if torch_visible:
         compute = _torch_facts()[0] - _CPP_SAFE
         for m in _METHOD_CALL.finditer(code):
@@ -888,9 +902,12 @@ def _qualified_ok(parts: list[str]) -> bool:
 # ---- the workspace ------------------------------------------------------------------------
 def check_workspace(root: Path, backend: str, extension_name: str, *,
                     disabled_rules: frozenset[str] = frozenset(), preprocess: bool = True,
-                    cache_dir: Path | None = None, dialect: Dialect = Dialect()) -> list[Finding]:
+                    cache_dir: Path | None = None, dialect: Dialect = Dialect(),
+                    rules: str = DEFAULT_RULES) -> list[Finding]:
     """All findings for model_new.py and kernels/ (as written and as preprocessed), minus the
-    rules switched off. `cache_dir`: the build cache holding the bindings' precompiled header."""
+    rules switched off. `cache_dir`: the build cache holding the bindings' precompiled header;
+    `rules`: the rules profile (`paper` / `strict`, languages/vendor.py)."""
+    check_rules(rules)
     unknown = set(disabled_rules) - RULES.keys()
     if unknown:
         raise ValueError(f"unknown static-check rules: {sorted(unknown)} (known: {sorted(RULES)})")
@@ -919,9 +936,9 @@ def check_workspace(root: Path, backend: str, extension_name: str, *,
     for p, text in sources.items():
         local = frozenset(os.path.relpath(q, p.parent) for q in files)
         found += check_kernel_source(text, p.relative_to(root).as_posix(), backend, local_files=local,
-                                     torch_visible=p in visible, dialect=dialect)
+                                     torch_visible=p in visible, dialect=dialect, rules=rules)
     if preprocess and sources:
-        found += check_preprocessed(root, backend, cache_dir=cache_dir)
+        found += check_preprocessed(root, backend, cache_dir=cache_dir, rules=rules)
     return sorted((f for f in _dedupe(found) if f.rule not in disabled_rules), key=lambda f: (f.file, f.line))
 
 
@@ -1015,8 +1032,10 @@ def _preprocess_cmds(src: Path, root: Path, backend_name: str, cache_dir: Path |
     return be.preprocess_cmds(src, flags)
 
 
-def check_preprocessed(root: Path, backend: str, *, cache_dir: Path | None = None) -> list[Finding]:
-    """Findings in the preprocessed text of every translation unit in kernels/."""
+def check_preprocessed(root: Path, backend: str, *, cache_dir: Path | None = None,
+                       rules: str = DEFAULT_RULES) -> list[Finding]:
+    """Findings in the preprocessed text of every translation unit in kernels/ (`rules`: which
+    cuBLAS / cuDNN names may appear, languages/vendor.py)."""
     import subprocess
     from concurrent.futures import ThreadPoolExecutor
 
@@ -1047,11 +1066,12 @@ def check_preprocessed(root: Path, backend: str, *, cache_dir: Path | None = Non
         for fname, lines in _own_lines(text, kdir).items():
             rel = Path(fname).resolve().relative_to(root).as_posix()
             for line, chunks in lines.items():
-                found += _scan_pp_line("\n".join(chunks), rel, line, host)
+                found += _scan_pp_line("\n".join(chunks), rel, line, host, rules=rules, backend=backend)
     return _dedupe(found)
 
 
-def _scan_pp_line(text: str, rel: str, line: int, host: bool) -> list[Finding]:
+def _scan_pp_line(text: str, rel: str, line: int, host: bool, *, backend: str,
+                  rules: str = DEFAULT_RULES) -> list[Finding]:
     out = []
     for m in _PP_ASM.finditer(text):
         template = "".join(bytes(s, "utf-8").decode("unicode_escape", "replace")
@@ -1068,6 +1088,12 @@ def _scan_pp_line(text: str, rel: str, line: int, host: bool) -> list[Finding]:
         for m in rx.finditer(text if rule == "inline-asm" else code):
             if rule == "aten-compute-in-cpp" and _PP_ALLOC_OPS.match(m[0]):
                 continue
+            if rule == "blas-fallback" and vendor_allowed(m[0], rules, backend):
+                continue
             out.append(Finding(file=rel, line=line, rule=rule,
                                message=f"`{' '.join(m[0].split())}` (after preprocessing) {why}"))
+    for m in LT_EPILOGUE.finditer(code):
+        out.append(Finding(file=rel, line=line, rule="blas-fallback",
+                           message=f"`{m[0]}` (after preprocessing): a cuBLASLt epilogue or output reduction is "
+                                   "compute outside the GEMM"))
     return out

@@ -22,12 +22,14 @@ class CppLanguage(Language):
 
         return get_backend(backend).extension_name
 
-    def fixed_files(self, task: Any, backend: str) -> dict[str, str]:
+    def fixed_files(self, task: Any, backend: str, rules: str = "paper") -> dict[str, str]:
         from .base import TEMPLATES_DIR, loader_module, tool_scripts
+        from .vendor import libraries_text
 
         ext = self.extension_name(backend)
         return {
-            "SKILL.md": (TEMPLATES_DIR / f"SKILL.{backend}.md").read_text(),
+            "SKILL.md": (TEMPLATES_DIR / f"SKILL.{backend}.md").read_text().replace(
+                "@LIBRARIES@", libraries_text(rules, backend)),
             "model.py": task.source,
             "binding.cpp": (TEMPLATES_DIR / "binding.cpp").read_text(),
             "binding_registry.h": (TEMPLATES_DIR / "binding_registry.h").read_text(),
@@ -36,21 +38,21 @@ class CppLanguage(Language):
         }
 
     def check(self, root: Path, backend: str, *, disabled_rules: frozenset[str] = frozenset(),
-              cache_dir: Path | None = None) -> list[Any]:
+              cache_dir: Path | None = None, rules: str = "paper") -> list[Any]:
         from .checks import check_workspace
 
         return check_workspace(root, backend, self.extension_name(backend), disabled_rules=disabled_rules,
-                               cache_dir=cache_dir)
+                               cache_dir=cache_dir, rules=rules)
 
     def build(self, root: Path, backend: Any, *, cache_dir: Path, timeout_s: float) -> Any:
         from .build import build_workspace
 
         return build_workspace(root, backend, cache_dir=cache_dir, timeout_s=timeout_s)
 
-    def check_artifact(self, artifact: str, backend: str, root: Path) -> list[Any]:
+    def check_artifact(self, artifact: str, backend: str, root: Path, *, rules: str = "paper") -> list[Any]:
         from .symbols import check_library
 
-        return check_library(artifact, backend)
+        return check_library(artifact, backend, rules=rules)
 
     def publish(self, root: Path, backend: Any, artifact: str | None) -> None:
         from .build import publish_library

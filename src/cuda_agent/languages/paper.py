@@ -53,8 +53,11 @@ class PaperLanguage(Language):
     def extension_name(self, backend: str) -> str:
         return EXTENSION
 
-    def fixed_files(self, task: Any, backend: str) -> dict[str, str]:
+    def fixed_files(self, task: Any, backend: str, rules: str = "paper") -> dict[str, str]:
+        from .vendor import libraries_text
+
         files = {rel: (TEMPLATE / rel).read_text() for rel in PAPER_FIXED}
+        files["SKILL.md"] = files["SKILL.md"].replace("@LIBRARIES@", libraries_text(rules, backend))
         files["utils/_run.py"] = (TEMPLATE / "utils" / "_run.py").read_text().replace("@PYTHON@", sys.executable)
         files["model.py"] = task.source
         return files
@@ -63,11 +66,11 @@ class PaperLanguage(Language):
         return PAPER_FIXED
 
     def check(self, root: Path, backend: str, *, disabled_rules: frozenset[str] = frozenset(),
-              cache_dir: Path | None = None) -> list[Any]:
+              cache_dir: Path | None = None, rules: str = "paper") -> list[Any]:
         from .checks import Dialect, check_workspace
 
         # its bindings include torch's and pybind11's full headers: no preprocessed pass (PCH)
-        return check_workspace(root, backend, EXTENSION, preprocess=False, disabled_rules=disabled_rules,
+        return check_workspace(root, backend, EXTENSION, preprocess=False, disabled_rules=disabled_rules, rules=rules,
                                dialect=Dialect(_PAPER_INCLUDES, (("dynamic-code", _PYTHON_FROM_CPP, _PYTHON_MESSAGE),)))
 
     def build(self, root: Path, backend: Any, *, cache_dir: Path, timeout_s: float) -> Any:
@@ -81,21 +84,21 @@ class PaperLanguage(Language):
                         library_name=f"{EXTENSION}{self.artifact_suffix}")
         return build_workspace(root, backend, cache_dir=cache_dir, timeout_s=timeout_s, layout=layout)
 
-    def check_artifact(self, artifact: str, backend: str, root: Path) -> list[Any]:
+    def check_artifact(self, artifact: str, backend: str, root: Path, *, rules: str = "paper") -> list[Any]:
         from . import symbols
         from .checks import Finding
 
         found = []
         names = symbols.undefined_symbols(Path(artifact))
         for mangled, shown in zip(names, symbols._demangle(names)):
-            verdict = symbols.classify(shown, backend)
+            verdict = symbols.classify(shown, backend, rules)
             if not verdict or shown in _CASTER_SYMBOLS:
                 continue
             if verdict[0] == "symbol-not-allowed" and _PY_SYMBOL.match(shown) and not _PY_DENIED.match(shown):
                 continue
             found.append(Finding(file=Path(artifact).name, line=1, rule=verdict[0],
                                  message=f"imports `{shown}` ({mangled}), which {verdict[1]}"))
-        for f in symbols.check_library(artifact, backend):
+        for f in symbols.check_library(artifact, backend, rules=rules):
             if f.rule == "raw-syscall":
                 found.append(f)
         return found

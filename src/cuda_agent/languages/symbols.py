@@ -19,6 +19,7 @@ from elftools.elf.elffile import ELFFile
 
 from ..backends import backend_class
 from .checks import Finding
+from .vendor import DEFAULT_RULES, check_rules, vendor_allowed
 
 # ---- denied, with a reason ------------------------------------------------------------------
 _DENY: list[tuple[str, re.Pattern[str], str]] = [(rule, re.compile(rx), why) for rule, rx, why in [
@@ -46,7 +47,8 @@ _DENY: list[tuple[str, re.Pattern[str], str]] = [(rule, re.compile(rx), why) for
      r"|copy|swap|nrm2|asum|ger[uc]?|trmv|trsv|symv|hemm|herk|her2k|hemv)_?|mkl_\w+|MKL_\w+|openblas_\w+"
      r"|goto_\w+|bli_\w+|dnnl_\w+|cublas\w*|cudnn\w*|cusparse\w*|cusolver\w*|cufft\w*|curand\w*|cutensor\w*"
      r"|at::native::cpublas::.*|at::cuda::blas::.*|at::cuda::getCurrentCUDABlas\w*|at::cuda::getCUDABlas\w*)",
-     "is a vendor math library (BLAS / cuBLAS / cuDNN / ...): write the kernel"),
+     "is a vendor math library (BLAS / cuBLAS / cuDNN / ...) outside what the rules profile allows "
+     "(`paper`: cuBLAS GEMM and cuDNN convolution; `strict`: none): write the kernel"),
     ("aten-compute-in-cpp", r"(at::(native|cpu|cuda|meta|mps|compositeexplicitautograd\w*|compositeimplicitautograd\w*"
      r"|_ops)::.*|at::Tensor::.*|at::\w+|torch::.*|c10::Dispatcher::.*|c10::OperatorHandle::.*|c10::impl::"
      r"(OperatorEntry|tls_\w+|ExcludeDispatchKeyGuard|IncludeDispatchKeyGuard|TorchDispatchModeTLS|PythonDispatcherTLS)"
@@ -106,9 +108,13 @@ def _denied(backend: str) -> re.Pattern[str] | None:
     return re.compile(rx) if rx else None
 
 
-def classify(symbol: str, backend: str) -> tuple[str, str] | None:
-    """(rule, reason) for one demangled undefined symbol, or None when it is allowed."""
+def classify(symbol: str, backend: str, rules: str = DEFAULT_RULES) -> tuple[str, str] | None:
+    """(rule, reason) for one demangled undefined symbol, or None when it is allowed. `rules`:
+    the rules profile; under `paper` the cuBLAS GEMM / cuDNN convolution entry points and their
+    setup calls are allowed (languages/vendor.py), under `strict` no vendor library is."""
     name = qualname(symbol)
+    if vendor_allowed(name, rules, backend):
+        return None
     for rule, rx, why in _DENY:
         if rx.fullmatch(name) and not (rule == "aten-compute-in-cpp" and _allowed(backend).fullmatch(name)):
             return rule, why
@@ -204,10 +210,12 @@ def undefined_symbols(library: str | Path) -> list[str]:
         return sorted({s.name for s in dynsym.iter_symbols() if s.name and s["st_shndx"] == "SHN_UNDEF"})
 
 
-def check_library(library: str | Path, backend: str, *, workspace: str | Path | None = None) -> list[Finding]:
+def check_library(library: str | Path, backend: str, *, workspace: str | Path | None = None,
+                  rules: str = DEFAULT_RULES) -> list[Finding]:
     """Findings for a built extension library: every undefined symbol outside the allow-list
-    for `backend`, and every raw system-call instruction. `workspace`, when given, lets a
-    finding point at the kernels/ file and line that names the symbol."""
+    for `backend` and the rules profile `rules`, and every raw system-call instruction.
+    `workspace`, when given, lets a finding point at the kernels/ file and line that names the symbol."""
+    check_rules(rules)
     library = Path(library)
     try:
         with open(library, "rb") as fh:
@@ -218,7 +226,7 @@ def check_library(library: str | Path, backend: str, *, workspace: str | Path | 
     names = undefined_symbols(library)
     found: list[Finding] = []
     for mangled, shown in zip(names, _demangle(names)):
-        verdict = classify(shown, backend)
+        verdict = classify(shown, backend, rules)
         if verdict:
             file, line = _where(qualname(shown), workspace, library)
             found.append(Finding(file=file, line=line, rule=verdict[0],

@@ -35,15 +35,15 @@ class TritonLanguage(Language):
     def extension_name(self, backend: str) -> str:
         return EXTENSION
 
-    def fixed_files(self, task: Any, backend: str) -> dict[str, str]:
+    def fixed_files(self, task: Any, backend: str, rules: str = "paper") -> dict[str, str]:
         from .base import TEMPLATES_DIR, tool_scripts
 
         return {"SKILL.md": (TEMPLATES_DIR / "SKILL.triton.md").read_text(), "model.py": task.source,
                 f"{EXTENSION}.py": _loader_module(), **tool_scripts()}
 
     def check(self, root: Path, backend: str, *, disabled_rules: frozenset[str] = frozenset(),
-              cache_dir: Path | None = None) -> list[Any]:
-        from .checks import Finding, check_model_new
+              cache_dir: Path | None = None, rules: str = "paper") -> list[Any]:
+        from .checks import Finding, check_model_new  # (no vendor library can be reached from Triton: `rules` is moot)
         from .triton_checks import check_triton_workspace
 
         root = Path(root)

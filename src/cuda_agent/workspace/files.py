@@ -49,8 +49,9 @@ class Workspace(BaseModel):
 
 
 def create_workspace(task: Task, directory: str | Path, backend: str, *, cache_dir: Path | None = None,
-                     overwrite: bool = False, language: str = "cpp") -> Workspace:
-    """Lay out a fresh workspace for `task` in `directory`, in `language` (see languages/)."""
+                     overwrite: bool = False, language: str = "cpp", rules: str = "paper") -> Workspace:
+    """Lay out a fresh workspace for `task` in `directory`, in `language` (see languages/);
+    `rules`: the rules profile its SKILL.md states (`paper` / `strict`, languages/vendor.py)."""
     from ..backends import get_backend
     from ..languages import get_language
 
@@ -65,7 +66,7 @@ def create_workspace(task: Task, directory: str | Path, backend: str, *, cache_d
     (root / "kernels").mkdir(parents=True, exist_ok=True)
     (root / META_DIR).mkdir(exist_ok=True)
 
-    fixed = lang.fixed_files(task, backend)
+    fixed = lang.fixed_files(task, backend, rules)
     manifest = {rel: _sha256(text.encode()) for rel, text in fixed.items()}
     ws = Workspace(root=root, task=task, backend=backend, manifest=manifest, language=language)
     _write_fixed(root, {**fixed, META_FILE: _agent_copy(ws)})
