@@ -10,45 +10,20 @@ share it instead of each building its own.
 from __future__ import annotations
 
 import asyncio
-import tempfile
-from pathlib import Path
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..agent.snapshots import candidate_files as agent_candidate_files
-from ..evaluation import EvalConfig, EvalResult, evaluate
+from ..evaluation import EvalConfig, EvalResult, evaluate, evaluate_files
 from ..tasks import Task
-from ..workspace import Workspace, create_workspace
+from ..workspace import Workspace
 
 
 class Evaluator(Protocol):
     async def evaluate(self, ws: Workspace) -> EvalResult: ...
 
-    async def evaluate_files(self, task: Task, backend: str, files: dict[str, str]) -> EvalResult: ...
-
-
-MAX_FILE_BYTES = 2_000_000
-
-
-def candidate_files(ws: Workspace) -> dict[str, str]:
-    """The agent-owned files that define a candidate (the agent's own rule), as text."""
-    return {rel: (ws.root / rel).read_text(errors="replace") for rel in agent_candidate_files(ws.root)
-            if (ws.root / rel).stat().st_size < MAX_FILE_BYTES}  # no source is this big: junk stays home
-
-
-def evaluate_files(task: Task, backend: str, files: dict[str, str], config: EvalConfig) -> EvalResult:
-    """Rebuild a fresh workspace from the task and the candidate files, then evaluate it."""
-    with tempfile.TemporaryDirectory(prefix="cuda-agent-eval-") as tmp:
-        ws = create_workspace(task, Path(tmp) / "ws", backend)
-        for rel, text in files.items():
-            if rel != "model_new.py" and not (rel.startswith("kernels/") and "/" not in rel[len("kernels/"):]):
-                continue  # only agent-owned paths travel; anything else is ignored
-            (ws.root / rel).write_text(text)
-        return evaluate(ws, config)
-
-
-class LocalEvaluator:
+    async class LocalEvaluator:
     """Evaluate in this process (a worker subprocess per evaluation, as `evaluate` does), at most
     `max_concurrent` at a time so device timings do not overlap."""
 
