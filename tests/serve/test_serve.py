@@ -17,6 +17,7 @@ from typing import Any, Iterator
 
 import pytest
 
+from cuda_agent.evaluation import EvalConfig
 from cuda_agent.serve.client import ServiceClient, ServiceError
 from tests.conftest import RELU_BINDING, RELU_KERNEL, RELU_MODEL_NEW, RELU_TASK
 from tests.evaluation.test_evaluate_cpu import HANG_KERNEL
@@ -249,3 +250,31 @@ def test_backpressure_then_a_crash_mid_queue_loses_nothing_and_runs_nothing_twic
         assert c.health()["counts"] == {"done": 1, "failed": 1}
     finally:
         srv.stop()
+
+
+def test_verl_reward_and_trl_reward_function_call_the_service(server: Server, monkeypatch: pytest.MonkeyPatch
+                                                              ) -> None:
+    """The existing verl stage-1 reward (`service_url` in its settings) and the TRL reward function
+    score a response through the service; the same candidate's stored verdict answers both."""
+    import asyncio
+
+    from cuda_agent.tasks import Task
+    from cuda_agent.train import eval_pool
+    from cuda_agent.train.service_reward import service_reward
+    from cuda_agent.train.verl_data import task_row
+    from cuda_agent.train.verl_reward import compute_score
+
+    monkeypatch.setenv("CUDA_AGENT_SERVE_TOKEN", TOKEN)
+    monkeypatch.setattr(eval_pool, "_EVALUATORS", {})
+    answer = f"```python\n{RELU_MODEL_NEW}```\n```cpp\n// relu.cpp\n{RELU_KERNEL}```\n```cpp\n// relu_binding.cpp\n" \
+             f"{RELU_BINDING}```\n"
+    row = task_row(Task.from_source(RELU_TASK, name="relu"), "cpu", single_turn=True)
+    cheap = {"measure": False, "trials": 1, "compile_mode": None}
+    before = server.client.health()["counts"].get("done", 0)
+    got = asyncio.run(compute_score("x", answer, "", row["extra_info"], service_url=server.url, eval=cheap))
+    assert got == 1.0
+    reward = service_reward(server.url, TOKEN, config=EvalConfig(measure=False, trials=1, compile_mode=None))
+    assert reward(["p", "p", "p"], [answer, "no code", [{"role": "assistant", "content": answer}]],
+                  task=[RELU_TASK] * 3) == [1.0, -1.0, 1.0]
+    assert server.client.health()["counts"]["done"] == before  # answered from the store: same task, files, options
+
