@@ -280,7 +280,7 @@ def _print_result(r) -> None:
 # Each layer above the environment (agent, data, benchmark, train) owns its commands in
 # `cuda_agent/<layer>/cli.py`, which defines `register(app)` and imports nothing heavy at
 # module level. A layer that is not installed simply adds no commands.
-_LAYERS = ("agent", "data", "benchmark", "train", "viewer")
+_LAYERS = ("agent", "data", "benchmark", "train", "viewer", "serve")
 
 
 def _register_layers() -> None:

@@ -150,7 +150,9 @@ def test_stage_one_reward_without_a_pool_goes_through_the_evaluators_limit(monke
         running[0] -= 1
         return EvalResult(task=ws.task.name, task_hash="h", backend=ws.backend, reward=2)
 
-    monkeypatch.setattr(eval_pool, "evaluate", fake_evaluate)
+    from cuda_agent.evaluation import evaluator
+
+    monkeypatch.setattr(evaluator, "evaluate", fake_evaluate)  # evaluate_files (evaluation/files.py) calls it
     monkeypatch.setattr(eval_pool, "_EVALUATORS", {})
     row = task_row(Task.from_source(RELU_TASK, name="relu"), "cpu", single_turn=True)
     answer = f"```python\n{RELU_MODEL_NEW}```\n```cpp\n// relu.cpp\n{RELU_KERNEL}```\n"

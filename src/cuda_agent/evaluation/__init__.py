@@ -8,9 +8,10 @@ from .._lazy import lazy_exports
 from .config import EvalConfig, GuardConfig, TimingConfig
 from .records import BuildResult, EvalResult, TimeMs, TimingStats, TrialCheck
 
-_LAZY = {"evaluate": "evaluator", "measure_baselines": "evaluator", "milestone_reward": "reward"}
+_LAZY = {"evaluate": "evaluator", "measure_baselines": "evaluator", "milestone_reward": "reward",
+         "evaluate_files": "files", "is_candidate_path": "files"}
 
-__all__ = ["evaluate", "measure_baselines", "EvalConfig", "GuardConfig", "TimingConfig", "EvalResult", "BuildResult", "TimeMs",
+__all__ = ["evaluate", "evaluate_files", "is_candidate_path", "measure_baselines", "EvalConfig", "GuardConfig", "TimingConfig", "EvalResult", "BuildResult", "TimeMs",
            "TimingStats", "TrialCheck",
            "milestone_reward"]
 

@@ -10,16 +10,14 @@ share it instead of each building its own.
 from __future__ import annotations
 
 import asyncio
-import tempfile
-from pathlib import Path
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..agent.snapshots import candidate_files as agent_candidate_files
-from ..evaluation import EvalConfig, EvalResult, evaluate
+from ..evaluation import EvalConfig, EvalResult, evaluate, evaluate_files
 from ..tasks import Task
-from ..workspace import Workspace, create_workspace
+from ..workspace import Workspace
 
 
 class Evaluator(Protocol):
@@ -35,17 +33,6 @@ def candidate_files(ws: Workspace) -> dict[str, str]:
     """The agent-owned files that define a candidate (the agent's own rule), as text."""
     return {rel: (ws.root / rel).read_text(errors="replace") for rel in agent_candidate_files(ws.root)
             if (ws.root / rel).stat().st_size < MAX_FILE_BYTES}  # no source is this big: junk stays home
-
-
-def evaluate_files(task: Task, backend: str, files: dict[str, str], config: EvalConfig) -> EvalResult:
-    """Rebuild a fresh workspace from the task and the candidate files, then evaluate it."""
-    with tempfile.TemporaryDirectory(prefix="cuda-agent-eval-") as tmp:
-        ws = create_workspace(task, Path(tmp) / "ws", backend)
-        for rel, text in files.items():
-            if rel != "model_new.py" and not (rel.startswith("kernels/") and "/" not in rel[len("kernels/"):]):
-                continue  # only agent-owned paths travel; anything else is ignored
-            (ws.root / rel).write_text(text)
-        return evaluate(ws, config)
 
 
 class LocalEvaluator:
@@ -92,6 +79,8 @@ class PoolSettings(BaseModel):
     pool_cpus_per_worker: float = 4.0
     pool_resource_per_worker: float = 1.0
     eval: EvalConfig = Field(default_factory=EvalConfig)
+    service_url: str | None = Field(default=None, description="evaluate on a `cuda-agent serve` service instead "
+                                    "(its token from $CUDA_AGENT_SERVE_TOKEN); the service decides the backend")
 
     @property
     def uses_pool(self) -> bool:
@@ -161,17 +150,37 @@ class SharedPoolEvaluator:
         return await self.evaluate_files(ws.task, ws.backend, candidate_files(ws))
 
 
+class ServiceEvaluator:
+    """Evaluator (the agent loop's protocol) backed by a `cuda-agent serve` service over HTTP: the
+    reward runs on the service's judges, outside the trainer's processes."""
+
+    def __init__(self, settings: PoolSettings):
+        from ..serve.client import ServiceClient
+
+        self.settings = settings
+        self.client = ServiceClient(settings.service_url)
+
+    async def evaluate_files(self, task: Task, backend: str, files: dict[str, str]) -> EvalResult:
+        return await self.client.aevaluate(task, files, self.settings.eval)
+
+    async def evaluate(self, ws: Workspace) -> EvalResult:
+        return await self.evaluate_files(ws.task, ws.backend, candidate_files(ws))
+
+
 _EVALUATORS: dict[str, Evaluator] = {}
 
 
 def shared_evaluator(cfg: dict[str, Any]) -> Evaluator:
-    """The evaluator for a `cuda_agent` config section, cached per process: a client of the job's
-    pool (the cache also holds the handle keeping the service alive), or with `pool_workers: 0`
+    """The evaluator for a `cuda_agent` config section, cached per process: a client of a
+    `cuda-agent serve` service (`service_url`), a client of the job's pool (the cache also holds
+    the handle keeping the service alive), or with `pool_workers: 0`
     in-process evaluation."""
     settings = PoolSettings.model_validate(dict(cfg))
     key = settings.model_dump_json()
     if key not in _EVALUATORS:
-        if settings.uses_pool:
+        if settings.service_url:
+            _EVALUATORS[key] = ServiceEvaluator(settings)
+        elif settings.uses_pool:
             _EVALUATORS[key] = SharedPoolEvaluator(settings)
         else:
             _EVALUATORS[key] = LocalEvaluator(settings.eval, max_concurrent=int(cfg.get("local_concurrency", 1)))
@@ -189,5 +198,5 @@ class _EvalActor:
         return evaluate_files(task, backend, files, self.config).model_dump_json()
 
 
-__all__ = ["Evaluator", "LocalEvaluator", "PoolSettings", "EvalPoolService", "SharedPoolEvaluator", "EVAL_RESOURCE",
+__all__ = ["Evaluator", "LocalEvaluator", "ServiceEvaluator", "PoolSettings", "EvalPoolService", "SharedPoolEvaluator", "EVAL_RESOURCE",
            "eval_pool_size", "shared_pool", "shared_evaluator", "candidate_files", "evaluate_files"]
