@@ -56,6 +56,24 @@ class CandidateLink(WatchedProcess):
         self._closers = [self.sock.close]
         self.tree = FrozenTree(self.proc.pid)
         self._closers.append(self.tree.close)
+        self._started = False  # it said "spare": torch imported, the device started
+
+    def started(self) -> bool:
+        """Whether the process has said it is started (never waits)."""
+        if not self._started and self.alive():
+            ready, _, _ = select.select([self.sock], [], [], 0)
+            if ready:
+                with suppress(CandidateDied):
+                    self._started = self.receive(time.monotonic() + 1.0, "starting").get("type") == "spare"
+        return self._started
+
+    def await_started(self, deadline: float) -> None:
+        """Wait for the process's "spare" message (CandidateDied when it never comes)."""
+        if not self._started:
+            msg = self.receive(deadline, "starting")
+            if msg.get("type") != "spare":
+                raise CandidateDied("the client process broke the protocol while starting")
+            self._started = True
 
     # ---- talking ----------------------------------------------------------------------
     def send(self, msg: dict[str, Any], fds: list[int] | None = None) -> None:

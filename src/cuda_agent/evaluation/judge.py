@@ -450,11 +450,14 @@ class Judge:
         from .candidate_link import CandidateLink
 
         wanted = _isolation(req)
-        while self.spares:
-            spare = self.spares.pop(0)
-            if spare.alive() and (spare.isolate, spare.confine_writes) == wanted:
-                return spare
+        for spare in [sp for sp in self.spares if not sp.alive() or (sp.isolate, sp.confine_writes) != wanted]:
+            self.spares.remove(spare)
             spare.close()
+        ready = [sp for sp in self.spares if sp.started()]
+        if ready or self.spares:
+            spare = (ready or self.spares)[0]
+            self.spares.remove(spare)
+            return spare
         return CandidateLink(self.backend.name, _candidate_env(), *wanted)
 
     def _spawn_spare(self, req: JudgeRequest) -> None:
@@ -697,6 +700,12 @@ class _CandidateSession:
         self.layout(self.m)
         started = time.monotonic()
         self.link.memory_limit = int(self.cfg.memory_limit_gb * 2**30)
+        from .candidate_link import CandidateDied
+
+        try:
+            self.link.await_started(self.limit("load"))
+        except CandidateDied as exc:
+            raise JudgeError(f"a client process did not start: {exc.reason}") from None
         self.link.send({"type": "start", **self.start_request}, fds=self.arena.fds)
         msg = self.receive("load", started)
         if msg.get("type") != "ready":
@@ -817,6 +826,10 @@ class _CandidateSession:
         backend = self.judge.backend
         self.thaw()
         started = time.monotonic()
+        if stage == "time":  # every timed command finds its client awake, whatever ran before it
+            self.link.send({"type": "ping"})
+            if self.receive(stage, started).get("type") != "pong":
+                raise Verdict("worker", "the candidate process broke the protocol")
         t0 = time.perf_counter()
         self.link.send({"type": "run", "slots": slots, "stage": stage, "guard": guard, "model": model})
         msg = self.receive(stage, started)
@@ -876,7 +889,9 @@ class _CandidateSession:
             trial = self.judge.trial(state, i)
             self.put(0, trial.inputs)
             self.judge.backend.synchronize()
-            _, (got,) = self.run([0], "verify", cfg.guards.torch_compute)
+            # the dispatcher guard on the first call: torch compute in forward shows there; a
+            # candidate that behaves otherwise on later calls is held to every timed output anyway
+            _, (got,) = self.run([0], "verify", cfg.guards.torch_compute and i == 0)
             cmp = compare_outputs(trial.ref, got, self.tol)
             self.answer.trials.append(TrialCheck(trial=i, seed=seed, ok=cmp.ok, message=cmp.message,
                                                  max_abs_diff=cmp.max_abs_diff))

@@ -1,0 +1,66 @@
+"""Where a warm evaluation's time goes, on the judge's side: the judge run in this process under
+cProfile (the candidate and baseline clients are its children, as always).
+
+    python bench/judge_profile.py --example swish --backend cuda --repeats 3 --out prof.txt
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import tempfile
+import time
+from pathlib import Path
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--example", default="swish")
+    ap.add_argument("--backend", default="cuda")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args()
+    from cuda_agent.evaluation import EvalConfig
+    from cuda_agent.evaluation.evaluator import _baseline_key, _judge_request
+    from cuda_agent.evaluation.judge import Judge
+    from cuda_agent.examples import list_examples
+    from cuda_agent.backends import get_backend
+    from cuda_agent.languages import get_language
+    from cuda_agent.workspace import create_workspace
+    from cuda_agent.isolation.paths import default_cache_dir
+
+    ex = next(e for e in list_examples() if e.name == args.example)
+    ws = create_workspace(ex.task, Path(tempfile.mkdtemp(prefix="judge-prof-")) / "ws", args.backend)
+    ex.install_solution(ws.root, args.backend)
+    backend = get_backend(args.backend)
+    cfg = EvalConfig(backend=args.backend)
+    cache = default_cache_dir()
+    lang = get_language(ws.language)
+    build = lang.build(ws.root, backend, cache_dir=cache, timeout_s=300)
+    assert build.ok, build.log
+    lang.publish(ws.root, backend, build.library)
+    req = _judge_request(ws, ws.task, backend, cfg, cache, _baseline_key(ws.task.content_hash, backend, cfg, None),
+                         build.library)
+    judge = Judge(args.backend)
+    lines = []
+    for i in range(args.repeats):
+        prof = cProfile.Profile()
+        t0 = time.perf_counter()
+        prof.enable()
+        answer = judge.evaluate(req)
+        prof.disable()
+        wall = time.perf_counter() - t0
+        head = (f"evaluation {i}: {wall:.2f} s, correct {answer.correct} {answer.reason or ''}; phases "
+                f"{ {k: round(v, 3) for k, v in answer.phases.items()} }; load steps {answer.sandbox.get('load_steps_s')}")
+        print(head, flush=True)
+        buf = io.StringIO()
+        pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(45)
+        lines += [head, buf.getvalue()]
+        time.sleep(float(i == 0) * 8)  # let the spares finish starting once, as in a steady RL loop
+    args.out.write_text("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
