@@ -189,7 +189,9 @@ def publish_library(library: str | None, dest: Path) -> None:
 
 
 # ---- planning -------------------------------------------------------------------------
-def _plan_units(snap: Snapshot, backend: Backend, layout: Layout) -> list[_Unit]:
+def _plan_units(snap: Snapshot, backend: Backend, layout: Layout, strict: bool = True) -> list[_Unit]:
+    """The translation units and their keys. `strict=False` (the scan): every unit that can be
+    planned, without the build's refusals (no binding, stray files, a refused flag)."""
     kernels = snap.kernels
     if not kernels.is_dir():
         raise BuildError("no kernels/ directory in the workspace")
@@ -197,10 +199,10 @@ def _plan_units(snap: Snapshot, backend: Backend, layout: Layout) -> list[_Unit]
     top = [p for p in files if p.parent == kernels]
     bindings = [p for p in top if p.name.endswith(backend.binding_suffix)]
     sources = [p for p in top if p.suffix == backend.kernel_suffix and p not in bindings]
-    if not bindings:
+    if not bindings and strict:
         raise BuildError(f"no kernels/*{backend.binding_suffix} file: nothing would be registered")
     stray = [p.name for p in top if p.suffix in {".cu", ".cpp", ".cc", ".c"} and p not in bindings + sources]
-    if stray:
+    if stray and strict:
         raise BuildError(f"files not built by the {backend.name} backend: {', '.join(stray)} "
                          f"(kernels must end in {backend.kernel_suffix}, bindings in {backend.binding_suffix})")
     # what any unit may read besides itself: every kernels/ file that is not another unit, the
@@ -211,7 +213,12 @@ def _plan_units(snap: Snapshot, backend: Backend, layout: Layout) -> list[_Unit]
     toolchain = backend.toolchain_id()
     units = []
     for src in sources:
-        flags = _requested_flags(src, backend)
+        try:
+            flags = _requested_flags(src, backend)
+        except BuildError:
+            if strict:
+                raise
+            continue  # the build refuses it anyway
         key = digest("kernel", *layout.salt, toolchain, " ".join(flags), src.name, src.read_bytes(), shared_key)
         units.append(_Unit(src, "kernel", key, tuple(flags), (src, *shared)))
     host = " ".join([*backend.host_flags(), *layout.host_flags])
