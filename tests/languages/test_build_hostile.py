@@ -73,6 +73,7 @@ def test_include_of_dev_zero_fails_at_once_without_eating_memory(make_workspace,
     t0 = time.monotonic()
     res = build_workspace(ws.root, get_backend("cpu"), cache_dir=cache_dir, timeout_s=60)
     assert not res.ok and not res.timed_out and time.monotonic() - t0 < 30, res.log
+    assert "Permission denied" in res.log, res.log  # never opened, so never read into memory
 
 
 def test_a_fifo_in_kernels_is_refused_not_waited_on(make_workspace, cache_dir):
