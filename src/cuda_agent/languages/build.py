@@ -92,7 +92,7 @@ class Layout:
     link_flags: tuple[str, ...] = ()
     library_name: str | None = None  # None: the backend's extension name + ".so"
     precompiled: bool = True  # the registry header as a PCH
-    staged: bool = False  # compile copies of kernels/ beside `templates` ("../binding_registry.h" is ours)
+    staged: bool = False  # (every build now compiles a snapshot holding `templates`; kept for callers)
 
     @property
     def salt(self) -> tuple[str, ...]:
