@@ -89,10 +89,12 @@ def test_worker_environment_is_scrubbed(make_workspace, fast_config, monkeypatch
 def test_protected_file_rewritten_during_evaluation_is_tampering(make_workspace, fast_config):
     # Without Landlock (switched off here) the after-check still catches it. (The seccomp filter
     # refuses the chmod; as root the write goes through regardless.)
-    ws = make_workspace(model_new=HOSTILE.replace(
-        "ACTION", "p = os.path.join(os.path.dirname(__file__), 'binding.cpp')\n"
+    # (model_new.py runs from the checked snapshot, so the workspace is named, not found from __file__)
+    ws = make_workspace(name="tamper")
+    (ws.root / "model_new.py").write_text(HOSTILE.replace(
+        "ACTION", f"p = os.path.join({str(ws.root)!r}, 'binding.cpp')\n"
                   "        try:\n            os.chmod(p, 0o644)\n        except OSError:\n            pass\n"
-                  "        open(p, 'a').write('//')"), name="tamper")
+                  "        open(p, 'a').write('//')"))
     res = evaluate(ws, _cfg(fast_config, filesystem=False))
     assert res.reward == -1 and "tampered during evaluation" in res.reason, res.reason
 

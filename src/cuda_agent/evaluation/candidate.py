@@ -28,6 +28,7 @@ MAX_MESSAGE = 1 << 22
 
 def main() -> None:
     sock_fd, backend_name = int(sys.argv[1]), sys.argv[2]
+    _trusted_sys_path()
     early = _confine_writes_early() if os.environ.get(CONFINE_WRITES_ENV) else None
     import torch  # imported, and the device started, while this process waits as a spare
 
@@ -124,10 +125,13 @@ class _Session:
 
                 model_cls = module_from_source("reference_task", self.req["reference_source"]).Model
             else:
+                from ..languages.snapshot import checked_model_new
+
                 ws = Path(self.req["workspace"])
                 lang.install(self.req["extension"], self.req["library"], ws)
-                sys.path.insert(0, str(ws))
-                module = _module_from_file("model_new", ws / "model_new.py")
+                # the checked copy beside the artifact (the workspace's own file only for a language
+                # whose artifact has none); the workspace never goes on sys.path
+                module = _module_from_file("model_new", checked_model_new(self.req["library"]) or ws / "model_new.py")
                 model_cls = getattr(module, "ModelNew", None)
                 if model_cls is None:
                     self.fail("load", "model_new.py defines no class ModelNew", step)
@@ -222,15 +226,25 @@ def describe_output(backend: Any, obj: Any) -> Any:
 
 
 def _module_from_file(name: str, path: Path) -> types.ModuleType:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import {path.name}")
-    module = importlib.util.module_from_spec(spec)
+    """Compile the source bytes themselves: never a `__pycache__` .pyc beside them (a stale-
+    marked or unchecked-hash one would run code nobody checked)."""
+    try:
+        source = path.read_bytes()
+    except OSError as exc:
+        raise ImportError(f"cannot import {path.name}: {exc.strerror}") from None
+    module = types.ModuleType(name)
+    module.__file__ = str(path)
+    code = compile(source, str(path), "exec", dont_inherit=True)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    exec(code, module.__dict__)
     return module
+
+
+def _trusted_sys_path() -> None:
+    """`python -m` puts the working directory (the candidate's writable scratch) first on
+    sys.path: a `sympy.py` written there would replace what torch imports later. Drop it."""
+    cwd = os.getcwd()
+    sys.path[:] = [p for p in sys.path if p not in ("", ".", cwd)]
 
 
 def _confine_writes_early() -> dict[str, Any]:

@@ -175,6 +175,57 @@ def restrict_writes(writable: list[Path], executable: list[Path] | None = None) 
             "threads_at_restriction": _thread_count()}
 
 
+_FS_READ_FILE, _FS_READ_DIR = 1 << 2, 1 << 3
+
+
+def restrict_filesystem(readable: Sequence[Path], writable: Sequence[Path], listable: Sequence[Path] = ()) -> dict[str, Any]:
+    """Irreversibly limit this thread (and what it starts later) to reading and executing only
+    under `readable` (dirs or single files), listing `listable` dirs (names only, not contents),
+    and reading and writing under `writable`; no TCP, no signals outside. For a toolchain run
+    on hostile sources (the build): no host file it was not given can be read, included or
+    assembled into its output. Raises OSError where Landlock is absent or fails."""
+    abi = landlock_abi()
+    if abi < 1:
+        raise OSError(errno.ENOSYS, "Landlock is unavailable on this kernel")
+    nums = _SYS[platform.machine()]
+    libc = _libc()
+    libc.syscall.restype = ctypes.c_long
+    write = _FS_WRITE_V1 | (_FS_REFER if abi >= 2 else 0) | (_FS_TRUNCATE if abi >= 3 else 0)
+    read = _FS_EXECUTE | _FS_READ_FILE | _FS_READ_DIR
+    net = (_NET_BIND_TCP | _NET_CONNECT_TCP) if abi >= 4 else 0
+    scoped = (_SCOPE_ABSTRACT_UNIX | _SCOPE_SIGNAL) if abi >= 6 else 0
+    attr = _RulesetAttr(write | read, net, scoped)
+    size = 8 if abi < 4 else (16 if abi < 6 else 24)
+    ruleset = libc.syscall(ctypes.c_long(nums[0]), ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
+    if ruleset < 0:
+        raise OSError(ctypes.get_errno(), "landlock_create_ruleset failed")
+    file_rights = _FS_EXECUTE | _FS_READ_FILE | _FS_WRITE_FILE | _FS_TRUNCATE
+    grants = ([(p, read) for p in readable] + [(p, _FS_READ_DIR) for p in listable]
+              + [(p, read | write) for p in writable])
+    try:
+        for path, granted in grants:
+            try:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except FileNotFoundError:
+                continue
+            try:
+                rights = granted if os.path.isdir(path) else granted & file_rights
+                rule = _PathBeneathAttr(rights, fd)
+                if libc.syscall(ctypes.c_long(nums[1]), ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH),
+                                ctypes.byref(rule), ctypes.c_uint32(0)) < 0:
+                    raise OSError(ctypes.get_errno(), f"landlock_add_rule failed on {path}")
+            finally:
+                os.close(fd)
+        if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "no_new_privs failed")
+        if libc.syscall(ctypes.c_long(nums[2]), ctypes.c_int(ruleset), ctypes.c_uint32(0)) < 0:
+            raise OSError(ctypes.get_errno(), "landlock_restrict_self failed")
+    finally:
+        os.close(ruleset)
+    return {"landlock": f"abi {abi}", "readable": [str(p) for p in readable],
+            "writable": [str(p) for p in writable], "tcp_blocked": bool(net)}
+
+
 CONFINE_WRITES_ENV = "CUDA_AGENT_CONFINE_WRITES"  # set by the judge: the candidate confines writes first
 
 

@@ -61,6 +61,7 @@ RULES: dict[str, str] = {
     "l2-persistence": "L2 persistence windows or limits that keep data warm across timed calls",
     "op-registration": "registers torch ops or uses the dispatcher outside REGISTER_BINDING",
     "file-outside-workspace": "model_new.py or a kernels/ entry is a link to outside the workspace",
+    "workspace-file": "a kernels/ entry that cannot be a source: a FIFO, device or socket, or over the size bounds",
     "extension-access": "model_new.py reaches past an extension op (`ext.op.x`, private names, the loader's globals)",
     "decorator": "a decorator outside the allow-list (staticmethod, property, torch.no_grad, functools.wraps, ...)",
     "class-definition": "a class whose bases or metaclass are outside the allow-list",
@@ -942,6 +943,27 @@ def check_workspace(root: Path, backend: str, extension_name: str, *,
     return sorted((f for f in _dedupe(found) if f.rule not in disabled_rules), key=lambda f: (f.file, f.line))
 
 
+def check_checked_bytes(root: Path, backend: str, extension_name: str, templates: Path, *,
+                        disabled_rules: frozenset[str] = frozenset(), cache_dir: Path | None = None,
+                        preprocess: bool = True, dialect: Dialect = Dialect(),
+                        rules: str = DEFAULT_RULES) -> list[Finding]:
+    """`check_workspace` on a snapshot of the workspace (`snapshot.py`), recorded as what the
+    next build of this workspace must compile: the build refuses any other bytes."""
+    from ..isolation.paths import default_cache_dir
+    from .snapshot import SnapshotError, record_checked, take_snapshot
+
+    cache = (cache_dir or default_cache_dir()).resolve()
+    try:
+        snap = take_snapshot(root, cache, templates)
+    except SnapshotError as exc:
+        found = [Finding(file=exc.file, line=1, rule=exc.rule, message=exc.message)]
+        return [f for f in found if f.rule not in disabled_rules]
+    found = check_workspace(snap.root, backend, extension_name, disabled_rules=disabled_rules,
+                            preprocess=preprocess, cache_dir=cache, dialect=dialect, rules=rules)
+    record_checked(root, snap)
+    return found
+
+
 def _dedupe(found: list[Finding]) -> list[Finding]:
     """One finding per file, line and rule: the first says enough."""
     seen: set[tuple] = set()
@@ -1006,65 +1028,61 @@ def _own_lines(text: str, kdir: Path) -> dict[str, dict[int, list[str]]]:
     return out
 
 
-def _preprocess_cmds(src: Path, root: Path, backend_name: str, cache_dir: Path | None) -> list[list[str]]:
-    """The preprocessor command(s) the build's compile of `src` amounts to."""
-    import time
-
-    from ..backends import get_backend
-    from ..backends.base import host_compiler
-    from ..isolation.paths import default_cache_dir
-    from .build import BuildError, _requested_flags, ensure_pch
-
-    be = get_backend(backend_name)
-    kdir = root / "kernels"
-    if src.name.endswith(be.binding_suffix):
-        try:
-            pch = [f"-I{ensure_pch(be, (cache_dir or default_cache_dir()).resolve(), time.monotonic() + 300)}",
-                   "-fpch-preprocess"]
-        except (BuildError, OSError):
-            from .base import TEMPLATES_DIR
-            pch = [f"-I{TEMPLATES_DIR}"]
-        return [[host_compiler(), *be.host_flags(), *pch, f"-I{kdir}", "-E", str(src)]]
-    try:
-        flags = _requested_flags(src, be)
-    except BuildError:
-        return []  # the build refuses it anyway
-    return be.preprocess_cmds(src, flags)
-
-
 def check_preprocessed(root: Path, backend: str, *, cache_dir: Path | None = None,
                        rules: str = DEFAULT_RULES) -> list[Finding]:
-    """Findings in the preprocessed text of every translation unit in kernels/ (`rules`: which
-    cuBLAS / cuDNN names may appear, languages/vendor.py)."""
-    import subprocess
+    """Findings in the preprocessed text of every translation unit in kernels/: the snapshot the
+    build compiles (`root` itself when it is one), each unit through `build.unit_command` run by
+    `build.run_confined`: the build's own command, working directory, include paths and
+    confinement, so `__has_include` and friends show the scan exactly what the build sees."""
+    import tempfile
+    import time
     from concurrent.futures import ThreadPoolExecutor
 
     from ..backends import get_backend
+    from ..isolation.paths import default_cache_dir
+    from .base import TEMPLATES_DIR
+    from .build import BuildError, Layout, _plan_units, ensure_pch, run_confined, unit_command
+    from .snapshot import SnapshotError, take_snapshot
 
-    root = Path(root).resolve()
-    kdir = root / "kernels"
-    if not kdir.is_dir():
-        return []
     be = get_backend(backend)
-    units = sorted(p for p in kdir.iterdir() if p.is_file() and (p.name.endswith(be.binding_suffix)
-                                                                   or p.suffix == be.kernel_suffix))
-    cmds = [(u, c) for u in units for c in _preprocess_cmds(u, root, backend, cache_dir)]
+    cache = (cache_dir or default_cache_dir()).resolve()
+    try:
+        snap = take_snapshot(root, cache, TEMPLATES_DIR)
+    except SnapshotError:
+        return []  # reported by the workspace check and refused by the build
+    if not snap.kernels.is_dir():
+        return []
+    layout = Layout()
+    try:
+        units = [u for u in _plan_units(snap, be, layout, strict=False) if u.kind != "fixed"]
+    except BuildError:
+        return []  # the build refuses it, with the reason
+    try:
+        pch_dir: Path | None = ensure_pch(be, cache, time.monotonic() + 300)
+    except (BuildError, OSError):
+        pch_dir = None
+    cmds = [(u, c) for u in units for c in unit_command(u, be, layout, pch_dir, snap, None)]
+    (cache / "tmp").mkdir(parents=True, exist_ok=True)
 
-    def run(item: tuple[Path, list[str]]) -> tuple[Path, str]:
-        try:
-            proc = subprocess.run(item[1], capture_output=True, text=True, timeout=120, cwd=root,
-                                  stdin=subprocess.DEVNULL)
-        except (OSError, subprocess.SubprocessError):
-            return item[0], ""
-        return item[0], proc.stdout if proc.returncode == 0 else ""  # a failure fails the build too
+    def run(item: tuple) -> tuple[Path, str]:
+        unit, cmd = item
+        with tempfile.TemporaryDirectory(dir=cache / "tmp") as tmp:
+            out = Path(tmp) / "pp.ii"
+            try:
+                run_confined(cmd, time.monotonic() + 120, snap, Path(tmp), stdout_to=out,
+                             reads=[*unit.reads, *([pch_dir] if pch_dir else [])])
+            except BuildError:
+                return unit.source, ""  # a failure fails the build too
+            return unit.source, out.read_text(errors="replace")
 
     found: list[Finding] = []
     with ThreadPoolExecutor(min(4, max(1, len(cmds)))) as pool:
         outputs = list(pool.map(run, cmds))
+    kdir = snap.kernels.resolve()
     for unit, text in outputs:
         host = not be.device_source(unit)
         for fname, lines in _own_lines(text, kdir).items():
-            rel = Path(fname).resolve().relative_to(root).as_posix()
+            rel = Path(fname).resolve().relative_to(snap.root.resolve()).as_posix()
             for line, chunks in lines.items():
                 found += _scan_pp_line("\n".join(chunks), rel, line, host, rules=rules, backend=backend)
     return _dedupe(found)

@@ -39,10 +39,11 @@ class CppLanguage(Language):
 
     def check(self, root: Path, backend: str, *, disabled_rules: frozenset[str] = frozenset(),
               cache_dir: Path | None = None, rules: str = "paper") -> list[Any]:
-        from .checks import check_workspace
+        from .base import TEMPLATES_DIR
+        from .checks import check_checked_bytes
 
-        return check_workspace(root, backend, self.extension_name(backend), disabled_rules=disabled_rules,
-                               cache_dir=cache_dir, rules=rules)
+        return check_checked_bytes(root, backend, self.extension_name(backend), TEMPLATES_DIR,
+                                   disabled_rules=disabled_rules, cache_dir=cache_dir, rules=rules)
 
     def build(self, root: Path, backend: Any, *, cache_dir: Path, timeout_s: float) -> Any:
         from .build import build_workspace

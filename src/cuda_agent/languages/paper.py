@@ -67,11 +67,12 @@ class PaperLanguage(Language):
 
     def check(self, root: Path, backend: str, *, disabled_rules: frozenset[str] = frozenset(),
               cache_dir: Path | None = None, rules: str = "paper") -> list[Any]:
-        from .checks import Dialect, check_workspace
+        from .checks import Dialect, check_checked_bytes
 
         # its bindings include torch's and pybind11's full headers: no preprocessed pass (PCH)
-        return check_workspace(root, backend, EXTENSION, preprocess=False, disabled_rules=disabled_rules, rules=rules,
-                               dialect=Dialect(_PAPER_INCLUDES, (("dynamic-code", _PYTHON_FROM_CPP, _PYTHON_MESSAGE),)))
+        return check_checked_bytes(root, backend, EXTENSION, TEMPLATE, preprocess=False, disabled_rules=disabled_rules,
+                                   cache_dir=cache_dir, rules=rules,
+                                   dialect=Dialect(_PAPER_INCLUDES, (("dynamic-code", _PYTHON_FROM_CPP, _PYTHON_MESSAGE),)))
 
     def build(self, root: Path, backend: Any, *, cache_dir: Path, timeout_s: float) -> Any:
         from ..backends.base import torch_include_dirs, torch_lib_dir
