@@ -108,6 +108,7 @@ out["granted"] = {
     "truncate": attempt(lambda: os.truncate(granted, 0)),
     "append": attempt(lambda: open(granted, "a").write("x")),
 }
+out["exec_unlisted"] = attempt(lambda: subprocess.run([str(bins / "denied" / "true")], check=True))
 if sys.argv[5] == "exec":
     out["exec"] = {"allowed": attempt(lambda: subprocess.run([str(bins / "allowed" / "true")], check=True)),
                    "denied": attempt(lambda: subprocess.run([str(bins / "denied" / "true")], check=True))}
@@ -221,3 +222,4 @@ def test_without_executable_paths_execution_is_not_restricted_by_landlock(rights
     # (the seccomp filter is what refuses exec for compiled languages; Landlock only narrows it
     # for the JIT languages that must start their compilers)
     assert rights["control"]["exec"] == "allowed"
+    assert rights["exec_unlisted"] == "allowed"
