@@ -128,3 +128,16 @@ def test_summary_interval_is_centred_on_the_ratio_of_centres() -> None:
     lo, hi = summary_interval((2.0, 0.02, 50), (1.0, 0.01, 50), 0.99)
     assert lo < 2.0 < hi and lo * hi == pytest.approx(4.0)
     assert summary_interval((2.0, 0.02, 1), (1.0, 0.01, 50), 0.99) == (0.0, float("inf"))
+
+
+@pytest.mark.parametrize("dof,exact", [(4, 4.604), (10, 3.169), (30, 2.750), (100, 2.626), (10**6, 2.576)])
+def test_t_quantile_at_99_5(dof: int, exact: float) -> None:
+    from cuda_agent.evaluation.timing import _t_quantile
+
+    assert _t_quantile(0.995, dof) == pytest.approx(exact, rel=0.013)
+
+
+def test_summary_interval_widens_with_fewer_rounds() -> None:
+    wide = summary_interval((2.0, 0.02, 5), (1.0, 0.01, 5), 0.99)
+    narrow = summary_interval((2.0, 0.02, 500), (1.0, 0.01, 500), 0.99)
+    assert wide[0] < narrow[0] < 2.0 < narrow[1] < wide[1]
