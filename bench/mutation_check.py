@@ -177,6 +177,13 @@ MUTATIONS = [
              "granted & (_FS_WRITE_FILE | _FS_EXECUTE)", SANDBOX, "/dev/null cannot be opened for writing"),
     Mutation("landlock-exec-unhandled", SB, "handled = fs | (_FS_EXECUTE if executable is not None else 0)",
              "handled = fs", SANDBOX, "a JIT language's loader may execute anything"),
+    Mutation("sandbox-no-size-limit", SB, '("file_size", resource.RLIMIT_FSIZE, file_size_bytes)',
+             '("file_size", resource.RLIMIT_FSIZE, None)', SANDBOX, "the disk filled from scratch"),
+    Mutation("sandbox-device-paths-dropped", SB, "paths = [p for p in [scratch, *device_write_paths(gpu), *writable] if p.exists()]",
+             "paths = [p for p in [scratch, *writable] if p.exists()]", SANDBOX,
+             "/dev/null (and the GPU's nodes) not writable: honest libraries fail"),
+    Mutation("sandbox-spawn-filter-in-strict-mode", SB, "report.update(deny_syscalls(allow_processes=spawn))",
+             "report.update(deny_syscalls(allow_processes=True))", SANDBOX, "compiled candidates may fork and exec"),
     # ---- sandbox.py: seccomp ------------------------------------------------------------------
     Mutation("seccomp-vfork-thread", SB, "(_JSET, 2, 0, _CLONE_NEW_NAMESPACES | _CLONE_VFORK)",
              "(_JSET, 2, 0, _CLONE_NEW_NAMESPACES)", SANDBOX, "a vfork-style thread escapes the freeze"),
@@ -188,6 +195,9 @@ MUTATIONS = [
     Mutation("seccomp-no-setpgid", SB, '"setpgid": (109, 154), ', "", SANDBOX, "leaving the judge's process group"),
     Mutation("seccomp-clone3-allowed", SB, "prog += [(_JEQ, 0, 1, nr_clone3), (_RET, 0, 0, enosys)]", "pass", SANDBOX,
              "clone3, whose flags the filter cannot read"),
+    Mutation("seccomp-no-tsync", SB, "ctypes.c_uint(1), ctypes.c_uint(1), ctypes.byref(fprog)",
+             "ctypes.c_uint(1), ctypes.c_uint(0), ctypes.byref(fprog)", SANDBOX,
+             "threads started before the filter (OpenMP, the driver's) run unfiltered"),
     Mutation("seccomp-x32-allowed", SB, "prog += [(_JGE, 0, 1, 0x40000000), (_RET, 0, 0, _RET_KILL_PROCESS)]", "pass",
              SANDBOX, "the x32 ABI bypasses the table"),
     # ---- symbols.py ---------------------------------------------------------------------------

@@ -223,3 +223,67 @@ def test_without_executable_paths_execution_is_not_restricted_by_landlock(rights
     # for the JIT languages that must start their compilers)
     assert rights["control"]["exec"] == "allowed"
     assert rights["exec_unlisted"] == "allowed"
+
+
+# ---- every layer together, as the candidate process applies them ----------------------------
+LAYERS = r'''
+import errno, importlib.util, json, os, socket, subprocess, sys, threading, time
+from pathlib import Path
+spec = importlib.util.spec_from_file_location("_sb", sys.argv[1])
+sb = importlib.util.module_from_spec(spec); spec.loader.exec_module(sb)
+tmp, spawn = Path(sys.argv[2]), sys.argv[3] == "spawn"
+scratch, outside = tmp / "scratch", tmp / "outside"
+stop = threading.Event()
+threading.Thread(target=stop.wait, daemon=True).start()   # a thread that exists before the sandbox
+report = sb.apply_candidate_sandbox(scratch, False, limits={"file_size_bytes": 1 << 20}, spawn=spawn,
+                                    executable=[Path("/usr"), Path("/bin"), Path("/lib"), Path("/lib64")])
+
+
+def attempt(fn):
+    try:
+        fn()
+        return "allowed"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+
+
+modes = []
+for task in os.listdir("/proc/self/task"):
+    with open(f"/proc/self/task/{task}/status") as fh:
+        modes += [int(ln.split()[1]) for ln in fh if ln.startswith("Seccomp:")]
+out = {"report": report, "seccomp_modes": modes, "results": {
+    "write outside": attempt(lambda: open(outside / "x", "w").write("x")),
+    "write scratch": attempt(lambda: open(scratch / "x", "w").write("x")),
+    "write /dev/null": attempt(lambda: open("/dev/null", "w").write("x")),
+    "file over the size limit": attempt(lambda: open(scratch / "big", "wb").write(b"0" * (2 << 20))),
+    "socket": attempt(lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM)),
+    "subprocess": attempt(lambda: subprocess.run(["true"], check=True)),
+    "signal the parent": attempt(lambda: os.kill(os.getppid(), 0)),
+}}
+print(json.dumps(out))
+'''
+
+
+@pytest.mark.parametrize("spawn", [False, True])
+def test_the_candidate_sandbox_applies_every_layer(tmp_path: Path, spawn: bool) -> None:
+    if not sandbox.seccomp_supported():
+        pytest.skip("this host cannot install seccomp filters")
+    (tmp_path / "scratch").mkdir()
+    (tmp_path / "outside").mkdir()
+    proc = subprocess.run([sys.executable, "-I", "-S", "-c", LAYERS, sandbox.__file__, str(tmp_path),
+                           "spawn" if spawn else "strict"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    report, results = out["report"], out["results"]
+    assert report["file_size"] == 1 << 20 and report["landlock"] == f"abi {ABI}"
+    assert report["seccomp"].startswith("on") and report["processes_while_loading"] is spawn
+    assert out["seccomp_modes"] and all(m == 2 for m in out["seccomp_modes"])  # TSYNC: the earlier thread too
+    assert results["write outside"] in REFUSED and results["write scratch"] == "allowed"
+    assert results["write /dev/null"] == "allowed" and "/dev/null" in report["writable"]
+    assert results["file over the size limit"] == "EFBIG"
+    assert results["socket"] == "EPERM"
+    assert results["subprocess"] == ("allowed" if spawn else "EPERM")
+    if ABI >= 6:
+        assert results["signal the parent"] == "EPERM"  # scoped and filtered
+    assert ("clone without CLONE_THREAD or with CLONE_VFORK" in report["denied"]) is not spawn
+    assert ("execve" in report["denied"]) is not spawn and "ptrace" in report["denied"]
