@@ -74,7 +74,7 @@ _COMMON = [
     r"|__(dup|new|free|use)locale|uselocale|newlocale|freelocale|duplocale|__ctype_\w+|__nl_langinfo_l"
     r"|nl_langinfo|setlocale|localeconv|__(str|wcs)(coll|xfrm|ftime)_l|__(to|is)w?\w+_l|__wctype_l|wc\w+|mb\w+"
     r"|btowc|wctob|getwc|putwc|ungetwc|getc|ungetc|strcoll|strxfrm|strftime|wmem\w+|__wmem\w+_chk|iconv\w*"
-    r"|__?pthread_(mutex|once|key|getspecific|setspecific|cond|rwlock|spin|self|equal)\w*",
+    r"|(__)?pthread_(mutex|once|key|getspecific|setspecific|cond|rwlock|spin|self|equal)\w*",  # std::mutex, call_once
     r"__\w+(di|ti|sf|df|tf|xf|hf|bf)\d",  # libgcc arithmetic helpers
     r"operator (new|delete)(\[\])?|__cxxabiv1::.*",
     r"std::.*",  # libstdc++ (its threads, files, clocks and futures are denied above)
