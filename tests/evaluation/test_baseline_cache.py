@@ -59,16 +59,18 @@ def test_a_damaged_entry_is_a_miss(tmp_path: Path) -> None:
 EAGER, COMPILE, CANDIDATE = [4.0, 4.2, 3.8, 4.1], [2.0, 2.2, 1.8, 2.1], [0.5, 0.4, 0.6, 0.5]
 
 
-def _store(tmp_path: Path, req: dict, samples: dict) -> Baseline | None:
+def _store(tmp_path: Path, measured_compile: bool, solo: dict) -> Baseline | None:
     from cuda_agent.evaluation.judge import Judge
+    from cuda_agent.evaluation.protocol import JudgeAnswer
 
     cache = BaselineCache(tmp_path)
-    Judge._store_baseline(None, cache, {"baseline_key": "k", **req}, {"samples": samples})  # type: ignore[arg-type]
+    req = type("Req", (), {"baseline_key": "k"})()
+    Judge._store_baseline(None, cache, req, JudgeAnswer(solo=solo), measured_compile)  # type: ignore[arg-type]
     return cache.get("k")
 
 
-def test_the_stored_baseline_is_the_judges_eager_and_compile_samples(tmp_path: Path) -> None:
-    stored = _store(tmp_path, {"measure_compile": True}, {"eager": EAGER, "compile": COMPILE, "candidate": CANDIDATE})
+def test_the_stored_baseline_is_the_judges_solo_eager_and_compile_samples(tmp_path: Path) -> None:
+    stored = _store(tmp_path, True, {"eager": EAGER, "compile": COMPILE, "candidate": CANDIDATE})
     assert stored is not None
     assert stored.eager == TimingStats.of(EAGER)
     assert stored.compile == TimingStats.of(COMPILE)  # never the candidate's times
@@ -76,20 +78,30 @@ def test_the_stored_baseline_is_the_judges_eager_and_compile_samples(tmp_path: P
 
 
 def test_nothing_is_stored_when_compile_was_not_measured_in_this_run(tmp_path: Path) -> None:
-    # a cached baseline was used (measure_compile False): re-storing it would copy it forward
+    # a cached baseline was used (compile not measured): re-storing it would copy it forward
     # with this run's eager and nobody's compile samples
-    assert _store(tmp_path, {"measure_compile": False}, {"eager": EAGER, "compile": COMPILE}) is None
-    assert _store(tmp_path, {}, {"eager": EAGER, "compile": COMPILE}) is None
-    assert _store(tmp_path, {"measure_compile": True}, {"eager": EAGER, "compile": []}) is None
-    assert _store(tmp_path, {"measure_compile": True}, {"eager": [], "compile": COMPILE}) is None
-    assert _store(tmp_path, {"measure_compile": True}, {"candidate": CANDIDATE}) is None
+    assert _store(tmp_path, False, {"eager": EAGER, "compile": COMPILE}) is None
+    assert _store(tmp_path, True, {"eager": EAGER, "compile": []}) is None
+    assert _store(tmp_path, True, {"eager": [], "compile": COMPILE}) is None
+    assert _store(tmp_path, True, {"candidate": CANDIDATE}) is None
 
 
 def test_no_cache_no_store() -> None:
     from cuda_agent.evaluation.judge import Judge
+    from cuda_agent.evaluation.protocol import JudgeAnswer
 
-    Judge._store_baseline(None, None, {"baseline_key": "k", "measure_compile": True},  # type: ignore[arg-type]
-                          {"samples": {"eager": EAGER, "compile": COMPILE}})
+    Judge._store_baseline(None, None, None, JudgeAnswer(solo={"eager": EAGER, "compile": COMPILE}), True)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("mode,measure,cached,only,expected", [
+    (None, True, None, False, False), (None, True, None, True, False),      # no mode: never
+    ("default", True, None, False, True), ("default", False, None, False, False),
+    ("default", True, "cached", False, False),                               # the cache stands in
+    ("default", False, "cached", True, True), ("default", True, "cached", True, True)])
+def test_when_the_judge_times_compile_itself(mode, measure, cached, only, expected) -> None:
+    from cuda_agent.evaluation.judge import compile_to_measure
+
+    assert compile_to_measure(mode, measure, cached, only) is expected
 
 
 # ---- how a cached compile time is used ------------------------------------------------------
@@ -98,7 +110,8 @@ def _finish(samples: dict, compile_samples: list | None, cached: Baseline | None
 
     res = EvalResult(task="t", task_hash="h", backend="cpu")
     res.correct = True
-    ratios = _finish(res, EvalConfig(), samples, compile_samples, cached)
+    ratios = _finish(res, EvalConfig(), {**samples, **({"compile": compile_samples} if compile_samples else {})}, {},
+                     cached)
     return res, ratios
 
 

@@ -337,7 +337,7 @@ class Judge:
         clock.mark("reference")
         cache = BaselineCache(Path(req.cache_dir)) if req.cache_dir else None
         cached = cache.get(req.baseline_key) if (cache and cfg.use_baseline_cache and cfg.measure) else None
-        measure_compile = cfg.compile_mode is not None and (req.baselines_only or (cfg.measure and cached is None))
+        measure_compile = compile_to_measure(cfg.compile_mode, cfg.measure, cached, req.baselines_only)
         answer.cached_baseline = cached
         answer.work = state.work
         timed = cfg.measure or req.baselines_only
@@ -436,14 +436,10 @@ class Judge:
         answer.samples, answer.batch = timing["samples"], timing["batch"]
 
     def _store_baseline(self, cache: Any, req: JudgeRequest, answer: JudgeAnswer, measured_compile: bool) -> None:
-        """Only the judge writes baselines, and only from the solo runs (no candidate loaded)."""
-        from .baselines import Baseline
-        from .records import TimingStats
-
-        solo = answer.solo
-        if cache is not None and measured_compile and solo.get("compile") and solo.get("eager"):
-            cache.put(req.baseline_key, Baseline(eager=TimingStats.of(solo["eager"]),
-                                                 compile=TimingStats.of(solo["compile"])))
+        """Only the judge writes baselines, and only from the solo runs (`baseline_to_cache`)."""
+        baseline = baseline_to_cache(answer.solo, measured_compile)
+        if cache is not None and baseline is not None:
+            cache.put(req.baseline_key, baseline)
 
     def _take_candidate(self, req: JudgeRequest) -> Any:
         """The oldest matching spare (the one most likely done starting), else a new process."""
@@ -523,7 +519,7 @@ class Judge:
                 scale = scale.mul_(0.2).add_(0.8) if unit else scale.mul_(0.4).add_(0.8)
                 out.append(scale.mul_(x).to(x.dtype))
             else:
-                out.append(x)
+                out.append(x.clone() if isinstance(x, torch.Tensor) else x)
         return out
 
     def _time(self, state: TaskState, cfg: Any, base: "_CandidateSession", cand: "_CandidateSession",
@@ -577,6 +573,24 @@ class Judge:
                 break
         clock.mark("time")
         return {"samples": samples, "batch": m}
+
+
+def baseline_to_cache(solo: dict[str, list[float]], measured_compile: bool) -> Any:
+    """The baseline the judge caches: eager and compile timed alone, before any candidate was
+    loaded (nothing a candidate ran can have slowed them), and only when compile was measured in
+    this run (a cached one stored again would carry nobody's samples). None: store nothing."""
+    from .baselines import Baseline
+    from .records import TimingStats
+
+    if not measured_compile or not solo.get("compile") or not solo.get("eager"):
+        return None
+    return Baseline(eager=TimingStats.of(solo["eager"]), compile=TimingStats.of(solo["compile"]))
+
+
+def compile_to_measure(compile_mode: str | None, measure: bool, cached: Any, baselines_only: bool) -> bool:
+    """Whether this run times torch.compile itself: never without a mode; always for a
+    baselines-only request; otherwise only when timing and no cached compile baseline exists."""
+    return compile_mode is not None and (baselines_only or (measure and cached is None))
 
 
 class _PhaseClock:
