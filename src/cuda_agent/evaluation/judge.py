@@ -44,6 +44,7 @@ RESIDENT_BYTES = 1 << 30  # trial inputs, reference outputs and input stacks kep
 SOLO_ROUNDS = 7  # baseline batches timed before the candidate is loaded
 CONTEXT_BYTES = 600 << 20  # a CUDA context and its allocator's slack, per client process
 PROBE_SAMPLE = 64  # marker latencies kept per role in the answer
+BASELINE_TIMEOUT_S = 900.0  # the baseline client's bound per evaluation (torch.compile's first call included)
 
 
 class JudgeError(Exception):
@@ -166,6 +167,7 @@ class Judge:
         self.baseline: _CandidateSession | None = None  # the baseline client, kept while the task stays
         self._unit_cache: dict[int, tuple[Any, bool]] = {}  # fresh_inputs: stacked input id -> lies in [0, 1]
         self._probes: Any = None  # the current answer's ProbeStats
+        self._forward_peak = 0
         self.probe_ms = self._calibrate_probe()
 
     def note_probe(self, role: str, ms: float) -> None:
@@ -199,14 +201,14 @@ class Judge:
         self._reset_peak()
         first = self._make_trial(module, reference, seeds[0], dtype)
         set_bytes, out_bytes = _nbytes(torch, first.inputs), _nbytes(torch, first.ref)
-        forward = max(0, self._peak() - base_alloc - 2 * set_bytes - out_bytes)
+        forward = max(0, self._forward_peak - base_alloc - 2 * set_bytes - out_bytes)
         prints = [_fingerprint(first.ref)]
         keep = (set_bytes + out_bytes) * len(seeds) <= RESIDENT_BYTES
         trials: list[Trial] | None = [first] if keep else None
         mutates = first.after is not None
         with torch.no_grad():
             for seed in seeds[1:]:
-                trial = self._make_trial(module, reference, seed, dtype)
+                trial = self._make_trial(module, reference, seed, dtype, check_mutation=keep or mutates)
                 prints.append(_fingerprint(trial.ref))
                 mutates = mutates or trial.after is not None
                 if trials is not None:
@@ -217,6 +219,8 @@ class Judge:
                 reference(*_clone(first.inputs))
             self.backend.synchronize()
         eager_ms = (time.perf_counter() - t0) * 1000 / 3
+        if not keep:
+            self.release_memory()  # the trials' transient blocks go back before the clients allocate theirs
         self.state = TaskState(key=key, module=module, reference=reference, init_args=init_args, seeds=seeds,
                                dtype=dtype, trials=trials, mutates=mutates,
                                ref_varies=any(p != prints[0] for p in prints[1:]),
@@ -224,7 +228,9 @@ class Judge:
                                set_bytes=set_bytes, out_bytes=out_bytes, forward_bytes=forward)
         return self.state
 
-    def _make_trial(self, module: Any, reference: Any, seed: int, dtype: Any) -> Trial:
+    def _make_trial(self, module: Any, reference: Any, seed: int, dtype: Any, check_mutation: bool = True) -> Trial:
+        """Trial inputs from the task's own generator under `seed`, and the reference's outputs
+        (the reference runs on a copy only while it is not yet known whether it mutates them)."""
         from .guards import inputs_changed
 
         torch = self.torch
@@ -233,16 +239,17 @@ class Judge:
             with self.device:
                 inputs = list(module.get_inputs())
             inputs = _cast([x.to(self.device).contiguous() if isinstance(x, torch.Tensor) else x for x in inputs], dtype)
-            args = _clone(inputs)
+            args = _clone(inputs) if check_mutation else inputs
             ref = reference(*args)
             self.backend.synchronize()
-        return Trial(inputs=inputs, ref=ref, after=args if inputs_changed(inputs, args) else None)
+            self._forward_peak = self._peak()
+        return Trial(inputs=inputs, ref=ref, after=args if check_mutation and inputs_changed(inputs, args) else None)
 
     def trial(self, state: TaskState, i: int) -> Trial:
         """Trial i's inputs and reference outputs: kept, or made again from its seed."""
         if state.trials is not None:
             return state.trials[i]
-        return self._make_trial(state.module, state.reference, state.seeds[i], state.dtype)
+        return self._make_trial(state.module, state.reference, state.seeds[i], state.dtype, check_mutation=state.mutates)
 
     def drop_task(self) -> None:
         """Forget the task: its tensors, its baseline client, and the allocator's cached blocks,
@@ -306,16 +313,20 @@ class Judge:
             return
         torch = self.torch
         s, o, f = state.set_bytes, state.out_bytes, state.forward_bytes
-        judge = m * s + 2 * m * s + m * o + (0 if state.trials is not None else s + o) + f
-        clients = 2 * (m * o + f + CONTEXT_BYTES)
-        need = judge + clients + self._allocated()
+        held = 3 * m * s + m * o  # the input stack, two arenas, the candidate's snapshot
+        # a round's new values, or a verification trial made again (inputs, a copy when the
+        # reference mutates them, its outputs and working memory)
+        passing = max(m * s, 0 if state.trials is not None else s * (2 if state.mutates else 1) + o + f)
+        clients = 2 * (m * o + f + CONTEXT_BYTES)  # each client's outputs, working memory, context
+        need = held + passing + clients + self._allocated()
         free, total = torch.cuda.mem_get_info()
         answer.memory.estimate_gib = need / 2**30
         answer.memory.device_total_gib = total / 2**30
         if need > total * 0.97:
             raise JudgeError(f"the task needs about {need / 2**30:.1f} GiB of device memory for an evaluation "
-                             f"({m} call(s) per timed interval, {s / 2**30:.2f} GiB of inputs and "
-                             f"{o / 2**30:.2f} GiB of outputs per call); the device has {total / 2**30:.1f} GiB")
+                             f"({m} call(s) per timed interval, {s / 2**30:.2f} GiB of inputs, {o / 2**30:.2f} GiB "
+                             f"of outputs and {f / 2**30:.2f} GiB of working memory per call, held by the judge "
+                             f"and two client processes); the device has {total / 2**30:.1f} GiB")
 
     # ---- one evaluation --------------------------------------------------------------------
     def evaluate(self, req: JudgeRequest) -> JudgeAnswer:
@@ -656,7 +667,10 @@ class _CandidateSession:
         """Attach a (warm) session to this evaluation's settings and record."""
         self.cfg, self.req, self.answer, self.clock = cfg, req, answer, clock
         self.tol = _tolerance(req, cfg)
-        self.deadline = time.monotonic() + cfg.worker_timeout_s
+        # the baseline client runs trusted code whose first torch.compile call may take minutes
+        # on a small host: its own bound, never the candidate's stage limits
+        self.deadline = time.monotonic() + (max(cfg.worker_timeout_s, BASELINE_TIMEOUT_S) if self.role == "baseline"
+                                            else cfg.worker_timeout_s)
 
     def close(self) -> None:
         self.outputs, self.pending = {}, []

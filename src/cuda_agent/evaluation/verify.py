@@ -98,6 +98,24 @@ def compare_outputs(reference: Any, candidate: Any, tol: Tolerance, path: str = 
     return Comparison(False, f"{path}: expected {reference!r}, got {candidate!r}")
 
 
+CHUNK_ELEMENTS = 1 << 25  # compared a slab at a time: temporaries stay small next to a 6 GiB output
+
+
+def _slabs(ref: torch.Tensor, cand: torch.Tensor) -> Any:
+    """(ref part, cand part) pairs covering both tensors, each at most about CHUNK_ELEMENTS."""
+    n = ref.numel()
+    if n <= CHUNK_ELEMENTS:
+        yield ref, cand
+    elif ref.is_contiguous() and cand.is_contiguous():
+        r, c = ref.view(-1), cand.view(-1)
+        for at in range(0, n, CHUNK_ELEMENTS):
+            yield r[at:at + CHUNK_ELEMENTS], c[at:at + CHUNK_ELEMENTS]
+    else:
+        rows = max(1, CHUNK_ELEMENTS // max(1, n // max(1, ref.shape[0])))
+        for at in range(0, ref.shape[0], rows):
+            yield ref[at:at + rows], cand[at:at + rows]
+
+
 def _compare_tensors(ref: torch.Tensor, cand: torch.Tensor, tol: Tolerance, path: str) -> Comparison:
     if ref.shape != cand.shape:
         return Comparison(False, f"{path}: shape mismatch: expected {tuple(ref.shape)}, got {tuple(cand.shape)}")
@@ -106,40 +124,59 @@ def _compare_tensors(ref: torch.Tensor, cand: torch.Tensor, tol: Tolerance, path
     if ref.numel() == 0:
         return Comparison(True, max_abs_diff=0.0)
     atol, rtol = tol.for_dtype(ref.dtype)
-    if ref.dtype.is_floating_point or ref.dtype.is_complex:
-        r, c = _upcast(ref), _upcast(cand)
+    if not (ref.dtype.is_floating_point or ref.dtype.is_complex):
+        n_bad = sum(int((r != c).sum()) for r, c in _slabs(ref, cand))
+        if n_bad:
+            return Comparison(False, f"{path}: {n_bad}/{ref.numel()} elements differ (exact match required for "
+                                     f"{ref.dtype})", None)
+        return Comparison(True, max_abs_diff=0.0)
+    n_bad, max_diff, diff_sq, ref_sq, compared = 0, 0.0, 0.0, 0.0, 0
+    for r_part, c_part in _slabs(ref, cand):
+        r, c = _upcast(r_part), _upcast(c_part)
         r_finite, c_finite = torch.isfinite(r), torch.isfinite(c)
         if not (bool(r_finite.all()) and bool(c_finite.all())):  # rare: locate the non-finite values
             extra = c_finite.logical_not() & r_finite
             if bool(extra.any()):
-                return Comparison(False, f"{path}: {int(extra.sum())} NaN/Inf value(s) where the reference is finite")
+                extra_n = int(extra.sum()) + sum(int((torch.isfinite(_upcast(rr)) & ~torch.isfinite(_upcast(cc))).sum())
+                                                 for rr, cc in _rest(ref, cand, r_part))
+                return Comparison(False, f"{path}: {extra_n} NaN/Inf value(s) where the reference is finite")
             same = (r == c) | (torch.isnan(r) & torch.isnan(c))
             if bool((r_finite.logical_not() & ~same).any()):
                 return Comparison(False, f"{path}: non-finite values differ from the reference's")
             r, c = r[r_finite], c[r_finite]
+        if not r.numel():
+            continue
         diff = (r - c).abs_()
         limit = r.abs().mul_(rtol).add_(atol)
-        max_diff = float(diff.max()) if diff.numel() else 0.0
-        n_bad = int((diff > limit).sum())
-        if n_bad:
-            return Comparison(False, f"{path}: {n_bad}/{ref.numel()} elements outside atol={atol:g} "
-                                     f"rtol={rtol:g} (max abs diff {max_diff:.4g})", max_diff)
-        rel = tol.rel_norm if tol.rel_norm is not None else max(atol, rtol)
-        # scale of the output, floored at an RMS of 1e-5 so values that are ~0 by nature
-        # (a loss between equal distributions) are not judged by their rounding noise
-        ref_norm = max(float(torch.linalg.vector_norm(r)),
-                       NORM_FLOOR_RMS * math.sqrt(max(r.numel(), 1)))
-        if diff.numel():
-            err = float(torch.linalg.vector_norm(diff)) / ref_norm
-            if err > rel:
-                return Comparison(False, f"{path}: relative error {err:.3g} over the whole output exceeds {rel:g} "
-                                         f"(every element is within atol={atol:g}, but the outputs are small next "
-                                         "to the tolerance: the formula is wrong)", max_diff)
-        return Comparison(True, max_abs_diff=max_diff)
-    n_bad = int((ref != cand).sum())
+        max_diff = max(max_diff, float(diff.max()))
+        n_bad += int((diff > limit).sum())
+        diff_sq += float(torch.linalg.vector_norm(diff, dtype=torch.float64)) ** 2
+        ref_sq += float(torch.linalg.vector_norm(r, dtype=torch.float64)) ** 2
+        compared += r.numel()
+        del diff, limit
     if n_bad:
-        return Comparison(False, f"{path}: {n_bad}/{ref.numel()} elements differ (exact match required for {ref.dtype})", None)
-    return Comparison(True, max_abs_diff=0.0)
+        return Comparison(False, f"{path}: {n_bad}/{ref.numel()} elements outside atol={atol:g} "
+                                 f"rtol={rtol:g} (max abs diff {max_diff:.4g})", max_diff)
+    rel = tol.rel_norm if tol.rel_norm is not None else max(atol, rtol)
+    # scale of the output, floored at an RMS of 1e-5 so values that are ~0 by nature
+    # (a loss between equal distributions) are not judged by their rounding noise
+    ref_norm = max(math.sqrt(ref_sq), NORM_FLOOR_RMS * math.sqrt(max(compared, 1)))
+    if compared:
+        err = math.sqrt(diff_sq) / ref_norm
+        if err > rel:
+            return Comparison(False, f"{path}: relative error {err:.3g} over the whole output exceeds {rel:g} "
+                                     f"(every element is within atol={atol:g}, but the outputs are small next "
+                                     "to the tolerance: the formula is wrong)", max_diff)
+    return Comparison(True, max_abs_diff=max_diff)
+
+
+def _rest(ref: torch.Tensor, cand: torch.Tensor, after: torch.Tensor) -> Any:
+    """The slabs after `after` (to count every non-finite value for the message)."""
+    seen = False
+    for r, c in _slabs(ref, cand):
+        if seen:
+            yield r, c
+        seen = seen or r.data_ptr() == after.data_ptr()
 
 
 def _upcast(t: torch.Tensor) -> torch.Tensor:
