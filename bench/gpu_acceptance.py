@@ -40,6 +40,21 @@ def device_used_gib() -> float | None:
         return None
 
 
+def ours_used_gib(pids: set[int]) -> float | None:
+    """Device memory (GiB) held by the processes `pids`, from the driver's per-process table."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    total = 0.0
+    for line in out.splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) == 2 and parts[0].isdigit() and int(parts[0]) in pids:
+            total += float(parts[1]) / 1024 if parts[1].replace(".", "").isdigit() else 0.0
+    return total
+
+
 class Log:
     def __init__(self, out: Path) -> None:
         self.path = out / "acceptance.jsonl"
@@ -129,20 +144,25 @@ def run_kb(log: Log, out: Path, kb_list: Path, deadline: float, naive_share: flo
     peaks: dict[int, float] = {}
     stop = threading.Event()
 
+    ours_s = max(30, int(deadline - time.monotonic()))
+    proc = subprocess.Popen(["timeout", str(ours_s), sys.executable, "-m", "cuda_agent", "bench", "run", str(kb_list),
+                             "--solutions", "reference", "--backend", "cuda", "--no-compile-baseline", "--out",
+                             str(run_dir), "--fresh", "--no-report"])
+
     def sample() -> None:
+        """Per task, the device memory of the run's own processes (the judge, its clients, spares)."""
+        from cuda_agent.isolation.sandbox import process_tree
+
         while not stop.is_set():
             done = sum(1 for _ in results.open()) if results.exists() else 0
-            used = device_used_gib()
+            used = ours_used_gib(set(process_tree(proc.pid)))
             if used is not None:
                 peaks[done] = max(peaks.get(done, 0.0), used)
             stop.wait(0.25)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
-    ours_s = max(30, int(deadline - time.monotonic()))
-    subprocess.run(["timeout", str(ours_s), sys.executable, "-m", "cuda_agent", "bench", "run", str(kb_list),
-                    "--solutions", "reference", "--backend", "cuda", "--no-compile-baseline", "--out", str(run_dir),
-                    "--fresh", "--no-report"], check=False)
+    proc.wait()
     stop.set()
     sampler.join()
     naive = {}
@@ -159,7 +179,7 @@ def run_kb(log: Log, out: Path, kb_list: Path, deadline: float, naive_share: flo
             nv = naive.get(key) if key else None
             log.add({"step": "kb", "name": rec.get("task"), "reward": res.get("reward", -1), "correct": res.get("correct"),
                      "reason": (res.get("reason") or rec.get("reason", ""))[:400], "wall_s": rec.get("wall_s"),
-                     "phases": res.get("phases"), "judge": res.get("judge"), "device_peak_gib": peaks.get(i),
+                     "phases": res.get("phases"), "judge": res.get("judge"), "ours_peak_gib": peaks.get(i),
                      "naive_s": nv.get("seconds") if nv else None, "naive_peak_gib": nv.get("peak_gib") if nv else None,
                      "naive_error": nv.get("error") if nv else None})
 
@@ -178,7 +198,13 @@ def summarise(log: Log, out: Path) -> dict:
     for r in rows:
         if r["step"] in ("examples", "triton"):
             repeats.setdefault(f"{r['step']}:{r['name']}", set()).add(r["reward"])
+    kb_mem = [r["ours_peak_gib"] / r["naive_peak_gib"] for r in rows
+              if r["step"] == "kb" and r.get("ours_peak_gib") and r.get("naive_peak_gib")]
+    held = [r["judge"]["memory"]["judge_held_after_gib"] for r in rows
+            if (r.get("judge") or {}).get("memory") and r["step"] in ("examples", "triton", "paper", "latency", "kb")]
     summary = {
+        "memory_vs_naive_max": round(max(kb_mem), 2) if kb_mem else None,
+        "judge_held_after_max_gib": round(max(held), 2) if held else None,
         "evaluations": len(honest), "false_minus_one": len(false_neg), "oom": len(oom), "infrastructure": len(infra),
         "kb_reward_1": sum(1 for r in kb if r["reward"] == 1), "kb_tasks": len(kb),
         "warm_latency_s": round(median(warm), 3) if warm else None, "warm_latency_max_s": max(warm) if warm else None,

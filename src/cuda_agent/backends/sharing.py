@@ -109,14 +109,20 @@ class CudaIpc:
     def export(self, ptr: int) -> dict[str, Any]:
         """Where `ptr` lives: the IPC handle of its allocation and the offset inside it."""
         base, size = self.allocation_of(ptr)
-        known = self._exported.get(base)
-        if known is None or known[1] != size:
-            handle = _IpcHandle()
-            err = self.rt.cudaIpcGetMemHandle(ctypes.byref(handle), ctypes.c_void_p(base))
-            if err != 0:
-                raise SharingError(f"cudaIpcGetMemHandle failed ({err})")
-            known = self._exported[base] = (ctypes.string_at(ctypes.addressof(handle), 64).hex(), size)
+        # asked anew every time (a few microseconds): an allocation freed and made again at the
+        # same address (the allocator emptied its cache) has a new handle, and a remembered old
+        # one would name memory that no longer exists
+        handle = _IpcHandle()
+        err = self.rt.cudaIpcGetMemHandle(ctypes.byref(handle), ctypes.c_void_p(base))
+        if err != 0:
+            raise SharingError(f"cudaIpcGetMemHandle failed ({err})")
+        known = self._exported[base] = (ctypes.string_at(ctypes.addressof(handle), 64).hex(), size)
         return {"handle": known[0], "offset": ptr - base}
+
+    def forget_exports(self) -> None:
+        """Drop the record of this process's own exports (its memory was given back): a client
+        naming one of them later must not be read as this process's current memory."""
+        self._exported.clear()
 
     def open(self, handle_hex: str) -> tuple[int, int]:
         """Map another process's allocation once; (base pointer, size)."""

@@ -57,6 +57,7 @@ class CandidateLink(WatchedProcess):
         self.tree = FrozenTree(self.proc.pid)
         self._closers.append(self.tree.close)
         self._started = False  # it said "spare": torch imported, the device started
+        self.born = time.monotonic()
 
     def started(self) -> bool:
         """Whether the process has said it is started (never waits)."""

@@ -225,7 +225,7 @@ def _take_answer(result: EvalResult, answer: JudgeAnswer, cfg: EvalConfig) -> tu
     result.flags.extend(answer.flags)
     result.trials = list(answer.trials)
     result.calls_per_interval = answer.batch
-    result.judge = {"probes": answer.probes.model_dump(), "memory": answer.memory.model_dump(),
+    result.judge = {"probes": answer.probes.model_dump(), "memory": answer.memory.model_dump(), "clients": answer.clients,
                     "solo_ms": {k: median(v) for k, v in answer.solo.items() if v},
                     "interleaved_ms": {k: median(v) for k, v in (answer.samples or {}).items() if v}}
     if answer.reason and not answer.correct:

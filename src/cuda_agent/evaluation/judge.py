@@ -38,7 +38,7 @@ from typing import Any
 from .protocol import JudgeAnswer, JudgeRequest
 
 CPU_IDLE_ALLOWANCE_MS = 5.0  # candidate CPU while frozen / between its calls, per interval
-SPARES = 2  # warm candidate processes (the baseline client is kept per task instead)
+SPARES = 4  # client processes started ahead (~10 s each on an H100 host: torch, the device, the harness)
 PRECISIONS = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 RESIDENT_BYTES = 1 << 30  # trial inputs, reference outputs and input stacks kept between evaluations up to this
 SOLO_ROUNDS = 7  # baseline batches timed before the candidate is loaded
@@ -86,7 +86,11 @@ class TaskState:
     stacks: dict[int, Any] = field(default_factory=dict)
 
     def resident(self, m: int) -> bool:
-        return (self.set_bytes + self.out_bytes) * len(self.seeds) + m * self.set_bytes <= RESIDENT_BYTES
+        """Whether the task stays warm after an evaluation: its trials, input stack, weights and
+        the baseline client's arena together within RESIDENT_BYTES (else all of it is dropped)."""
+        weights = sum(p.numel() * p.element_size() for p in self.reference.state_dict().values())
+        return (self.set_bytes + self.out_bytes) * len(self.seeds) + 2 * m * self.set_bytes + 2 * weights \
+            <= RESIDENT_BYTES
 
 
 def module_from_source(name: str, source: str) -> types.ModuleType:
@@ -168,6 +172,7 @@ class Judge:
         self._unit_cache: dict[int, tuple[Any, bool]] = {}  # fresh_inputs: stacked input id -> lies in [0, 1]
         self._probes: Any = None  # the current answer's ProbeStats
         self._forward_peak = 0
+        self.clients: list[dict[str, Any]] = []  # how the current evaluation's client processes were found
         self.probe_ms = self._calibrate_probe()
 
     def note_probe(self, role: str, ms: float) -> None:
@@ -267,6 +272,9 @@ class Judge:
         gc.collect()
         if self.backend.gpu:
             self.torch.cuda.empty_cache()
+            ipc = getattr(self.backend, "_ipc_obj", None)
+            if ipc is not None:  # the arenas it exported may be gone: their handles with them
+                ipc.forget_exports()
 
     def _allocated(self) -> int:
         return int(self.torch.cuda.memory_allocated()) if self.backend.gpu else 0
@@ -336,6 +344,7 @@ class Judge:
         answer = JudgeAnswer(device=self.backend.device_name())
         answer.probes.calibration_ms = self.probe_ms
         self._probes = answer.probes
+        self.clients = answer.clients
         clock = _PhaseClock(answer.phases)
         self.backend.synchronize()
         start_alloc = self._allocated()
@@ -462,10 +471,14 @@ class Judge:
             spare.close()
         ready = [sp for sp in self.spares if sp.started()]
         if ready or self.spares:
-            spare = (ready or self.spares)[0]
-            self.spares.remove(spare)
-            return spare
-        return CandidateLink(self.backend.name, _candidate_env(), *wanted)
+            link = (ready or self.spares)[0]
+            self.spares.remove(link)
+        else:
+            link = CandidateLink(self.backend.name, _candidate_env(), *wanted)
+        self.clients.append({"started": bool(ready), "age_s": round(time.monotonic() - link.born, 2)})
+        if req.config.prespawn_worker and not req.baselines_only:
+            self._spawn_spare(req)  # its replacement starts now, while this evaluation runs
+        return link
 
     def _spawn_spare(self, req: JudgeRequest) -> None:
         from .candidate_link import CandidateLink

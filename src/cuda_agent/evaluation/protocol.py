@@ -78,4 +78,6 @@ class JudgeAnswer(BaseModel):
     sandbox: dict[str, Any] = Field(default_factory=dict)
     candidate_log: str = ""
     probes: ProbeStats = Field(default_factory=ProbeStats)
+    clients: list[dict[str, Any]] = Field(default_factory=list, description="each client process taken: whether it "
+                                          "had finished starting, and its age (s)")
     memory: MemoryStats = Field(default_factory=MemoryStats)
