@@ -275,9 +275,9 @@ def _finish(result: EvalResult, cfg: EvalConfig, samples: dict[str, list[float]]
 
     One statistic for the label and the numbers: each speedup printed is the inverse of the
     median per-round time ratio, and "faster" asks whether that ratio's whole confidence
-    interval clears the margin. The claim must also hold against the baselines timed alone
-    before the candidate was loaded (`solo`): a candidate that left work on the device to slow
-    the interleaved baselines gains nothing, and the reason says when that is what decided."""
+    interval clears the margin. A baseline far slower beside the candidate than it was alone
+    before the candidate was loaded (`solo`, `SLOWED_BESIDE`) gives no speed credit: work left on
+    the device slowed it; the reason says when that is what decided."""
     result.stage = "done"
     ratios: tuple[list[float], list[float]] | None = None
     fe = fc = False
@@ -292,7 +292,7 @@ def _finish(result: EvalResult, cfg: EvalConfig, samples: dict[str, list[float]]
         ratios = ([cand[i] / eager[i] for i in range(n)], [])
         s_eager = _speedup(ratios[0], cfg, result, "eager")
         fe = clearly_faster(ratios[0], cfg.margin, cfg.timing.confidence)
-        if fe and not _beats_solo(c_med, solo.get("eager"), cfg.margin):
+        if fe and _slowed_beside(eager, solo.get("eager")):
             fe = False
             notes.append(_solo_note("eager", eager, solo["eager"]))
         compile_samples = samples.get("compile")
@@ -301,9 +301,8 @@ def _finish(result: EvalResult, cfg: EvalConfig, samples: dict[str, list[float]]
             result.compile_stats = TimingStats.of(compile_samples)
             compile_ref = compile_samples[:n]
         elif cached is not None and cached.compile is not None:
-            # how eager moved since the cached baseline, read from eager timed alone where there is one
-            now = median(solo["eager"]) if solo.get("eager") else median(eager)
-            drift = min(2.0, max(0.5, now / cached.eager.median))
+            # the cached compile/eager ratio (both timed alone) carried onto this run's eager
+            drift = min(2.0, max(0.5, median(eager) / cached.eager.median))
             result.compile_stats = cached.compile
             result.baseline_cached = True
             compile_ref = [cached.compile.median * drift] * n
@@ -311,7 +310,7 @@ def _finish(result: EvalResult, cfg: EvalConfig, samples: dict[str, list[float]]
             ratios[1].extend(cand[i] / compile_ref[i] for i in range(n))
             s_compile = _speedup(ratios[1], cfg, result, "compile")
             fc = clearly_faster(ratios[1], cfg.margin, cfg.timing.confidence)
-            if fc and compile_samples and not _beats_solo(c_med, solo.get("compile"), cfg.margin):
+            if fc and compile_samples and _slowed_beside(compile_samples, solo.get("compile")):
                 fc = False
                 notes.append(_solo_note("torch.compile", compile_samples, solo["compile"]))
         result.time_ms = TimeMs(eager=median(eager), candidate=c_med,
@@ -335,15 +334,21 @@ def _speedup(ratios: list[float], cfg: EvalConfig, result: EvalResult, base: str
     return 1 / mid if mid > 0 else float("inf")
 
 
-def _beats_solo(candidate_ms: float, solo: list[float] | None, margin: float) -> bool:
-    """The candidate is also faster by the margin than the baseline timed with no candidate loaded."""
-    return not solo or candidate_ms < (1 - margin) * median(solo)
+SLOWED_BESIDE = 1.6
+"""A baseline this many times slower beside the candidate than alone (before it was loaded) is
+taken as slowed by work the candidate left on the device. Measured on an H100 (issue 23): honest
+code up to 1.45x on ~0.1 ms ops, where the clients' round trips and the contexts' switches are
+most of an interval; a kernel left running shares the device by time-slicing, about 2x or more."""
+
+
+def _slowed_beside(interleaved: list[float], solo: list[float] | None) -> bool:
+    return bool(solo) and median(interleaved) > SLOWED_BESIDE * median(solo or [0.0])
 
 
 def _solo_note(name: str, interleaved: list[float], solo: list[float]) -> str:
     return (f"not credited as faster than {name}: {name} took {median(interleaved) / median(solo):.2f}x as long "
-            f"beside the candidate as it did alone before the candidate was loaded, and the candidate does not "
-            f"beat the time alone by the margin (work left on the device while frozen slows the baselines)")
+            f"beside the candidate as it did alone before the candidate was loaded (over {SLOWED_BESIDE}x: "
+            "work left on the device while the candidate was frozen slows the baselines)")
 
 
 def _baseline_key(task_hash: str, backend: Backend, cfg: EvalConfig, precision: str | None) -> str:

@@ -262,6 +262,10 @@ class Judge:
         if self.baseline is not None:
             self.baseline.close()
             self.baseline = None
+        if self.state is not None:  # emptied in place: a caller may still hold the object
+            self.state.stacks.clear()
+            self.state.trials = None
+            self.state.reference = self.state.module = None
         self.state = None
         self._unit_cache = {}
         self.release_memory()
@@ -386,11 +390,13 @@ class Judge:
             if cand is not None:
                 answer.candidate_log = cand.link.log_tail()
                 cand.close()
-            if base is not None and (not base.link.alive() or not state.resident(m)):
+            keep = state.resident(m)
+            if base is not None and (not base.link.alive() or not keep):
                 self.baseline = None
                 base.close()
+            cand = base = None  # nothing of this evaluation outlives it but the warm task
             answer.memory.judge_peak_gib = self._peak() / 2**30
-            if not state.resident(m):
+            if not keep:
                 self.drop_task()
             else:
                 self.release_memory()
@@ -686,7 +692,9 @@ class _CandidateSession:
                                             else cfg.worker_timeout_s)
 
     def close(self) -> None:
-        self.outputs, self.pending = {}, []
+        """End the client and let go of everything of it on the device: the outputs read from it,
+        and the arena with every view into it (a view kept alive would keep the whole arena)."""
+        self.outputs, self.pending, self.views = {}, [], {}
         if self.reader is not None:
             self.reader.close()  # unmap the client's memory while it still exists
             self.reader = None
