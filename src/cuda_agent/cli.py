@@ -13,12 +13,30 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .exit_codes import ExitCode, fail, for_rewards, guard_all
+from .exit_codes import ExitCode, OneLineErrors, checked_backend, fail, for_rewards, guard_all
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+app = typer.Typer(add_completion=False, no_args_is_help=True, cls=OneLineErrors, rich_markup_mode=None,
                   help="Turn a PyTorch Model into a faster, verified custom kernel. Exit codes: 0 correct / "
                        "success, 1 evaluated and failed, 2 usage or input error, 3 infrastructure fault.")
 console = Console(highlight=False)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            print(f"cuda-agent {version('cuda-agent')}")
+        except PackageNotFoundError:  # run from a source tree that was never installed
+            print("cuda-agent (not installed: run from a source tree)")
+        raise typer.Exit(int(ExitCode.OK))
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="print the version and exit")) -> None:
+    """Turn a PyTorch Model into a faster, verified custom kernel. Exit codes: 0 correct / success,
+    1 evaluated and failed, 2 usage or input error, 3 infrastructure fault (docs/cli.md)."""
 
 TIMEOUT_HELP = "seconds the evaluation's worker may run before it is stopped (default 600)"
 ATOL_HELP = "absolute tolerance of the correctness check (default 1e-2, or the task's own)"
@@ -48,7 +66,7 @@ def workspace(
     from .tasks import load_tasks
     from .workspace import create_workspace
 
-    be = _backend(backend)
+    be = checked_backend(backend, need="name")  # laying out files needs no device; a note says so below
     example = None
     if Path(task).exists():
         loaded = load_tasks(task)
@@ -73,6 +91,9 @@ def workspace(
         example.install_solution(ws.root, "triton" if language == "triton" else be)
     console.print(f"workspace for [bold]{ws.task.name}[/] ({be}) at {ws.root}\n"
                   f"next: cd {ws.root} && ./compile.sh && ./verify.sh && ./profile.sh")
+    why = missing_device(be)
+    if why:
+        console.print(f"note: its scripts cannot run on this machine: {why}", markup=False, soft_wrap=True)
 
 
 @app.command()
@@ -86,6 +107,7 @@ def build(directory: Path = typer.Argument(Path("."), help="workspace directory"
     from .workspace import open_workspace
 
     ws = open_workspace(directory)
+    checked_backend(ws.backend, need="build")  # a build needs the device's torch headers, not the device
     backend = get_backend(ws.backend)
     lang = get_language(ws.language)  # the same build the evaluation runs: C++, Triton or the paper's layout
     res = lang.build(ws.root, backend, cache_dir=default_cache_dir(), timeout_s=EvalConfig().build_timeout_s)
@@ -121,6 +143,7 @@ def evaluate(
     from .workspace import open_workspace
 
     ws = open_workspace(directory)
+    checked_backend(ws.backend)
     if baselines:
         from .evaluation import measure_baselines
 
@@ -155,7 +178,7 @@ def examples(
     from .examples import list_examples
     from .workspace import create_workspace
 
-    be = _backend(backend)
+    be = checked_backend(backend)
     known = list_examples()
     unknown = sorted(set(only or []) - {e.name for e in known})
     if unknown:
@@ -209,17 +232,10 @@ def _progress(total: int):  # type: ignore[no-untyped-def]
         yield step
 
 
-def _backend(name: Optional[str]) -> str:
-    """The backend a verb runs on: the named one (checked), else the local device's."""
-    from .backends import default_backend_name, get_backend
+def missing_device(name: str) -> Optional[str]:
+    from .backends import missing_device as why
 
-    if name is None:
-        return default_backend_name()
-    try:
-        get_backend(name)
-    except ValueError as exc:
-        raise fail(str(exc))
-    return name
+    return why(name)
 
 
 def _toolchain_missing(log: str) -> bool:
@@ -296,7 +312,11 @@ guard_all(app)  # one error path for every verb, the layers' included (cuda_agen
 
 
 def main() -> None:
-    app()
+    """The `cuda-agent` entry point: the app, with stdout that outlives its reader."""
+    from .exit_codes import tolerate_closed_stdout
+
+    tolerate_closed_stdout()
+    app(prog_name="cuda-agent")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ..exit_codes import ExitCode, fail
+from ..exit_codes import ExitCode, checked_backend, describe, fail
 from .limits import EVAL_MAX_TURNS
 
 console = Console()
@@ -68,7 +68,6 @@ def optimize(
                               "(bubblewrap); --no-seal only for machines without it"),
 ) -> None:
     """Run the agent: each episode ends with a verified reward; best kernels are kept."""
-    from ..backends import default_backend_name
     from ..evaluation import EvalConfig
     from ..tasks import TaskError
     from .batch import EpisodeWorkerDied, run_batch
@@ -81,9 +80,11 @@ def optimize(
     except (TaskError, KeyError, FileNotFoundError, ValueError) as exc:
         raise fail(str(exc.args[0]) if isinstance(exc, KeyError) else str(exc))
     loaded = loaded[:limit] if limit else loaded
-    be = backend or default_backend_name()
+    be = checked_backend(backend)
     pcfg = resolve_policy(policy, model, base_url, api_key_env, tool_format, temperature, max_tokens, timeout,
                           retries, script)
+    if pcfg.problem():
+        raise fail(pcfg.problem())
     if pcfg.smoke_test:
         console.print(SMOKE_WARNING)
     n_workers, devices = _slots(be, workers)
@@ -156,7 +157,7 @@ def resolve_policy(kind: Optional[str], model: Optional[str], base_url: Optional
                                          api_key_env=api_key_env, tool_format=tool_format, temperature=temperature,
                                          max_tokens=max_tokens, timeout_s=timeout, max_retries=retries)
     except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from None
+        raise fail(describe(exc)) from None
 
 
 def summary_table(s: Any) -> Table:

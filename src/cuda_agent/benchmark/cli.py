@@ -10,11 +10,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..exit_codes import ExitCode, fail
+from ..exit_codes import ExitCode, OneLineErrors, checked_backend, fail
 
 console = Console()
 err = Console(stderr=True)
-bench_app = typer.Typer(no_args_is_help=True, add_completion=False,
+bench_app = typer.Typer(no_args_is_help=True, add_completion=False, cls=OneLineErrors, rich_markup_mode=None,
                         help="KernelBench-style benchmark runs, reports and comparisons.")
 
 
@@ -69,7 +69,6 @@ def run_cmd(
     Exit 0 when every task was loaded and recorded, 1 when some could not be (they are listed)."""
     import os
 
-    from ..backends import default_backend_name
     from ..evaluation import EvalConfig
     from ..tasks import TaskError
     from .local_pool import LocalPool, device_slots
@@ -81,7 +80,7 @@ def run_cmd(
 
     if (solutions is None) == (policy is None):
         raise fail("give exactly one of --solutions and --policy")
-    be = backend or default_backend_name()
+    be = checked_backend(backend)
     try:
         chosen = load_suite(suite, levels=levels or None, only=only, per_level=per_level,
                             interleave=interleave_levels, subset=subset, precision=precision)
