@@ -453,3 +453,42 @@ def test_a_closed_pipe_does_not_turn_into_an_error(tmp_path: Path) -> None:
     assert proc.wait(timeout=120) == 0, err
     assert "error" not in err and "Traceback" not in err and "BrokenPipe" not in err, err
     assert (tmp_path / "ws" / "model_new.py").is_file()
+
+
+def _paper_workdir(tmp_path: Path, cpu: bool) -> Path:
+    import shutil
+
+    from tests.languages.test_paper import CPU_BINDING, CPU_KERNEL, FIXTURE
+
+    root = tmp_path / "agent_workdir"
+    shutil.copytree(FIXTURE, root)
+    if cpu:  # the same files with the kernel in C++ (test_paper.py builds exactly these: cached by then)
+        (root / "kernels" / "axpby.cu").unlink()
+        (root / "kernels" / "axpby.cpp").write_text(CPU_KERNEL)
+        (root / "kernels" / "axpby_binding.cpp").write_text(CPU_BINDING)
+    return root
+
+
+def test_the_release_agent_workdir_is_named_and_adopted_by_one_command(tmp_path: Path, cache_dir: Path,
+                                                                        no_cuda) -> None:
+    root = _paper_workdir(tmp_path, cpu=False)
+    r = invoke("evaluate", str(root))  # not a workspace yet: the error says what to run
+    assert_one_error(r, ExitCode.USAGE, "agent_workdir", "--adopt")
+    r = invoke("evaluate", str(root), "--adopt")  # its kernels are .cu: the cuda backend, absent here
+    assert_one_error(r, ExitCode.INFRA, "the cuda backend cannot run here")
+
+
+@pytest.mark.slow
+def test_evaluate_adopt_rewards_the_release_layout_and_then_guards_its_fixed_files(tmp_path: Path,
+                                                                                   cache_dir: Path) -> None:
+    root = _paper_workdir(tmp_path, cpu=True)
+    r = invoke("evaluate", str(root), "--adopt", "--no-timing", "--json")
+    assert r.exit_code == ExitCode.OK, r.output
+    result = json.loads(r.output.splitlines()[-1])
+    assert result["reward"] == 1 and result["correct"] and result["task"] == "paper/agent_workdir"
+    assert "adopted" in r.output and result["build"]["library"].endswith(".pyext.so")
+    (root / "utils" / "verification.py").write_text("print('[PASS] verify success')\n")
+    r = invoke("evaluate", str(root), "--adopt", "--no-timing", "--json")  # reopened, not re-adopted as found
+    assert r.exit_code == ExitCode.FAILED, r.output
+    result = json.loads(r.output.splitlines()[-1])
+    assert result["reward"] == -1 and "utils/verification.py" in result["reason"], result["reason"]

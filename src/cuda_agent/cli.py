@@ -137,12 +137,13 @@ def evaluate(
     json_out: bool = typer.Option(False, "--json", help="print the breakdown as one JSON object"),
     baselines: bool = typer.Option(False, "--baselines", help="only time the reference (eager and torch.compile), "
                                    "no kernel needed: the times to beat"),
+    adopt: bool = typer.Option(False, "--adopt", help="DIRECTORY is the CUDA Agent release's agent_workdir (or a "
+                               "trajectory's copy of it): take it as it is, its model.py as the task"),
 ) -> None:
     """Build, verify and time a workspace; print the reward. Exit 0 if correct, 1 if not."""
     from .evaluation import evaluate as run_evaluation
-    from .workspace import open_workspace
 
-    ws = open_workspace(directory)
+    ws = _adopted(directory) if adopt else _opened(directory)
     checked_backend(ws.backend)
     if baselines:
         from .evaluation import measure_baselines
@@ -204,8 +205,50 @@ def examples(
     raise typer.Exit(int(max((_exit_for(r) for r in results), default=ExitCode.FAILED)))
 
 
+def _opened(directory: Path):  # type: ignore[no-untyped-def]
+    from .workspace import WorkspaceError, open_workspace
+
+    try:
+        return open_workspace(directory)
+    except WorkspaceError as exc:
+        if _looks_like_paper_workdir(directory):
+            raise fail(f"{directory} looks like the CUDA Agent release's agent_workdir, not yet a cuda-agent "
+                       f"workspace: `cuda-agent evaluate {directory} --adopt` evaluates it as it is") from exc
+        raise
+
+
+def _looks_like_paper_workdir(directory: Path) -> bool:
+    return all((directory / f).exists() for f in ("binding_registry.h", "utils", "model.py", "model_new.py"))
+
+
+def _adopted(directory: Path):  # type: ignore[no-untyped-def]
+    """The release's agent_workdir as a workspace of the `paper` language: its fixed files are
+    hashed as found the first time (a later edit shows as tampered; the judge builds with its own
+    interface-compatible binding.cpp and never runs utils/), its model.py is the task, and the
+    backend is what its kernels are written for (.cu: cuda). Adopted once; later calls reopen it."""
+    from .backends import BACKEND_NAMES, HOST_BACKEND, backend_class
+    from .tasks import Task
+    from .workspace import WorkspaceError, adopt_workspace, open_workspace
+
+    try:
+        return open_workspace(directory)
+    except WorkspaceError:
+        pass
+    if not (directory / "model.py").is_file():
+        raise fail(f"{directory} has no model.py: not a CUDA Agent agent_workdir")
+    kernels = list((directory / "kernels").glob("*")) if (directory / "kernels").is_dir() else []
+    suffixes = {p.suffix for p in kernels}
+    be = checked_backend(next((n for n in BACKEND_NAMES if backend_class(n).gpu
+                               and backend_class(n).kernel_suffix in suffixes), HOST_BACKEND))
+    task = Task.from_source((directory / "model.py").read_text(), name=f"paper/{directory.resolve().name}",
+                            origin=str(directory / "model.py"))
+    ws = adopt_workspace(directory, task, be, "paper")
+    console.print(f"adopted {ws.root} as a workspace of the release's layout (paper) on {be}", markup=False)
+    return ws
+
+
 # what one example costs, measured by bench/examples_time.py (docs/cli.md); said before the run
-_CPU_EXAMPLE_COST = " (on a 2-core CPU about 40 s each the first time, 15 s once cached)"
+_CPU_EXAMPLE_COST = " (on an idle 2-core CPU about 30 s each the first time, 15 s once cached)"
 
 
 @contextlib.contextmanager
