@@ -85,6 +85,7 @@ USAGE_ERRORS = [
     (["optimize", "/nonexistent/task.py", "--backend", "cpu", "--policy", "scripted"], "/nonexistent/task.py"),
     (["bench", "run", "/nonexistent", "--solutions", "examples", "--out", "OUT"], "/nonexistent"),
     (["bench", "report", "NOWS"], "holds no benchmark run"),
+    (["view", "NOWS"], "holds no trajectories"),
     (["bench", "compare", "NOWS", "NOWS"], "holds no benchmark run"),
     (["bench", "export-timing", "NOWS", "OUT"], "holds no benchmark run"),
     (["data", "report", "NOWS"], "no candidates.jsonl"),
