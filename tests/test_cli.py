@@ -493,3 +493,25 @@ def test_evaluate_adopt_rewards_the_release_layout_and_then_guards_its_fixed_fil
     assert r.exit_code == ExitCode.FAILED, r.output
     result = json.loads(r.output.splitlines()[-1])
     assert result["reward"] == -1 and "utils/verification.py" in result["reason"], result["reason"]
+
+
+def test_workspace_scripts_survive_a_moved_clone(tmp_path: Path) -> None:
+    """The interpreter a script names is gone (the clone moved): the python3 on PATH runs it, or
+    one line says what to activate (exit 3)."""
+    from cuda_agent.languages.base import tool_scripts
+
+    script = tmp_path / "compile.sh"
+    script.write_text(tool_scripts()["compile.sh"].replace(f"py={sys.executable}", "py=/moved/away/python", 1))
+    script.chmod(0o755)
+    assert "/moved/away/python" in script.read_text()
+    venv_bin = str(Path(sys.executable).parent)  # holds a python3 with cuda_agent (PYTHONPATH: this checkout)
+    env = {**os.environ, "PATH": f"{venv_bin}:/usr/bin:/bin", "PYTHONPATH": str(REPO / "src")}
+    out = subprocess.run([str(script)], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == ExitCode.USAGE and "not a cuda-agent workspace" in out.stderr, out.stderr  # it ran
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    (bare / "python3").symlink_to("/usr/bin/false")  # a python3 without cuda_agent
+    out = subprocess.run([str(script)], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PATH": f"{bare}:/usr/bin:/bin", "PYTHONPATH": ""})
+    assert out.returncode == ExitCode.INFRA and out.stderr.count("error:") == 1, out.stderr
+    assert "activate the .venv" in out.stderr
