@@ -68,6 +68,7 @@ def optimize(
                               "(bubblewrap); --no-seal only for machines without it"),
 ) -> None:
     """Run the agent: each episode ends with a verified reward; best kernels are kept."""
+    _quiet_progress_bars_in_logs()
     from ..evaluation import EvalConfig
     from ..tasks import TaskError
     from .batch import EpisodeWorkerDied, run_batch
@@ -144,6 +145,17 @@ def optimize(
     if pcfg.smoke_test:
         console.print("[yellow](smoke-test policy: these results say the loop works, not that kernels were found)[/]")
     raise typer.Exit(int(ExitCode.OK if summary.failed == 0 else ExitCode.FAILED))  # an episode that errored
+
+
+def _quiet_progress_bars_in_logs() -> None:
+    """Output to a log, not a terminal: no carriage-return progress bars (a local model's loading)
+    in it. Set before the model libraries import tqdm (it reads these once); workers inherit them."""
+    import os
+    import sys
+
+    if not sys.stderr.isatty():
+        os.environ.setdefault("TQDM_DISABLE", "1")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 
 def resolve_policy(kind: Optional[str], model: Optional[str], base_url: Optional[str], api_key_env: Optional[str],
