@@ -63,6 +63,9 @@ def test_evaluate_exits_1_when_the_reward_is_minus_1(starter: Path) -> None:
     r = invoke("evaluate", str(starter))
     assert r.exit_code == ExitCode.FAILED, r.output
     assert "reward -1" in r.output
+    from cuda_agent.backends import get_backend  # refused before the judge ran: still the device's name
+
+    assert f" on {get_backend('cpu').device_name()}" in r.output, r.output
     r = invoke("evaluate", str(starter), "--json")
     assert r.exit_code == ExitCode.FAILED and json.loads(r.output)["reward"] == -1
 

@@ -317,9 +317,22 @@ def results_table(results, width: Optional[int] = None) -> Table:
     return table
 
 
+def _device_label(r) -> str:  # type: ignore[no-untyped-def]
+    """The device's name, as the judge reports it; for a result refused before the judge ran
+    (a static check), this machine's device of that backend, so rows never mix `cpu` with a CPU model."""
+    if r.device:
+        return r.device
+    from .backends import get_backend
+
+    try:
+        return get_backend(r.backend).device_name()
+    except Exception:  # no device of that backend here: its name is all there is
+        return r.backend
+
+
 def _print_result(r) -> None:
     color = "green" if r.reward >= 2 else "yellow" if r.reward == 1 else "red"
-    console.print(f"[bold {color}]reward {r.reward:+d}[/]  {escape(r.task)} on {escape(r.device or r.backend)}")
+    console.print(f"[bold {color}]reward {r.reward:+d}[/]  {escape(r.task)} on {escape(_device_label(r))}")
     console.print(f"reason: {escape(r.reason)}")
     if r.trials:
         ok = sum(t.ok for t in r.trials)
