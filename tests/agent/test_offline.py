@@ -65,11 +65,22 @@ def test_offline_default_runs_an_episode(tmp_path: Path, cache_dir: Path):
 
 
 @pytest.mark.slow
-def test_a_model_that_cannot_load_is_one_error_line_and_a_trajectory(tmp_path: Path, cache_dir: Path):
+def test_a_model_that_cannot_load_is_one_error_line_and_a_trajectory(tmp_path: Path, cache_dir: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch):
+    """In-process (the CLI's own runner): no second interpreter importing torch and transformers."""
+    import transformers.modeling_utils as m
+    from typer.testing import CliRunner
+
+    from cuda_agent.cli import app
+
     # what a fresh install without accelerate saw: transformers refuses the GGUF file
-    run = _optimize(tmp_path, "import transformers.modeling_utils as m\nm.is_accelerate_available = lambda: False")
-    out = run.stdout + run.stderr
+    monkeypatch.setattr(m, "is_accelerate_available", lambda: False)
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "CUDA_AGENT_MODEL"):
+        monkeypatch.delenv(var, raising=False)
+    run = CliRunner().invoke(app, ["optimize", "swish", "--backend", "cpu", "--max-turns", "1", "--max-tokens", "16",
+                                   "--no-compile-baseline", "--trials", "1", "--out", str(tmp_path / "out")])
+    out = run.output
     assert "Traceback" not in out and "cannot load local model" in out and "accelerate" in out, out[-3000:]
     (traj,) = load_trajectories(tmp_path / "out" / "trajectories.jsonl")
     assert traj.stop_reason == "policy_error" and "accelerate" in (traj.error or "")
-    assert run.returncode == 1
+    assert run.exit_code == 1
