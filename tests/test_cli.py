@@ -440,6 +440,8 @@ POLICY_MISTAKES = [
 def test_policy_settings_are_checked_before_any_episode(tmp_path: Path, monkeypatch, opts, needle) -> None:
     for var in ("ANTHROPIC_API_KEY", "MY_KEY", "CUDA_AGENT_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
         monkeypatch.delenv(var, raising=False)
+    for var in ("TQDM_DISABLE", "HF_HUB_DISABLE_PROGRESS_BARS"):  # what optimize sets for a log: undone after
+        monkeypatch.setenv(var, "1")
     out = tmp_path / "run"
     t0 = time.monotonic()
     r = invoke("optimize", "swish", "--backend", "cpu", "--out", str(out), *opts)
