@@ -63,6 +63,9 @@ def test_evaluate_exits_1_when_the_reward_is_minus_1(starter: Path) -> None:
     r = invoke("evaluate", str(starter))
     assert r.exit_code == ExitCode.FAILED, r.output
     assert "reward -1" in r.output
+    from cuda_agent.backends import get_backend  # refused before the judge ran: still the device's name
+
+    assert f" on {get_backend('cpu').device_name()}" in r.output, r.output
     r = invoke("evaluate", str(starter), "--json")
     assert r.exit_code == ExitCode.FAILED and json.loads(r.output)["reward"] == -1
 
@@ -85,6 +88,7 @@ USAGE_ERRORS = [
     (["optimize", "/nonexistent/task.py", "--backend", "cpu", "--policy", "scripted"], "/nonexistent/task.py"),
     (["bench", "run", "/nonexistent", "--solutions", "examples", "--out", "OUT"], "/nonexistent"),
     (["bench", "report", "NOWS"], "holds no benchmark run"),
+    (["view", "NOWS"], "holds no trajectories"),
     (["bench", "compare", "NOWS", "NOWS"], "holds no benchmark run"),
     (["bench", "export-timing", "NOWS", "OUT"], "holds no benchmark run"),
     (["data", "report", "NOWS"], "no candidates.jsonl"),
@@ -331,3 +335,188 @@ def test_workspace_takes_a_language_and_refuses_an_unknown_one(tmp_path: Path) -
     assert any(p.suffix == ".py" for p in (tmp_path / "t" / "kernels").iterdir())
     bad = invoke("workspace", "swish", str(tmp_path / "u"), "--backend", "cpu", "--language", "cobol")
     assert bad.exit_code != 0 and "unknown language" in bad.output
+
+
+# ---- issue 28: what a newcomer meets --------------------------------------------------------
+@pytest.fixture()
+def no_cuda(monkeypatch):  # type: ignore[no-untyped-def]
+    """This machine as a CPU box, also where a GPU is present (a CPU-only torch is one already)."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+
+
+GPU_VERBS_WITHOUT_A_GPU = [
+    ["examples", "--backend", "cuda", "--only", "swish"],
+    ["optimize", "swish", "--backend", "cuda", "--policy", "scripted"],
+    ["bench", "run", "examples", "--solutions", "examples", "--backend", "cuda", "--out", "OUT"],
+    ["evaluate", "CUDA_WS"],
+    ["evaluate", "CUDA_WS", "--baselines"],
+]
+
+
+@pytest.mark.parametrize("args", GPU_VERBS_WITHOUT_A_GPU, ids=[" ".join(a[:2]) for a in GPU_VERBS_WITHOUT_A_GPU])
+def test_a_gpu_verb_without_a_gpu_says_so_in_one_line_before_any_work(tmp_path: Path, no_cuda, args) -> None:
+    ws = tmp_path / "cuda_ws"
+    r = invoke("workspace", "swish", str(ws), "--backend", "cuda", "--with-solution")
+    assert r.exit_code == 0 and "note: its scripts cannot run on this machine" in r.output, r.output
+    subs = {"OUT": str(tmp_path / "out"), "CUDA_WS": str(ws)}
+    t0 = time.monotonic()
+    r = invoke(*[subs.get(a, a) for a in args])
+    assert_one_error(r, ExitCode.INFRA, "the cuda backend cannot run here", "--backend cpu")
+    assert time.monotonic() - t0 < 10, "refused before any build or worker"
+    assert not (tmp_path / "out").exists() and not (ws / "build").exists()
+
+
+def test_the_device_check_names_the_cause() -> None:
+    from cuda_agent.backends import missing_device
+
+    assert missing_device("cpu") is None
+    import torch
+
+    why = missing_device("cuda")
+    if torch.version.cuda is None:
+        assert why and "build without cuda support" in why and torch.__version__ in why
+    elif not torch.cuda.is_available():
+        assert why and "no cuda device" in why
+    else:
+        assert why is None
+
+
+@pytest.mark.parametrize("verb", [[], ["optimize"], ["bench"], ["bench", "run"], ["data", "synth"], ["train", "rl"],
+                                  ["evaluate"], ["examples"]])
+def test_help_is_never_cut_at_80_columns(verb: list[str]) -> None:
+    r = runner.invoke(app, [*verb, "--help"], env={"COLUMNS": "80", "TERMINAL_WIDTH": "80"})
+    assert r.exit_code == 0, r.output
+    assert "…" not in r.output and "╭" not in r.output, r.output
+    assert all(len(line) <= 80 for line in r.output.splitlines()), r.output
+    cmd = get_command(app)
+    for part in verb:
+        cmd = cmd.commands[part]  # type: ignore[attr-defined]
+    text = " ".join(r.output.split())
+    for p in cmd.params:
+        for opt in p.opts if p.param_type_name == "option" else ():
+            assert opt in text, f"{opt} missing from the help of {verb}"
+    for name, sub in getattr(cmd, "commands", {}).items():  # a group lists each command's whole first sentence
+        first = " ".join((sub.help or "").split(".")[0].split())
+        assert first in text and "..." not in text.replace("[ARGS]...", "").replace("TASKS...", ""), text
+
+
+def test_version() -> None:
+    from importlib.metadata import version
+
+    r = invoke("--version")
+    assert r.exit_code == 0 and r.output.strip() == f"cuda-agent {version('cuda-agent')}"
+
+
+USAGE_MISTAKES = [
+    (["bench", "run", "examples", "--solutions", "examples"], "Missing option '--out'", " bench run --help)"),
+    (["evaluate", "--no-such-flag"], "No such option: --no-such-flag", " evaluate --help)"),
+    (["evaluate", "--trials", "zero"], "'--trials'", " evaluate --help)"),
+    (["evalute"], "No such command 'evalute'", "(see "),
+    (["train", "verl-configs"], "Missing option", " train verl-configs --help)"),
+]
+
+
+@pytest.mark.parametrize("args,needle,where", USAGE_MISTAKES, ids=[" ".join(a[:2]) for a, _, _ in USAGE_MISTAKES])
+def test_a_usage_mistake_is_the_one_documented_error_line(args: list[str], needle: str, where: str) -> None:
+    r = invoke(*args)
+    assert_one_error(r, ExitCode.USAGE, needle, where)
+    assert "╭" not in r.output and len(r.output.strip().splitlines()) == 1, r.output
+
+
+POLICY_MISTAKES = [
+    (["--policy", "anthropic", "--model", "claude-x"], "ANTHROPIC_API_KEY"),
+    (["--policy", "anthropic", "--model", "claude-x", "--api-key-env", "MY_KEY"], "$MY_KEY"),
+    (["--policy", "openai"], "--model"),
+    (["--policy", "anthropic"], "--model"),
+    (["--policy", "skynet"], "'openai', 'anthropic', 'local' or 'scripted'"),
+    (["--policy", "scripted", "--script", "/nonexistent/replies.json"], "/nonexistent/replies.json"),
+]
+
+
+@pytest.mark.parametrize("opts,needle", POLICY_MISTAKES, ids=[" ".join(o[:2]) + str(i) for i, (o, _) in
+                                                             enumerate(POLICY_MISTAKES)])
+def test_policy_settings_are_checked_before_any_episode(tmp_path: Path, monkeypatch, opts, needle) -> None:
+    for var in ("ANTHROPIC_API_KEY", "MY_KEY", "CUDA_AGENT_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    for var in ("TQDM_DISABLE", "HF_HUB_DISABLE_PROGRESS_BARS"):  # what optimize sets for a log: undone after
+        monkeypatch.setenv(var, "1")
+    out = tmp_path / "run"
+    t0 = time.monotonic()
+    r = invoke("optimize", "swish", "--backend", "cpu", "--out", str(out), *opts)
+    assert_one_error(r, ExitCode.USAGE, needle)
+    assert time.monotonic() - t0 < 10 and not out.exists(), "refused before the run folder or a worker"
+
+
+def test_a_closed_pipe_does_not_turn_into_an_error(tmp_path: Path) -> None:
+    """`cuda-agent ... | head -1`: the reader leaves early; the verb finishes and exits by its result."""
+    proc = subprocess.Popen([sys.executable, "-m", "cuda_agent", "workspace", "swish", str(tmp_path / "ws"),
+                             "--backend", "cpu"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "PYTHONPATH": str(REPO / "src")})
+    proc.stdout.close()  # type: ignore[union-attr]  # the reader is gone before the first line
+    err = proc.stderr.read().decode()  # type: ignore[union-attr]
+    assert proc.wait(timeout=120) == 0, err
+    assert "error" not in err and "Traceback" not in err and "BrokenPipe" not in err, err
+    assert (tmp_path / "ws" / "model_new.py").is_file()
+
+
+def _paper_workdir(tmp_path: Path, cpu: bool) -> Path:
+    import shutil
+
+    from tests.languages.test_paper import CPU_BINDING, CPU_KERNEL, FIXTURE
+
+    root = tmp_path / "agent_workdir"
+    shutil.copytree(FIXTURE, root)
+    if cpu:  # the same files with the kernel in C++ (test_paper.py builds exactly these: cached by then)
+        (root / "kernels" / "axpby.cu").unlink()
+        (root / "kernels" / "axpby.cpp").write_text(CPU_KERNEL)
+        (root / "kernels" / "axpby_binding.cpp").write_text(CPU_BINDING)
+    return root
+
+
+def test_the_release_agent_workdir_is_named_and_adopted_by_one_command(tmp_path: Path, cache_dir: Path,
+                                                                        no_cuda) -> None:
+    root = _paper_workdir(tmp_path, cpu=False)
+    r = invoke("evaluate", str(root))  # not a workspace yet: the error says what to run
+    assert_one_error(r, ExitCode.USAGE, "agent_workdir", "--adopt")
+    r = invoke("evaluate", str(root), "--adopt")  # its kernels are .cu: the cuda backend, absent here
+    assert_one_error(r, ExitCode.INFRA, "the cuda backend cannot run here")
+
+
+@pytest.mark.slow
+def test_evaluate_adopt_rewards_the_release_layout_and_then_guards_its_fixed_files(tmp_path: Path,
+                                                                                   cache_dir: Path) -> None:
+    root = _paper_workdir(tmp_path, cpu=True)
+    r = invoke("evaluate", str(root), "--adopt", "--no-timing", "--json")
+    assert r.exit_code == ExitCode.OK, r.output
+    result = json.loads(r.output.splitlines()[-1])
+    assert result["reward"] == 1 and result["correct"] and result["task"] == "paper/agent_workdir"
+    assert "adopted" in r.output and result["build"]["library"].endswith(".pyext.so")
+    (root / "utils" / "verification.py").write_text("print('[PASS] verify success')\n")
+    r = invoke("evaluate", str(root), "--adopt", "--no-timing", "--json")  # reopened, not re-adopted as found
+    assert r.exit_code == ExitCode.FAILED, r.output
+    result = json.loads(r.output.splitlines()[-1])
+    assert result["reward"] == -1 and "utils/verification.py" in result["reason"], result["reason"]
+
+
+def test_workspace_scripts_survive_a_moved_clone(tmp_path: Path) -> None:
+    """The interpreter a script names is gone (the clone moved): the python3 on PATH runs it, or
+    one line says what to activate (exit 3)."""
+    from cuda_agent.languages.base import tool_scripts
+
+    script = tmp_path / "compile.sh"
+    script.write_text(tool_scripts()["compile.sh"].replace(f"py={sys.executable}", "py=/moved/away/python", 1))
+    script.chmod(0o755)
+    assert "/moved/away/python" in script.read_text()
+    venv_bin = str(Path(sys.executable).parent)  # holds a python3 with cuda_agent (PYTHONPATH: this checkout)
+    env = {**os.environ, "PATH": f"{venv_bin}:/usr/bin:/bin", "PYTHONPATH": str(REPO / "src")}
+    out = subprocess.run([str(script)], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == ExitCode.USAGE and "not a cuda-agent workspace" in out.stderr, out.stderr  # it ran
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    (bare / "python3").symlink_to("/usr/bin/false")  # a python3 without cuda_agent
+    out = subprocess.run([str(script)], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PATH": f"{bare}:/usr/bin:/bin", "PYTHONPATH": ""})
+    assert out.returncode == ExitCode.INFRA and out.stderr.count("error:") == 1, out.stderr
+    assert "activate the .venv" in out.stderr

@@ -12,6 +12,14 @@ import os
 import sys
 from typing import Any, Callable
 
+import typer
+from typer.core import TyperGroup
+
+try:  # typer >= 0.16 vendors click: its usage errors are these classes, not the `click` package's
+    from typer._click import exceptions as _clickx
+except ImportError:  # pragma: no cover - older typer on the real click
+    from click import exceptions as _clickx  # type: ignore[no-redef]
+
 
 class ExitCode(enum.IntEnum):
     OK = 0        # success; for a verb that evaluates: every result correct (reward >= 1)
@@ -35,6 +43,25 @@ def fail(message: str, code: ExitCode = ExitCode.USAGE) -> "Any":
 
     Console(stderr=True, highlight=False, soft_wrap=True).print(f"[red]error:[/] {escape(message)}")
     return typer.Exit(int(code))
+
+
+def checked_backend(name: str | None, *, need: str = "device") -> str:
+    """The backend a verb runs on: `name` (checked), else the local device's. Exits USAGE for
+    an unknown name and INFRA, in one line naming the cause, when this machine cannot do what
+    the verb needs of it: `need` = "device" (run on it), "build" (a torch built for it, no
+    device), "name" (nothing: laying out files). Before any work, not as a compile error later."""
+    from .backends import default_backend_name, get_backend, missing_device
+
+    if name is None:
+        return default_backend_name()
+    try:
+        get_backend(name)
+    except ValueError as exc:
+        raise fail(str(exc))
+    why = None if need == "name" else missing_device(name, device=need == "device")
+    if why:
+        raise fail(f"the {name} backend cannot run here: {why}", ExitCode.INFRA)
+    return name
 
 
 # Errors that mean "your input is wrong"; anything else escaping a verb is an infrastructure fault.
@@ -118,3 +145,83 @@ def _maybe_traceback() -> None:
         import traceback
 
         traceback.print_exc(file=sys.stderr)
+
+
+class OneLineErrors(TyperGroup):
+    """A command group whose help is never cut (a command's whole first sentence, wrapped, not
+    trimmed to `...`) and, at the root, whose usage errors (unknown option, missing argument,
+    bad value) are the documented one `error:` line and exit USAGE, not a framed box."""
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        rows = [(name, cmd.get_short_help_str(limit=10_000)) for name in self.list_commands(ctx)
+                if (cmd := self.get_command(ctx, name)) is not None and not cmd.hidden]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+    def main(self, args: Any = None, prog_name: Any = None, complete_var: Any = None,  # type: ignore[override]
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except _clickx.NoArgsIsHelpError as exc:  # `cuda-agent bench`: the group's help
+            print(exc.ctx.get_help() if exc.ctx else "")
+            sys.exit(int(ExitCode.USAGE))
+        except _clickx.UsageError as exc:
+            where = f" (see {exc.ctx.command_path} --help)" if exc.ctx else ""
+            message = " ".join(exc.format_message().split())
+            raise SystemExit(_print_error(f"{message}{where}", ExitCode.USAGE))
+        except _clickx.ClickException as exc:
+            raise SystemExit(_print_error(" ".join(exc.format_message().split()), exc.exit_code))
+        except typer.Abort:
+            raise SystemExit(_print_error("aborted", ExitCode.INTERRUPTED))
+        sys.exit(code if isinstance(code, int) else int(ExitCode.OK))
+
+
+def _print_error(message: str, code: int) -> int:
+    fail(message)
+    return int(code)
+
+
+class _ReaderGone:
+    """stdout that outlives its reader: once a pipe's reader has gone (`cuda-agent ... | head`),
+    further output is dropped instead of raising, so the verb finishes its work and exits by
+    its result. Everything else is the real stream's."""
+
+    def __init__(self, stream: Any):
+        self._stream = stream
+        self._gone = False
+
+    def write(self, text: str) -> int:
+        if not self._gone:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._drop()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._drop()
+
+    def _drop(self) -> None:
+        self._gone = True
+        try:  # the interpreter's own flush at exit must not fail on the dead pipe either
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError):
+            pass
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def tolerate_closed_stdout() -> None:
+    """Install `_ReaderGone` around sys.stdout (the CLI's entry point calls this once)."""
+    if not isinstance(sys.stdout, _ReaderGone) and sys.stdout is not None:
+        sys.stdout = _ReaderGone(sys.stdout)  # type: ignore[assignment]

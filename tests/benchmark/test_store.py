@@ -247,6 +247,10 @@ def test_cli_report_compare_export_and_errors(tmp_path) -> None:
     assert {d["task"]: d["change"] for d in data["tasks"]} == {"level1/1_x": "faster", "level1/2_y": "fixed"}
     r = runner.invoke(app, ["bench", "compare", str(tmp_path / "a"), str(tmp_path / "b")])
     assert r.exit_code == 0 and "fixed" in r.output and "pass rate" in r.output
+    r = runner.invoke(app, ["bench", "compare", str(tmp_path / "b"), str(tmp_path / "b")])  # a run with itself
+    assert r.exit_code == 0 and "no differences in 2 task(s) (--all lists them)" in r.output, r.output
+    r = runner.invoke(app, ["bench", "compare", str(tmp_path / "b"), str(tmp_path / "b"), "--all"])
+    assert "level1/1_x" in r.output and "level1/2_y" in r.output, r.output  # names never cut
     r = runner.invoke(app, ["bench", "report", str(tmp_path / "b"), "--format", "md", "--format", "json"])
     assert r.exit_code == 0, r.output
     assert (tmp_path / "b" / "report.md").is_file() and not (tmp_path / "b" / "report.html").exists()

@@ -267,3 +267,13 @@ def test_load_tasks_rejects_what_it_cannot_find(tmp_path: Path) -> None:
         load_tasks(tmp_path / "missing.parquet")
     with pytest.raises(TaskError, match="unsupported file type"):
         load_tasks(write(tmp_path / "notes.txt", "hi"))
+
+
+def test_a_bundled_example_name_loads_as_the_cli_accepts_it() -> None:
+    """`load_tasks("swish")` is the task `cuda-agent workspace swish` uses (issue 28)."""
+    from cuda_agent.examples import get_example
+
+    (task,) = load_tasks("swish")
+    assert task == get_example("swish").task and task.name == "examples/swish"
+    with pytest.raises(TaskError, match="nor a bundled example: .*swish"):
+        load_tasks("swishh")

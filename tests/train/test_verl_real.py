@@ -21,7 +21,7 @@ import pytest
 from cuda_agent.tasks import Task
 from tests.conftest import RELU_BINDING, RELU_KERNEL, RELU_MODEL_NEW, RELU_TASK
 
-verl = pytest.importorskip("verl", reason="verl is not installed (scripts/setup.sh installs verl==0.9.1 --no-deps)")
+verl = pytest.importorskip("verl", reason="verl is not installed (bash scripts/setup.sh test installs it with the [test] extra)")
 pytest.importorskip("hydra", reason="verl needs hydra-core")
 
 PPO_STAGES = ("stage1_single_turn_ppo", "stage3_critic_warmup", "stage4_agentic_ppo")

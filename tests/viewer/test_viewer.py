@@ -2,7 +2,7 @@
 served by `cuda-agent view` over a real CPU run (the scripted agent writes a kernel, verifies it,
 breaks it), and the DOM it renders must show the episode list (optimize, bench and train rows,
 a running episode) and one episode's conversation, tool outputs, file diffs and evaluation
-breakdowns. scripts/setup.sh installs chromium when it runs as root with apt; elsewhere the
+breakdowns. chromium is a system package the README names (setup installs nothing system-wide); elsewhere the
 browser tests skip, saying so (the JSON routes are still tested without a browser)."""
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def test_routes_list_every_source(server: ViewerServer):
 
 def chromium(*args: str) -> str:
     if CHROMIUM is None:
-        pytest.skip("chromium is not installed (scripts/setup.sh installs it as root with apt)")
+        pytest.skip("chromium is not installed (a system package: apt-get install chromium fonts-dejavu-core; README)")
     out = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                           "--virtual-time-budget=10000", *args], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]

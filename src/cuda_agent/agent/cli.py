@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..evaluation.config import RULES_HELP, RulesProfile
-from ..exit_codes import ExitCode, fail
+from ..exit_codes import ExitCode, checked_backend, describe, fail
 from .limits import EVAL_MAX_TURNS
 
 console = Console()
@@ -70,7 +70,7 @@ def optimize(
                               "(bubblewrap); --no-seal only for machines without it"),
 ) -> None:
     """Run the agent: each episode ends with a verified reward; best kernels are kept."""
-    from ..backends import default_backend_name
+    _quiet_progress_bars_in_logs()
     from ..evaluation import EvalConfig
     from ..tasks import TaskError
     from .batch import EpisodeWorkerDied, run_batch
@@ -83,9 +83,11 @@ def optimize(
     except (TaskError, KeyError, FileNotFoundError, ValueError) as exc:
         raise fail(str(exc.args[0]) if isinstance(exc, KeyError) else str(exc))
     loaded = loaded[:limit] if limit else loaded
-    be = backend or default_backend_name()
+    be = checked_backend(backend)
     pcfg = resolve_policy(policy, model, base_url, api_key_env, tool_format, temperature, max_tokens, timeout,
                           retries, script)
+    if pcfg.problem():
+        raise fail(pcfg.problem())
     if pcfg.smoke_test:
         console.print(SMOKE_WARNING)
     n_workers, devices = _slots(be, workers)
@@ -148,6 +150,17 @@ def optimize(
     raise typer.Exit(int(ExitCode.OK if summary.failed == 0 else ExitCode.FAILED))  # an episode that errored
 
 
+def _quiet_progress_bars_in_logs() -> None:
+    """Output to a log, not a terminal: no carriage-return progress bars (a local model's loading)
+    in it. Set before the model libraries import tqdm (it reads these once); workers inherit them."""
+    import os
+    import sys
+
+    if not sys.stderr.isatty():
+        os.environ.setdefault("TQDM_DISABLE", "1")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+
+
 def resolve_policy(kind: Optional[str], model: Optional[str], base_url: Optional[str], api_key_env: Optional[str],
                    tool_format: str, temperature: Optional[float], max_tokens: Optional[int], timeout: float,
                    retries: int, script: Optional[Path]) -> Any:
@@ -159,7 +172,7 @@ def resolve_policy(kind: Optional[str], model: Optional[str], base_url: Optional
                                          api_key_env=api_key_env, tool_format=tool_format, temperature=temperature,
                                          max_tokens=max_tokens, timeout_s=timeout, max_retries=retries)
     except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from None
+        raise fail(describe(exc)) from None
 
 
 def summary_table(s: Any) -> Table:

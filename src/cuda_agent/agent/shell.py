@@ -179,8 +179,8 @@ def bwrap_path() -> str:
         path = shutil.which("bwrap")
         problem = None
         if path is None:
-            problem = ("the sealed bash tool needs bubblewrap: run scripts/setup.sh (as root it installs it) or "
-                       "`apt-get install bubblewrap`; seal=False (--no-seal) runs it unsealed")
+            problem = ("the sealed bash tool needs bubblewrap, a system package (`apt-get install bubblewrap`, "
+                       "README); seal=False (--no-seal) runs it unsealed")
         else:
             probe = subprocess.run([path, "--ro-bind", "/", "/", "--unshare-pid", "--unshare-net", "--die-with-parent",
                                     "true"], capture_output=True, text=True, timeout=30)

@@ -5,6 +5,8 @@ compare its name; `tests/backends/test_backend_names.py` keeps it so."""
 
 from __future__ import annotations
 
+import os
+
 from .base import Backend, Timer
 from .cpu import CpuBackend
 from .cuda import CudaBackend
@@ -38,6 +40,26 @@ def default_backend_name() -> str:
     return next(name for name, cls in _REGISTRY.items() if cls().is_available())
 
 
+def missing_device(name: str, *, device: bool = True) -> str | None:
+    """Why `name`'s work cannot run here, as one line a person can act on, or None when it can.
+    `device=False` asks only for what a build needs (a torch built for the device), not for a
+    device. Asked before any work starts: a GPU verb on a CPU box fails at once with the cause,
+    not minutes later as a compile error naming a missing torch header (issue 28)."""
+    import torch
+
+    cls = backend_class(name)
+    if not cls.gpu:
+        return None
+    if getattr(torch.version, cls.torch_device, None) is None:
+        return (f"this torch ({torch.__version__}) is a build without {name} support; install a {name} build "
+                f"of torch (TORCH_SPEC, README), or use --backend {HOST_BACKEND}")
+    if device and not cls().is_available():
+        env = cls.visible_devices_env
+        seen = f" ({env}={os.environ[env]!r})" if env and env in os.environ else ""
+        return f"torch sees no {name} device on this machine{seen}; use --backend {HOST_BACKEND} or a machine with one"
+    return None
+
+
 def model_backend(name: str | None = None) -> type[Backend]:
     """The backend whose device a model (a policy, a trainer) runs on: `name`'s where its
     device is present here, else the host's; None: the local default."""
@@ -53,4 +75,4 @@ def backend_of_device(torch_device: str) -> type[Backend]:
 
 
 __all__ = ["Backend", "Timer", "BACKEND_NAMES", "HOST_BACKEND", "PRIMARY_BACKEND", "backend_class", "get_backend",
-           "default_backend_name", "model_backend", "backend_of_device"]
+           "default_backend_name", "missing_device", "model_backend", "backend_of_device"]

@@ -11,11 +11,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..evaluation.config import RULES_HELP, RulesProfile
-from ..exit_codes import ExitCode, fail
+from ..exit_codes import ExitCode, OneLineErrors, checked_backend, fail
 
 console = Console()
 err = Console(stderr=True)
-bench_app = typer.Typer(no_args_is_help=True, add_completion=False,
+bench_app = typer.Typer(no_args_is_help=True, add_completion=False, cls=OneLineErrors, rich_markup_mode=None,
                         help="KernelBench-style benchmark runs, reports and comparisons.")
 
 
@@ -71,7 +71,6 @@ def run_cmd(
     Exit 0 when every task was loaded and recorded, 1 when some could not be (they are listed)."""
     import os
 
-    from ..backends import default_backend_name
     from ..evaluation import EvalConfig
     from ..tasks import TaskError
     from .local_pool import LocalPool, device_slots
@@ -83,7 +82,7 @@ def run_cmd(
 
     if (solutions is None) == (policy is None):
         raise fail("give exactly one of --solutions and --policy")
-    be = backend or default_backend_name()
+    be = checked_backend(backend)
     try:
         chosen = load_suite(suite, levels=levels or None, only=only, per_level=per_level,
                             interleave=interleave_levels, subset=subset, precision=precision)
@@ -225,7 +224,8 @@ def compare_cmd(
     console.print("faster / slower: B's speedup interval clears A's by the margin (the reward's rule); "
                   "'noisy': an interval too wide to resolve the margin")
     per = Table(title="per task")
-    for col in ("task", "change", "reward A", "reward B", "vs eager A", "vs eager B", "B/A (point)", "noise"):
+    per.add_column("task", overflow="fold", min_width=12)  # a name is what a person copies: folded, never cut
+    for col in ("change", "reward A", "reward B", "vs eager A", "vs eager B", "B/A (point)", "noise"):
         per.add_column(col)
 
     def x(v: float | None, bounds: tuple[float, float] | None = None) -> str:
@@ -233,13 +233,18 @@ def compare_cmd(
             return "-"
         return f"{v:.2f}" + (f" [{bounds[0]:.2f}, {bounds[1]:.2f}]" if bounds and bounds[1] < 1e6 else "")
 
-    for d in cmp.tasks:
-        if all_tasks or d.change not in ("same",):
-            per.add_row(d.task, d.change, "-" if d.reward_a is None else f"{d.reward_a:+d}",
-                        "-" if d.reward_b is None else f"{d.reward_b:+d}", x(d.speedup_vs_eager_a, d.bounds_vs_eager_a),
-                        x(d.speedup_vs_eager_b, d.bounds_vs_eager_b), x(d.ratio_vs_eager),
-                        "noisy" if d.high_variance else "")
-    console.print(per)
+    shown = [d for d in cmp.tasks if all_tasks or d.change not in ("same",)]
+    for d in shown:
+        per.add_row(d.task, d.change, "-" if d.reward_a is None else f"{d.reward_a:+d}",
+                    "-" if d.reward_b is None else f"{d.reward_b:+d}", x(d.speedup_vs_eager_a, d.bounds_vs_eager_a),
+                    x(d.speedup_vs_eager_b, d.bounds_vs_eager_b), x(d.ratio_vs_eager),
+                    "noisy" if d.high_variance else "")
+    if shown:
+        console.print(per)
+    elif cmp.tasks:  # an empty table reads as a failure: say why it is empty
+        console.print(f"per task: no differences in {len(cmp.tasks)} task(s) (--all lists them)")
+    else:
+        console.print("per task: the two runs have no task in common")
 
 
 @bench_app.command("export-timing")

@@ -12,11 +12,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..exit_codes import ExitCode, describe, fail
+from ..exit_codes import ExitCode, OneLineErrors, checked_backend, describe, fail
 
 console = Console()
 err = Console(stderr=True)
-data_app = typer.Typer(no_args_is_help=True, help="Synthesise and audit Ops-6K-style task data sets.")
+data_app = typer.Typer(no_args_is_help=True, cls=OneLineErrors, rich_markup_mode=None,
+                       help="Synthesise and audit Ops-6K-style task data sets.")
 
 
 def register(app: typer.Typer) -> None:
@@ -123,7 +124,7 @@ def synth(
     from .synth import synthesize
 
     try:
-        config = SynthConfig(count=count, seed=seed, backend=backend, workers=workers, max_candidates=max_candidates,
+        config = SynthConfig(count=count, seed=seed, backend=backend and checked_backend(backend), workers=workers, max_candidates=max_candidates,
                              time_budget_s=time_budget, candidate_timeout_s=timeout, similarity_threshold=threshold,
                              eval_sets=eval_set, generator=generator, devices=_devices(devices),
                              compose=ComposeConfig(include_transformers=transformers),
@@ -196,7 +197,7 @@ def audit(
     try:
         with Progress(console=err, transient=True) as bar:
             task = bar.add_task("auditing", total=None)
-            summary = run_audit(dataset, out, backend=backend,
+            summary = run_audit(dataset, out, backend=backend and checked_backend(backend),
                                 filters=_filters(window, compile_check, compile_backend, atol, rtol, quiet_timing),
                                 eval_sets=eval_set, similarity_threshold=threshold, workers=workers,
                                 timeout_s=timeout, limit=limit, devices=_devices(devices),

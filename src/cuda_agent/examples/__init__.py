@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..tasks import Task
+from ..tasks.loaders import bundled_task, bundled_task_names
 
 EXAMPLES_DIR = Path(__file__).parent
 
@@ -50,12 +51,10 @@ class Example:
 def list_examples() -> list[Example]:
     """Every bundled example, ordered by level then name."""
     out = []
-    for task_file in sorted(EXAMPLES_DIR.glob("*/task.py")):
-        root = task_file.parent
-        source = task_file.read_text()
-        level = _declared_level(source)
-        task = Task.from_source(source, name=f"examples/{root.name}", origin=str(task_file), level=level)
-        out.append(Example(name=root.name, level=level, task=task, root=root))
+    for name in bundled_task_names():  # one reader of the task files: tasks.loaders (load_tasks("swish") too)
+        task = bundled_task(name)
+        assert task is not None and task.level is not None
+        out.append(Example(name=name, level=task.level, task=task, root=EXAMPLES_DIR / name))
     return sorted(out, key=lambda e: (e.level, e.name))
 
 
@@ -64,11 +63,3 @@ def get_example(name: str) -> Example:
         if ex.name == name:
             return ex
     raise KeyError(f"no bundled example {name!r}; have: {', '.join(e.name for e in list_examples())}")
-
-
-def _declared_level(source: str) -> int:
-    """Examples declare their KernelBench level in a `# level: N` comment."""
-    for line in source.splitlines():
-        if line.startswith("# level:"):
-            return int(line.split(":", 1)[1])
-    return 1

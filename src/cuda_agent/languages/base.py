@@ -163,11 +163,19 @@ def starter_model_new(task_source: str, extension: str) -> str:
 
 
 def tool_scripts() -> dict[str, str]:
-    """compile.sh / verify.sh / profile.sh: the environment's own verbs on this workspace."""
+    """compile.sh / verify.sh / profile.sh: the environment's own verbs on this workspace. They
+    run the interpreter that made the workspace; if that one is gone (the clone moved), the
+    `python3` on PATH (an activated .venv), saying so in one line if it has no cuda_agent."""
     verbs = {"compile.sh": "build", "verify.sh": "evaluate --no-timing", "profile.sh": "evaluate"}
     header = "#!/bin/sh\n# FIXED FILE (protected). Runs the cuda-agent environment on this workspace.\n"
-    py = shlex.quote(sys.executable)
-    return {script: f'{header}exec {py} -m cuda_agent {verb} "$(dirname "$0")" "$@"\n'
+    find = (f"py={shlex.quote(sys.executable)}\n"
+            'if [ ! -x "$py" ]; then\n'
+            "  py=python3\n"
+            '  "$py" -c "import cuda_agent" 2>/dev/null || {\n'
+            '    echo "error: the Python that made this workspace is gone and the python3 on PATH has no cuda_agent:" \\\n'
+            '         "activate the .venv of a cuda-agent clone" >&2; exit 3; }\n'
+            "fi\n")
+    return {script: f'{header}{find}exec "$py" -m cuda_agent {verb} "$(dirname "$0")" "$@"\n'
             for script, verb in verbs.items()}
 
 

@@ -45,7 +45,8 @@ class LoadedTasks(list[Task]):
 
 
 def load_tasks(source: str | Path, *, on_error: OnError = "raise") -> LoadedTasks:
-    """Load whatever `source` names: a .py file, a directory, a table file or a HF dataset id."""
+    """Load whatever `source` names: a .py file, a directory, a table file, a HF dataset id, or
+    (as the CLI accepts) a bundled example's name such as "swish"."""
     path = Path(source)
     if path.is_dir():
         return load_task_dir(path, on_error=on_error)
@@ -58,7 +59,31 @@ def load_tasks(source: str | Path, *, on_error: OnError = "raise") -> LoadedTask
         raise TaskError(str(source), f"unsupported file type {path.suffix!r}; expected {expected}")
     if _HF_ID.fullmatch(str(source)) and path.suffix != ".py":
         return load_hf_dataset(str(source), on_error=on_error)
-    raise TaskError(str(source), "no such file or directory (nor a HF dataset id like owner/name)")
+    bundled = bundled_task(str(source))
+    if bundled is not None:
+        return _gather([lambda: bundled], on_error)
+    raise TaskError(str(source), "no such file or directory (nor a HF dataset id like owner/name, nor a bundled "
+                    f"example: {', '.join(bundled_task_names())})")
+
+
+BUNDLED_DIR = Path(__file__).resolve().parents[1] / "examples"
+"""The bundled examples' tasks: `<name>/task.py` (their solutions are `cuda_agent.examples`')."""
+
+
+def bundled_task_names() -> list[str]:
+    return sorted(p.parent.name for p in BUNDLED_DIR.glob("*/task.py"))
+
+
+def bundled_task(name: str) -> Task | None:
+    """The bundled example task `name` ("swish"; "examples/swish" too), or None. Examples declare
+    their KernelBench level in a `# level: N` comment."""
+    name = name.removeprefix("examples/")
+    task_file = BUNDLED_DIR / name / "task.py"
+    if "/" in name or not task_file.is_file():
+        return None
+    source = task_file.read_text()
+    level = next((int(line.split(":", 1)[1]) for line in source.splitlines() if line.startswith("# level:")), 1)
+    return Task.from_source(source, name=f"examples/{name}", origin=str(task_file), level=level)
 
 
 def load_task_file(path: str | Path) -> Task:

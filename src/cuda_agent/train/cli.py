@@ -10,11 +10,12 @@ from typing import Optional
 import typer
 from rich.console import Console
 
-from ..exit_codes import ExitCode, describe, fail
+from ..exit_codes import ExitCode, OneLineErrors, describe, fail
 
 console = Console()
 
-train_app = typer.Typer(no_args_is_help=True, help="Training: RFT data, SFT, RL (TRL, one GPU), verl configs.")
+train_app = typer.Typer(no_args_is_help=True, cls=OneLineErrors, rich_markup_mode=None,
+                        help="Training: RFT data, SFT, RL (TRL, one GPU), verl configs.")
 
 _SET = typer.Option(None, "--set", help="override a config field: key.sub=value (repeatable)")
 

@@ -20,8 +20,14 @@ def view(
     """Browse a run's trajectories in a local web page: episodes, conversations, diffs, evaluations."""
     from .server import ViewerServer
 
+    from ..exit_codes import fail
+
     server = ViewerServer(run_dir, host, port)
     rows = len(server.run()["episodes"])
+    if rows == 0:  # a folder that is not a run: say so, rather than serve an empty page
+        server.close()
+        raise fail(f"{run_dir} holds no trajectories: give a run folder of optimize / bench / train (or a running "
+                   "one's), or a trajectory .jsonl file")
     typer.echo(f"{rows} episode(s) under {server.root}: {server.url}  (Ctrl-C to stop)")
     if open_browser:
         import webbrowser

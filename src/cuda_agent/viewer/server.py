@@ -90,15 +90,18 @@ class ViewerServer:
         return {"row": row.model_dump(mode="json"), "episode": body}
 
     def start(self) -> "ViewerServer":
+        self._serving = True
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self._thread.start()
         return self
 
     def serve_forever(self) -> None:
+        self._serving = True
         self.httpd.serve_forever()
 
     def close(self) -> None:
-        self.httpd.shutdown()
+        if getattr(self, "_serving", False):  # shutdown() waits for a serve loop: never call it without one
+            self.httpd.shutdown()
         self.httpd.server_close()
 
 

@@ -120,6 +120,22 @@ class PolicyConfig(BaseModel):
     def api_key(self) -> str | None:
         return os.environ.get(self.api_key_env) if self.api_key_env else None
 
+    def problem(self) -> str | None:
+        """What keeps this configuration from ever reaching a model, as one line naming the
+        option or variable to set; None when nothing does. Asked before any episode starts, so
+        a missing key is not an SDK's error inside the first turn (issue 28)."""
+        if self.kind in ("openai", "anthropic") and not self.model:
+            return f"the {self.kind} policy needs a model name: --model MODEL (or CUDA_AGENT_MODEL)"
+        if self.kind == "anthropic" and not self.base_url and not self.api_key():
+            return (f"the anthropic policy needs an API key in ${self.api_key_env}, which is not set "
+                    "(or name another variable with --api-key-env)")
+        if self.kind == "scripted" and self.script and not Path(self.script).is_file():
+            return f"no such script file: {self.script}"
+        if self.kind == "local" and self.model and not self.smoke_test and "/" in self.model \
+                and Path(self.model).suffix == ".gguf" and not Path(self.model).is_file():
+            return f"no such model file: {self.model}"
+        return None
+
     def describe(self) -> dict[str, Any]:
         return self.model_dump(exclude={"script"} if self.script is None else set())
 
