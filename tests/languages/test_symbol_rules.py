@@ -111,8 +111,20 @@ HONEST_CUDA = ["cudaMalloc", "cudaFree", "cudaLaunchKernel", "cudaGetLastError",
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("rule,symbol", [(rule, s) for rule, syms in ATTACKS.items() for s in syms])
 def test_each_forbidden_import_is_named_by_its_rule(rule: str, symbol: str, backend: str) -> None:
-    got = classify(symbol, backend)
+    got = classify(symbol, backend, "strict")  # strict: no vendor library at all
     assert got is not None and got[0] == rule, (symbol, got)
+    if symbol not in PAPER_ALLOWED_ON_CUDA or backend != "cuda":  # the `paper` profile refuses the rest too
+        paper = classify(symbol, backend, "paper")
+        assert paper is not None and paper[0] == rule, (symbol, paper)
+
+
+PAPER_ALLOWED_ON_CUDA = {"cublasSgemm_v2", "cublasLtMatmul", "cudnnConvolutionForward"}
+
+
+@pytest.mark.parametrize("symbol", sorted(PAPER_ALLOWED_ON_CUDA))
+def test_the_paper_profile_allows_gemm_and_convolution_entry_points_on_cuda_only(symbol: str) -> None:
+    assert classify(symbol, "cuda", "paper") is None
+    assert classify(symbol, "cpu", "paper") is not None
 
 
 @pytest.mark.parametrize("symbol", HONEST)

@@ -38,7 +38,7 @@ from typing import Any
 from .protocol import JudgeAnswer, JudgeRequest
 
 CPU_IDLE_ALLOWANCE_MS = 5.0  # candidate CPU while frozen / between its calls, per interval
-SPARES = 4  # client processes started ahead (~10 s each on an H100 host: torch, the device, the harness)
+SPARES = {True: 4, False: 2}  # client processes started ahead, GPU / CPU (~10 s each on an H100 host)
 PRECISIONS = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 RESIDENT_BYTES = 1 << 30  # trial inputs, reference outputs and input stacks kept between evaluations up to this
 SOLO_ROUNDS = 7  # baseline batches timed before the candidate is loaded
@@ -482,15 +482,17 @@ class Judge:
         else:
             link = CandidateLink(self.backend.name, _candidate_env(), *wanted)
         self.clients.append({"started": bool(ready), "age_s": round(time.monotonic() - link.born, 2)})
-        if req.config.prespawn_worker and not req.baselines_only:
-            self._spawn_spare(req)  # its replacement starts now, while this evaluation runs
+        if self.backend.gpu and req.config.prespawn_worker and not req.baselines_only:
+            # its replacement starts now, while this evaluation runs (on a CPU backend it would
+            # take the cores the timed models run on: there spares start after an evaluation)
+            self._spawn_spare(req)
         return link
 
     def _spawn_spare(self, req: JudgeRequest) -> None:
         from .candidate_link import CandidateLink
 
         self.spares = [sp for sp in self.spares if sp.alive()]
-        while len(self.spares) < SPARES:
+        while len(self.spares) < SPARES[self.backend.gpu]:
             self.spares.append(CandidateLink(self.backend.name, _candidate_env(), *_isolation(req)))
 
     # ---- timing ------------------------------------------------------------------------------

@@ -131,6 +131,15 @@ def landlock_abi() -> int:
     return max(0, int(version))
 
 
+def _landlock_rights(abi: int) -> tuple[int, int, int]:
+    """(write rights, network rights, scopes) that this kernel's Landlock ABI can handle: the
+    one list both the candidate's and the build's confinement use."""
+    write = _FS_WRITE_V1 | (_FS_REFER if abi >= 2 else 0) | (_FS_TRUNCATE if abi >= 3 else 0)
+    net = (_NET_BIND_TCP | _NET_CONNECT_TCP) if abi >= 4 else 0
+    scoped = (_SCOPE_ABSTRACT_UNIX | _SCOPE_SIGNAL) if abi >= 6 else 0
+    return write, net, scoped
+
+
 def restrict_writes(writable: list[Path], executable: list[Path] | None = None) -> dict[str, Any]:
     """Irreversibly limit this thread (and every thread or process it starts later) to writing
     under `writable`, with no TCP and no signals outside. With `executable` (files or dirs),
@@ -141,10 +150,8 @@ def restrict_writes(writable: list[Path], executable: list[Path] | None = None) 
     nums = _SYS[platform.machine()]
     libc = _libc()
     libc.syscall.restype = ctypes.c_long
-    fs = _FS_WRITE_V1 | (_FS_REFER if abi >= 2 else 0) | (_FS_TRUNCATE if abi >= 3 else 0)
+    fs, net, scoped = _landlock_rights(abi)
     handled = fs | (_FS_EXECUTE if executable is not None else 0)
-    net = (_NET_BIND_TCP | _NET_CONNECT_TCP) if abi >= 4 else 0
-    scoped = (_SCOPE_ABSTRACT_UNIX | _SCOPE_SIGNAL) if abi >= 6 else 0
     attr = _RulesetAttr(handled, net, scoped)
     size = 8 if abi < 4 else (16 if abi < 6 else 24)
     ruleset = libc.syscall(ctypes.c_long(nums[0]), ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
@@ -190,10 +197,8 @@ def restrict_filesystem(readable: Sequence[Path], writable: Sequence[Path], list
     nums = _SYS[platform.machine()]
     libc = _libc()
     libc.syscall.restype = ctypes.c_long
-    write = _FS_WRITE_V1 | (_FS_REFER if abi >= 2 else 0) | (_FS_TRUNCATE if abi >= 3 else 0)
+    write, net, scoped = _landlock_rights(abi)
     read = _FS_EXECUTE | _FS_READ_FILE | _FS_READ_DIR
-    net = (_NET_BIND_TCP | _NET_CONNECT_TCP) if abi >= 4 else 0
-    scoped = (_SCOPE_ABSTRACT_UNIX | _SCOPE_SIGNAL) if abi >= 6 else 0
     attr = _RulesetAttr(write | read, net, scoped)
     size = 8 if abi < 4 else (16 if abi < 6 else 24)
     ruleset = libc.syscall(ctypes.c_long(nums[0]), ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
