@@ -18,7 +18,7 @@ def serve(
     host: str = typer.Option("127.0.0.1", help="address to bind"),
     port: int = typer.Option(8765, help="port"),
     db: Path = typer.Option(Path("serve.sqlite"), help="SQLite store of accepted requests and results"),
-    backend: str = typer.Option("cpu", help="cuda or cpu"),
+    backend: Optional[str] = typer.Option(None, help="cuda or cpu (default: the local device)"),
     pool: str = typer.Option("local", help="local (slot processes on this machine) or ray (a Ray cluster)"),
     slots: int = typer.Option(1, help="CPU slots (on a GPU backend: one per visible device)"),
     devices: Optional[str] = typer.Option(None, help="GPU indices, e.g. 0,1 (default: all visible)"),
@@ -39,7 +39,7 @@ def serve(
     from .app import create_app
     from .service import ServeConfig
 
-    config = ServeConfig(db=db, backend=backend, pool=pool, slots=slots,  # type: ignore[arg-type]
+    config = ServeConfig(db=db, **({"backend": backend} if backend else {}), pool=pool, slots=slots,  # type: ignore[arg-type]
                          devices=[int(d) for d in devices.split(",")] if devices else None, ray_address=ray_address,
                          max_queue=max_queue, max_timeout_s=max_timeout, memory_limit_gb=memory_limit_gb,
                          max_file_bytes=max_file_bytes, tasks=tasks)

@@ -38,11 +38,18 @@ from .store import Store
 from .worker import run_job
 
 
+def _local_backend() -> str:
+    from ..backends import default_backend_name
+
+    return default_backend_name()
+
+
 class ServeConfig(BaseModel):
     """What the server decides (a client cannot): where it stores, what it runs on, its limits."""
 
     db: Path = Field(default=Path("serve.sqlite"), description="the SQLite store of requests and results")
-    backend: str = Field(default="cpu", description="'cuda' or 'cpu'")
+    backend: str = Field(default_factory=lambda: _local_backend(), description="'cuda' or 'cpu' (default: the local "
+                         "device)")
     pool: Literal["local", "ray"] = Field(default="local", description="local: slot processes on this machine; "
                                           "ray: Ray tasks, one GPU each, across a cluster")
     slots: int = Field(default=1, ge=1, description="CPU slots (a GPU backend: one per visible device)")
