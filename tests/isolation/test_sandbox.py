@@ -339,14 +339,14 @@ def test_the_judge_reads_the_candidates_syscall_filter_from_proc(filtered: bool)
         threads = CandidateLink.syscall_filters(link)  # type: ignore[arg-type]
         assert len(threads) == 2
         assert all(mode == (2 if filtered else 0) for _, mode, _ in threads)
-        session = SimpleNamespace(link=SimpleNamespace(syscall_filters=lambda: threads), req={"library": None})
+        session = SimpleNamespace(link=SimpleNamespace(syscall_filters=lambda: threads), req=SimpleNamespace(library=None))
         if filtered:
             _CandidateSession.check_syscall_filter(session)  # type: ignore[arg-type]
         else:
             with pytest.raises(Verdict, match="syscall filter missing"):
                 _CandidateSession.check_syscall_filter(session)  # type: ignore[arg-type]
         lenient = SimpleNamespace(link=SimpleNamespace(syscall_filters=lambda: threads),
-                                  req={"library": "/x/build/kernels.triton.json"})  # a language that stacks two
+                                  req=SimpleNamespace(library="/x/build/kernels.triton.json"))  # a language that stacks two
         with pytest.raises(Verdict, match="2 seccomp filter"):
             _CandidateSession.check_syscall_filter(lenient)  # type: ignore[arg-type]
     finally:
