@@ -162,7 +162,7 @@ MUTATIONS = [
              "        gen.manual_seed(seed)\n", "        gen.manual_seed(0)\n", JUDGE,
              "the same values in every round and every evaluation"),
     # ---- sandbox.py: Landlock -----------------------------------------------------------------
-    Mutation("landlock-no-refer", SB, "fs = _FS_WRITE_V1 | (_FS_REFER if abi >= 2 else 0)", "fs = _FS_WRITE_V1 | 0", SANDBOX,
+    Mutation("landlock-no-refer", SB, "write = _FS_WRITE_V1 | (_FS_REFER if abi >= 2 else 0)", "write = _FS_WRITE_V1 | 0", SANDBOX,
              "renames across scratch subdirectories refused"),
     Mutation("landlock-no-remove-file", SB, "(1, 4, 5, 6, 7, 8, 9, 10, 11, 12))", "(1, 4, 6, 7, 8, 9, 10, 11, 12))",
              SANDBOX, "files outside scratch deleted"),
