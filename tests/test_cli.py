@@ -475,6 +475,22 @@ def _paper_workdir(tmp_path: Path, cpu: bool) -> Path:
     return root
 
 
+def test_adopted_fixed_files_are_checked_against_the_release(tmp_path: Path) -> None:
+    import hashlib
+
+    from cuda_agent.languages.paper import RELEASE_SHA256, differs_from_release
+
+    root = _paper_workdir(tmp_path, cpu=True)
+    differ = differs_from_release(root)
+    # the test fixture is this project's own edition: every file whose bytes are not the release's is named
+    assert differ == [rel for rel, sha in RELEASE_SHA256.items()
+                      if hashlib.sha256((root / rel).read_bytes()).hexdigest() != sha]
+    (root / "utils" / "__init__.py").write_text("")  # the release's is empty: this one matches
+    assert "utils/__init__.py" not in differs_from_release(root)
+    (root / "binding.cpp").unlink()
+    assert "binding.cpp" in differs_from_release(root)
+
+
 def test_the_release_agent_workdir_is_named_and_adopted_by_one_command(tmp_path: Path, cache_dir: Path,
                                                                         no_cuda) -> None:
     root = _paper_workdir(tmp_path, cpu=False)

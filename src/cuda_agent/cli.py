@@ -248,8 +248,13 @@ def _adopted(directory: Path):  # type: ignore[no-untyped-def]
                                and backend_class(n).kernel_suffix in suffixes), HOST_BACKEND))
     task = Task.from_source((directory / "model.py").read_text(), name=f"paper/{directory.resolve().name}",
                             origin=str(directory / "model.py"))
+    from .languages.paper import RELEASE, differs_from_release
+
+    changed = differs_from_release(directory)
     ws = adopt_workspace(directory, task, be, "paper")
-    console.print(f"adopted {ws.root} as a workspace of the release's layout (paper) on {be}", markup=False)
+    console.print(f"adopted {ws.root} as a workspace of the release's layout (paper) on {be}; its fixed files "
+                  + (f"are the release's ({RELEASE})" if not changed else
+                     f"differ from the release's ({RELEASE}): {', '.join(changed)}"), markup=False)
     return ws
 
 

@@ -22,6 +22,29 @@ TEMPLATE = TEMPLATES_DIR / "paper"
 # or binding_registry.h")
 PAPER_FIXED = ("SKILL.md", "binding.cpp", "binding_registry.h", "utils/__init__.py", "utils/compile.py",
                "utils/compile.sh", "utils/verification.py", "utils/profiling.py")
+# SHA-256 of the fixed files of the CUDA Agent release's agent_workdir (BytedTsinghua-SIA/CUDA-Agent at
+# 473025c): an adopted folder is checked against these, file by file (hashes only: no release code here)
+RELEASE = "BytedTsinghua-SIA/CUDA-Agent@473025c"
+RELEASE_SHA256 = {
+    "binding.cpp": "43da662b9aedb537a4cb2f04c57d92aeddbe018a9b5f7374ae28ec9bba0b3b62",
+    "binding_registry.h": "a829ca7d5de03049c439f30aa01f7f631c06418c31855cf19a67f23d69349e0f",
+    "utils/__init__.py": "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+    "utils/compile.py": "4bc806d8021fb430caebcffab3e32d5edc2b13abc8655544faa696fc7d699734",
+    "utils/compile.sh": "0707712752799cacc79930d3e5256994c13f511ea355e5346490d67e164af3d0",
+    "utils/profiling.py": "5e6fdd564262a296bb51a6e5fe86e16c216717a43d453c4cc6104e55000a577b",
+    "utils/verification.py": "c47e6b0810766c49e2c68e10374aed2a54224f31fc8a399158c079f4b9e8312f",
+    "SKILL.md": "3161860fb45dea51a688f3fe217ace664df6bd16808d8865824684a58a786d63",
+}
+
+
+def differs_from_release(root: Path) -> list[str]:
+    """The fixed files of `root` whose bytes are not the release's (missing ones included)."""
+    import hashlib
+
+    return [rel for rel, sha in RELEASE_SHA256.items()
+            if not (root / rel).is_file() or hashlib.sha256((root / rel).read_bytes()).hexdigest() != sha]
+
+
 # headers a paper binding includes; allowed here, still scanned for compute (ADL reaches ATen)
 _PAPER_INCLUDES = re.compile(r"^(torch/types\.h|torch/csrc/utils/pybind\.h|torch/extension\.h|pybind11/\S+|"
                              r"\.\./binding_registry\.h|binding_registry\.h)$")
