@@ -10,7 +10,7 @@ echo "[setup] .venv with cuda-agent and the test stack (first time: installs the
 bash scripts/setup.sh test || exit 1
 . .venv/bin/activate
 if [ "$#" -eq 0 ]; then
-  echo "[test] the whole suite: about 25 minutes on an idle 2-core CPU box (collection alone ~20 s);" \
+  echo "[test] the whole suite: about 22 minutes on an idle 2-core CPU box (collection alone ~20 s);" \
        "a dot per passed test, s skipped, F failed; the slowest 15 are listed at the end"
 fi
 python -m pytest -q -p no:cacheprovider --durations=15 "$@"
