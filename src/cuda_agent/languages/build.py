@@ -464,10 +464,10 @@ def _signal_name(rc: int) -> str | None:
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+    """Everything the toolchain started, then reaped (isolation's one kill, and a bounded wait)."""
+    from ..isolation.worker import kill_tree
+
+    kill_tree(proc)
     try:
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
