@@ -125,6 +125,10 @@ class Backend(ABC):
     @abstractmethod
     def new_timer(self) -> Timer: ...
 
+    def release_memory(self) -> None:
+        """Judge side: give the device memory this process no longer uses back to the device
+        (and forget whatever named it to other processes)."""
+
     def flush_cache(self, cushion: bool = True) -> None:
         """Evict caches before a timed trial so every trial starts equally cold. `cushion`:
         also queue a short device-side delay that hides host launch overhead from the device

@@ -178,6 +178,13 @@ class CudaBackend(Backend):
             self._ipc_obj = CudaIpc()
         return self._ipc_obj
 
+    def release_memory(self) -> None:
+        import torch
+
+        torch.cuda.empty_cache()
+        if getattr(self, "_ipc_obj", None) is not None:  # the arenas it exported may be gone, their handles with them
+            self._ipc_obj.forget_exports()
+
     def make_arena(self, nbytes: int) -> Arena:
         return _CudaArena(self._ipc(), nbytes)
 

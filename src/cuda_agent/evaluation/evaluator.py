@@ -342,7 +342,7 @@ most of an interval; a kernel left running shares the device by time-slicing, ab
 
 
 def _slowed_beside(interleaved: list[float], solo: list[float] | None) -> bool:
-    return bool(solo) and median(interleaved) > SLOWED_BESIDE * median(solo or [0.0])
+    return solo is not None and len(solo) > 0 and median(interleaved) > SLOWED_BESIDE * median(solo)
 
 
 def _solo_note(name: str, interleaved: list[float], solo: list[float]) -> str:

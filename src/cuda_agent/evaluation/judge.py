@@ -274,11 +274,7 @@ class Judge:
         import gc
 
         gc.collect()
-        if self.backend.gpu:
-            self.torch.cuda.empty_cache()
-            ipc = getattr(self.backend, "_ipc_obj", None)
-            if ipc is not None:  # the arenas it exported may be gone: their handles with them
-                ipc.forget_exports()
+        self.backend.release_memory()
 
     def _allocated(self) -> int:
         return int(self.torch.cuda.memory_allocated()) if self.backend.gpu else 0
@@ -437,10 +433,7 @@ class Judge:
         names = ["eager"] + (["compile"] if base.compiles else [])
         base.stage_inputs(self.fresh_inputs(stack, cfg.seed, False), positions)
         for name in names:  # a client kept warm from the last evaluation needs only a batch to wake up
-            spent, batches = 0.0, 0
-            while batches < (1 if base.warmed else 2) or (not base.warmed and spent < cfg.timing.warmup_ms):
-                spent += base.timed_batch(base.m, name)
-                batches += 1
+            base.warm_up(name, 0.0 if base.warmed else cfg.timing.warmup_ms, 1 if base.warmed else 2)
         base.warmed = True
         samples: dict[str, list[float]] = {n: [] for n in names}
         for r in range(SOLO_ROUNDS):
@@ -568,10 +561,7 @@ class Judge:
         owner = {"eager": base, "compile": base, "candidate": cand}
         warm = self.fresh_inputs(stack, cfg.seed, False)
         cand.stage_inputs(warm, positions)
-        spent, batches = 0.0, 0
-        while batches < 2 or spent < cfg.timing.warmup_ms:  # compile, caches, first calls: outside any timing
-            spent += cand.timed_batch(m)
-            batches += 1
+        cand.warm_up("candidate", cfg.timing.warmup_ms, 2)  # compile, caches, first calls: outside any timing
         clock.mark("warmup")
         round_ms = base.last_ms * (len(names) - 1) + cand.last_ms
         # rounds until the budget's wall time is spent (overheads included: the judge's own work
@@ -784,7 +774,7 @@ class _CandidateSession:
     def check_still_frozen(self) -> None:
         """Where the judge reads outputs after the freeze (the CPU), nothing of the candidate
         may have run since it was seen stopped: its outputs could change while they are read."""
-        if self.role == "candidate" and not self.judge.backend.gpu and not self.link.still_frozen():
+        if not self.link.still_frozen():
             raise Verdict("guard", "the candidate ran while it was frozen: something resumed it (SIGCONT) "
                                    "after the judge had stopped it")
 
@@ -980,6 +970,13 @@ class _CandidateSession:
         if used > CPU_IDLE_ALLOWANCE_MS:
             raise Verdict("guard", f"work outside its timed calls: the candidate used {used:.1f} ms of CPU while "
                                    "it was frozen and the judge timed the baselines")
+
+    def warm_up(self, model: str, ms: float, batches: int) -> None:
+        """Timed batches, discarded: at least `batches` of them and `ms` of intervals."""
+        spent, done = 0.0, 0
+        while done < batches or spent < ms:
+            spent += self.timed_batch(self.m, model)
+            done += 1
 
     def timed_batch(self, m: int, model: str = "candidate") -> float:
         """One timed interval of m calls (ms), on the judge's clock."""
