@@ -181,9 +181,6 @@ class _Session:
                 msg, _ = _receive(self.sock)
             except (OSError, ValueError):
                 raise _Stop() from None
-            if msg.get("type") == "ping":  # wakes the process before a timed command, outside the interval
-                self.send({"type": "pong"})
-                continue
             if msg.get("type") != "run":
                 raise _Stop()
             self.stage = str(msg.get("stage", "verify"))
