@@ -134,29 +134,20 @@ def run_latency(log: Log, repeats: int, deadline: float) -> None:
         log.add({**evaluate_row("latency", "swish", ws, EvalConfig(backend="cuda")), "warm": i > 0})
 
 
-def run_kb(log: Log, out: Path, kb_list: Path, deadline: float, naive_share: float) -> None:
-    naive_out = out / "naive.jsonl"
-    naive_s = max(30, int((deadline - time.monotonic()) * naive_share))
-    subprocess.run(["timeout", str(naive_s), sys.executable, str(HERE / "naive_harness.py"), str(kb_list),
-                    "--out", str(naive_out)], check=False)
-    run_dir = Path(tempfile.mkdtemp(prefix="acc-kb-"))
-    results = run_dir / "results.jsonl"
-    peaks: dict[int, float] = {}
+def sampled_run(argv: list[str], progress: Path, peaks: dict[int, float]) -> None:
+    """Run `argv` to its end, sampling the device memory its process tree holds (the driver's
+    per-process table: contexts included, like for like between harnesses) per task, the task
+    being how many lines `progress` has."""
+    from cuda_agent.isolation.sandbox import process_tree
+
+    proc = subprocess.Popen(argv)
     stop = threading.Event()
 
-    ours_s = max(30, int(deadline - time.monotonic()))
-    proc = subprocess.Popen(["timeout", str(ours_s), sys.executable, "-m", "cuda_agent", "bench", "run", str(kb_list),
-                             "--solutions", "reference", "--backend", "cuda", "--no-compile-baseline", "--out",
-                             str(run_dir), "--fresh", "--no-report"])
-
     def sample() -> None:
-        """Per task, the device memory of the run's own processes (the judge, its clients, spares)."""
-        from cuda_agent.isolation.sandbox import process_tree
-
         while not stop.is_set():
-            done = sum(1 for _ in results.open()) if results.exists() else 0
+            done = sum(1 for _ in progress.open()) if progress.exists() else 0
             used = ours_used_gib(set(process_tree(proc.pid)))
-            if used is not None:
+            if used:
                 peaks[done] = max(peaks.get(done, 0.0), used)
             stop.wait(0.25)
 
@@ -165,10 +156,26 @@ def run_kb(log: Log, out: Path, kb_list: Path, deadline: float, naive_share: flo
     proc.wait()
     stop.set()
     sampler.join()
+
+
+def run_kb(log: Log, out: Path, kb_list: Path, deadline: float, naive_share: float) -> None:
+    naive_out = out / "naive.jsonl"
+    naive_s = max(30, int((deadline - time.monotonic()) * naive_share))
+    naive_peaks: dict[int, float] = {}
+    sampled_run(["timeout", str(naive_s), sys.executable, str(HERE / "naive_harness.py"), str(kb_list),
+                 "--out", str(naive_out)], naive_out, naive_peaks)
+    run_dir = Path(tempfile.mkdtemp(prefix="acc-kb-"))
+    results = run_dir / "results.jsonl"
+    peaks: dict[int, float] = {}
+    ours_s = max(30, int(deadline - time.monotonic()))
+    sampled_run(["timeout", str(ours_s), sys.executable, "-m", "cuda_agent", "bench", "run", str(kb_list),
+                 "--solutions", "reference", "--backend", "cuda", "--no-compile-baseline", "--out",
+                 str(run_dir), "--fresh", "--no-report"], results, peaks)
     naive = {}
     if naive_out.exists():
-        for line in naive_out.read_text().splitlines():
+        for i, line in enumerate(naive_out.read_text().splitlines()):
             row = json.loads(line)
+            row["device_gib"] = naive_peaks.get(i)
             naive[Path(row["task"]).stem] = row
     if results.exists():
         for i, line in enumerate(results.read_text().splitlines()):
@@ -180,7 +187,8 @@ def run_kb(log: Log, out: Path, kb_list: Path, deadline: float, naive_share: flo
             log.add({"step": "kb", "name": rec.get("task"), "reward": res.get("reward", -1), "correct": res.get("correct"),
                      "reason": (res.get("reason") or rec.get("reason", ""))[:400], "wall_s": rec.get("wall_s"),
                      "phases": res.get("phases"), "judge": res.get("judge"), "ours_peak_gib": peaks.get(i),
-                     "naive_s": nv.get("seconds") if nv else None, "naive_peak_gib": nv.get("peak_gib") if nv else None,
+                     "naive_s": nv.get("seconds") if nv else None, "naive_peak_gib": nv.get("device_gib") if nv else None,
+                     "naive_allocated_gib": nv.get("peak_gib") if nv else None,
                      "naive_error": nv.get("error") if nv else None})
 
 

@@ -16,7 +16,7 @@ from functools import partial
 from pathlib import Path
 
 from ..backends.devices import SlotSpec, device_slots  # noqa: F401  (device_slots: re-exported with the pool)
-from ..backends.slots import LocalSlots, Outcome, stateless
+from ..backends.slots import LocalSlots, Outcome
 from .jobs import build_stage, device_stage, workspace_dirname
 from .records import Job, TaskRecord
 
@@ -38,8 +38,9 @@ class LocalPool:
         with ThreadPoolExecutor(self.build_workers, thread_name_prefix="build") as builds:
             ready = after_builds(jobs, lambda job: builds.submit(build_stage, job, workdir / workspace_dirname(job.key)),
                                  record, "build")
+            backends = sorted({job.backend for job in jobs})
             LocalSlots(self.slots, self.log_dir or workdir / "logs").run(
-                ready, stateless(partial(_device_in, workdir)), partial(device_record, record))
+                ready, partial(_device_worker, workdir, backends), partial(device_record, record))
 
 
 def after_builds(jobs: list[Job], build: Callable[[Job], Future[TaskRecord | None]], record: OnRecord,
@@ -80,6 +81,20 @@ def serialised(on_record: OnRecord) -> OnRecord:
             on_record(r)
 
     return record
+
+
+def _device_worker(workdir: Path, backends: list[str]) -> Callable[[Job], TaskRecord]:
+    """A slot's work function, its device's judge started first: as in a long-lived harness,
+    the first job's time is its own, not the judge's start (its fault, if any, is the first
+    job's to report)."""
+    from ..evaluation.judge_client import get_judge
+
+    for backend in backends:
+        try:
+            get_judge(backend)
+        except Exception:  # noqa: BLE001 - the first evaluation starts it again and says why
+            pass
+    return partial(_device_in, workdir)
 
 
 def _device_in(workdir: Path, job: Job) -> TaskRecord:

@@ -27,8 +27,14 @@ MAX_MESSAGE = 1 << 22
 
 
 def main() -> None:
-    sock_fd, backend_name = int(sys.argv[1]), sys.argv[2]
-    _trusted_sys_path()
+    """A client started as its own interpreter (where no fork server can fork one)."""
+    trusted_sys_path()
+    serve(int(sys.argv[1]), sys.argv[2])
+
+
+def serve(sock_fd: int, backend_name: str) -> None:
+    """Confine writes, start the device, say "spare", then serve the judge's one request. Runs
+    in a fresh interpreter (`main`) or in a child of the fork server, torch already imported."""
     early = _confine_writes_early() if os.environ.get(CONFINE_WRITES_ENV) else None
     import torch  # imported, and the device started, while this process waits as a spare
 
@@ -66,6 +72,15 @@ def _warm_up_harness(torch: Any, backend: Any) -> None:
     with torch.no_grad():
         guarded(lambda x: x.clone())(torch.ones(4, device=backend.torch_device))
     backend.synchronize()
+
+
+def warm_up_imports(torch: Any) -> None:
+    """The harness's imports without a device or a thread (the fork server's warm-up): the
+    same guarded call on a meta tensor, which computes nothing."""
+    from .guards import guarded
+
+    with torch.no_grad():
+        guarded(lambda x: x.clone())(torch.ones(4, device="meta"))
 
 
 class _Stop(Exception):
@@ -238,7 +253,7 @@ def _module_from_file(name: str, path: Path) -> types.ModuleType:
     return module
 
 
-def _trusted_sys_path() -> None:
+def trusted_sys_path() -> None:
     """`python -m` puts the working directory (the candidate's writable scratch) first on
     sys.path: a `sympy.py` written there would replace what torch imports later. Drop it."""
     cwd = os.getcwd()

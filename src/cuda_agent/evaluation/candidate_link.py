@@ -13,6 +13,7 @@ import os
 import select
 import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -37,9 +38,11 @@ class CandidateDied(Exception):
 
 class CandidateLink(WatchedProcess):
     """One candidate process. It starts torch and the device at once, then waits for its
-    request, so a spare started ahead of time hides that from the next evaluation."""
+    request, so a spare started ahead of time hides that from the next evaluation. Given a
+    ready `forkserver`, the process is forked from it (torch already imported) instead."""
 
-    def __init__(self, backend: str, env: dict[str, str], isolate: bool = True, confine_writes: bool = True) -> None:
+    def __init__(self, backend: str, env: dict[str, str], isolate: bool = True, confine_writes: bool = True,
+                 forkserver: Any = None) -> None:
         self.backend = backend
         self.isolate = isolate  # what was asked for; `namespaces` is what the host could give
         self.confine_writes = confine_writes  # Landlock on writes before any thread starts
@@ -47,17 +50,24 @@ class CandidateLink(WatchedProcess):
         scratch = make_scratch(Path(tempfile.mkdtemp(prefix="cuda-agent-scratch-")))
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock = ours
+        env = scrubbed_environment(env, scratch, {CONFINE_WRITES_ENV: "1"} if confine_writes else {})
+        launch = None
+        if forkserver is not None:
+            def launch(log_fd: int) -> Any:
+                return forkserver.fork(theirs.fileno(), log_fd, scratch, env, self.namespaces)
         super().__init__(
             [*(CANDIDATE_NAMESPACE_PREFIX if self.namespaces else ()),
              sys.executable, "-m", "cuda_agent.evaluation.candidate", str(theirs.fileno()), backend],
-            env=scrubbed_environment(env, scratch, {CONFINE_WRITES_ENV: "1"} if confine_writes else {}), scratch=scratch, log_prefix="cuda-agent-candidate-",
-            pass_fds=(theirs.fileno(),), who="the candidate process")
+            env=env, scratch=scratch, log_prefix="cuda-agent-candidate-",
+            pass_fds=(theirs.fileno(),), who="the candidate process", launch=launch)
         theirs.close()
+        self.forked = not isinstance(self.proc, subprocess.Popen)  # then no `unshare` stands between
         self._closers = [self.sock.close]
         self.tree = FrozenTree(self.proc.pid)
         self._closers.append(self.tree.close)
         self._started = False  # it said "spare": torch imported, the device started
         self.born = time.monotonic()
+        self.start_s: float | None = None  # seconds from its start to its "spare" (seen by `started`)
 
     def started(self) -> bool:
         """Whether the process has said it is started (never waits)."""
@@ -66,6 +76,7 @@ class CandidateLink(WatchedProcess):
             if ready:
                 with suppress(CandidateDied):
                     self._started = self.receive(time.monotonic() + 1.0, "starting").get("type") == "spare"
+                    self.start_s = round(time.monotonic() - self.born, 3)
         return self._started
 
     def await_started(self, deadline: float) -> None:
@@ -75,6 +86,7 @@ class CandidateLink(WatchedProcess):
             if msg.get("type") != "spare":
                 raise CandidateDied("the client process broke the protocol while starting")
             self._started = True
+            self.start_s = round(time.monotonic() - self.born, 3)
 
     # ---- talking ----------------------------------------------------------------------
     def send(self, msg: dict[str, Any], fds: list[int] | None = None) -> None:
@@ -115,7 +127,7 @@ class CandidateLink(WatchedProcess):
     def pid(self) -> int:
         """The host PID of the Python process (inside the namespaces it is PID 1)."""
         tree = process_tree(self.proc.pid)
-        return tree[-1] if self.namespaces and len(tree) > 1 else self.proc.pid
+        return tree[-1] if self.namespaces and not self.forked and len(tree) > 1 else self.proc.pid
 
     def freeze(self) -> bool:
         """Stop every thread of the candidate while the judge times its own models: nothing

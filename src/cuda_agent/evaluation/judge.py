@@ -38,11 +38,15 @@ from typing import Any
 from .protocol import JudgeAnswer, JudgeRequest
 
 CPU_IDLE_ALLOWANCE_MS = 5.0  # candidate CPU while frozen / between its calls, per interval
-SPARES = {True: 4, False: 2}  # client processes started ahead, GPU / CPU (~10 s each on an H100 host)
+SPARES = {True: 1, False: 2}  # client processes started ahead, GPU / CPU: a fork's device starts in about a second,
+# while the client taken before it loads; each spare holds a CUDA context (~0.5-1 GiB)
+FORKSERVER_ENV = "CUDA_AGENT_FORKSERVER"  # "0": start every client as a new interpreter (~10 s on an H100 host)
+FORKSERVER_STARTS = 3  # a fork server that keeps dying is not restarted more often than this
 PRECISIONS = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 RESIDENT_BYTES = 1 << 30  # trial inputs, reference outputs and input stacks kept between evaluations up to this
 SOLO_ROUNDS = 7  # baseline batches timed before the candidate is loaded
 CONTEXT_BYTES = 600 << 20  # a CUDA context and its allocator's slack, per client process
+EARLY_LOOKS = (12, 24, 48, 96)  # rounds after which the timing may stop once its decisions are settled
 PROBE_SAMPLE = 64  # marker latencies kept per role in the answer
 BASELINE_TIMEOUT_S = 900.0  # the baseline client's bound per evaluation (torch.compile's first call included)
 
@@ -173,6 +177,9 @@ class Judge:
         self._probes: Any = None  # the current answer's ProbeStats
         self._forward_peak = 0
         self.clients: list[dict[str, Any]] = []  # how the current evaluation's client processes were found
+        self.forkserver: Any = None
+        self._forkserver_starts = 0
+        self._fork_server()  # it imports torch while the judge calibrates
         self.probe_ms = self._calibrate_probe()
 
     def note_probe(self, role: str, ms: float) -> None:
@@ -473,8 +480,9 @@ class Judge:
             link = (ready or self.spares)[0]
             self.spares.remove(link)
         else:
-            link = CandidateLink(self.backend.name, _candidate_env(), *wanted)
-        self.clients.append({"started": bool(ready), "age_s": round(time.monotonic() - link.born, 2)})
+            link = self._new_client(wanted)
+        self.clients.append({"started": bool(ready), "age_s": round(time.monotonic() - link.born, 2),
+                             "forked": link.forked, "start_s": link.start_s})
         if self.backend.gpu and req.config.prespawn_worker and not req.baselines_only:
             # its replacement starts now, while this evaluation runs (on a CPU backend it would
             # take the cores the timed models run on: there spares start after an evaluation)
@@ -482,11 +490,38 @@ class Judge:
         return link
 
     def _spawn_spare(self, req: JudgeRequest) -> None:
-        from .candidate_link import CandidateLink
-
         self.spares = [sp for sp in self.spares if sp.alive()]
         while len(self.spares) < SPARES[self.backend.gpu]:
-            self.spares.append(CandidateLink(self.backend.name, _candidate_env(), *_isolation(req)))
+            self.spares.append(self._new_client(_isolation(req)))
+
+    def _new_client(self, wanted: tuple[bool, bool]) -> Any:
+        from .candidate_link import CandidateLink
+
+        return CandidateLink(self.backend.name, _candidate_env(), *wanted, forkserver=self._fork_server())
+
+    def _fork_server(self) -> Any:
+        """The fork server clients come from (`forkserver.py`), restarted when it died; None
+        where it is turned off or kept dying (clients then start as new interpreters)."""
+        from .forkserver import ForkServer
+
+        if self.forkserver is not None and not self.forkserver.alive():
+            self.forkserver.close()
+            self.forkserver = None
+        if self.forkserver is None and os.environ.get(FORKSERVER_ENV, "1") != "0" \
+                and self._forkserver_starts < FORKSERVER_STARTS:
+            self._forkserver_starts += 1
+            self.forkserver = ForkServer(self.backend.name, _candidate_env())
+        return self.forkserver
+
+    def close(self) -> None:
+        """Every process this judge started: spares, the warm baseline client, the fork server."""
+        self.drop_task()
+        for spare in self.spares:
+            spare.close()
+        self.spares = []
+        if self.forkserver is not None:
+            self.forkserver.close()
+            self.forkserver = None
 
     # ---- timing ------------------------------------------------------------------------------
     def batch_size(self, state: TaskState, cfg: Any) -> int:
@@ -570,6 +605,8 @@ class Judge:
         fewest = cfg.timing.min_trials if round_ms * cfg.timing.min_trials <= cfg.timing.budget_s * 1000 \
             else cfg.timing.floor_trials
         soft_end = time.monotonic() + cfg.timing.budget_s
+        looks = EARLY_LOOKS if cfg.timing.early_stop else ()
+        level = 1 - (1 - cfg.timing.confidence) / (len(looks) + 1)  # each look, and the last round, get a share
         samples: dict[str, list[float]] = {n: [] for n in names}
         rng = random.Random(int.from_bytes(os.urandom(4), "little"))
         secret = int.from_bytes(os.urandom(6), "little")  # round values nobody can precompute
@@ -593,8 +630,28 @@ class Judge:
             del values
             if r + 1 >= fewest and time.monotonic() > soft_end:
                 break
+            if r + 1 in looks and settled(samples, cfg.margin, level):
+                break
         clock.mark("time")
         return {"samples": samples, "batch": m}
+
+
+def settled(samples: dict[str, list[float]], margin: float, level: float) -> bool:
+    """Whether more rounds could no longer change a 'faster' decision: against every baseline,
+    the median time ratio's interval at `level` lies wholly below 1 - margin (faster, whatever
+    follows) or wholly at or above it (not faster). The reward's own test is `clearly_faster` at
+    the nominal confidence over whatever rounds were run; `level` is stricter, so the looks
+    together keep its error rate (Bonferroni), and the decision then agrees with the early one."""
+    from .timing import median_interval
+
+    cand = samples["candidate"]
+    for name, base in samples.items():
+        if name == "candidate":
+            continue
+        lo, hi = median_interval([c / b for c, b in zip(cand, base) if b > 0], level)
+        if lo < 1 - margin <= hi:
+            return False
+    return True
 
 
 def baseline_to_cache(solo: dict[str, list[float]], measured_compile: bool) -> Any:
@@ -1063,9 +1120,7 @@ def main() -> None:
             judge.drop_task()  # whatever it held may be half-made: the next request starts clean
             answer(JudgeAnswer(type="fault", message="".join(
                 traceback.format_exception(type(exc), exc, exc.__traceback__))[-3000:]))
-    judge.drop_task()
-    for spare in judge.spares:
-        spare.close()
+    judge.close()
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .channel import ChannelError, ChannelTimeout, Reader
 from .processes import start_detached_child
@@ -43,9 +43,11 @@ class WatchedProcess:
 
     def __init__(self, argv: list[str], *, env: dict[str, str], scratch: Path | None, log_prefix: str,
                  pass_fds: tuple[int, ...] = (), memory_limit_bytes: int = 1 << 62, who: str = "the worker",
-                 stdin: Any = subprocess.DEVNULL, dies_with_parent: bool = True) -> None:
+                 stdin: Any = subprocess.DEVNULL, dies_with_parent: bool = True,
+                 launch: Callable[[int], Any] | None = None) -> None:
         """`dies_with_parent=False` where the parent may be threaded (a `preexec_fn` is unsafe
-        there): put `PDEATHSIG_PREFIX` in `argv` instead."""
+        there): put `PDEATHSIG_PREFIX` in `argv` instead. `launch(log_fd)` may start the child
+        another way (a fork server) and return a Popen-like handle; None falls back to `argv`."""
         self.scratch = scratch
         self.memory_limit = memory_limit_bytes
         self.who = who
@@ -54,7 +56,7 @@ class WatchedProcess:
         self._last_watch = 0.0
         self._killed_for: str | None = None
         self._closers: list[Any] = []
-        self.proc = subprocess.Popen(
+        self.proc = (launch(self._log.fileno()) if launch is not None else None) or subprocess.Popen(
             argv, stdin=stdin, stdout=self._log, stderr=subprocess.STDOUT, pass_fds=pass_fds,
             preexec_fn=start_detached_child if dies_with_parent else None,
             start_new_session=not dies_with_parent, env=env, text=stdin is subprocess.PIPE,

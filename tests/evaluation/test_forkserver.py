@@ -1,0 +1,76 @@
+"""Client processes forked from the fork server are set up like ones started anew: their own
+session, scratch dir, environment, log and (where the host allows) network namespace; the
+judge learns how they ended although it is not their parent; they die with the server; and a
+server that is gone or refuses leaves the judge starting clients the old way."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from cuda_agent.evaluation.candidate_link import CandidateDied, CandidateLink
+from cuda_agent.evaluation.forkserver import ForkServer, ForkedProcess
+from cuda_agent.evaluation.judge import _candidate_env
+from cuda_agent.isolation.sandbox import namespaces_available
+
+
+@pytest.fixture(scope="module")
+def server():
+    fs = ForkServer("cpu", _candidate_env())
+    assert fs.ready(180), fs.log_tail()
+    yield fs
+    fs.close()
+
+
+def test_a_forked_client_is_set_up_like_a_started_one(server):
+    link = CandidateLink("cpu", _candidate_env(), isolate=True, confine_writes=True, forkserver=server)
+    try:
+        link.await_started(time.monotonic() + 60)
+        assert link.forked and isinstance(link.proc, ForkedProcess)
+        pid = link.pid()
+        assert pid == link.proc.pid and os.getsid(pid) == pid  # its own session: one signal reaches all of it
+        assert Path(f"/proc/{pid}/cwd").resolve() == link.scratch.resolve()
+        if namespaces_available():
+            assert os.readlink(f"/proc/{pid}/ns/net") != os.readlink("/proc/self/ns/net")
+        # writes confined before anything else ran in it (Landlock), as in a client started anew
+        status = Path(f"/proc/{pid}/status").read_text()
+        assert "NoNewPrivs:\t1" in status
+    finally:
+        link.close()
+
+
+def test_the_judge_learns_how_a_forked_client_ended(server):
+    link = CandidateLink("cpu", _candidate_env(), isolate=False, confine_writes=False, forkserver=server)
+    try:
+        link.await_started(time.monotonic() + 60)
+        os.kill(link.proc.pid, signal.SIGSEGV)
+        assert link.proc.wait(timeout=20) == -signal.SIGSEGV
+        with pytest.raises(CandidateDied, match="segmentation fault"):
+            link.receive(time.monotonic() + 5, "running")
+    finally:
+        link.close()
+
+
+def test_clients_die_with_their_server_and_the_judge_falls_back():
+    fs = ForkServer("cpu", _candidate_env())
+    try:
+        assert fs.ready(180), fs.log_tail()
+        link = CandidateLink("cpu", _candidate_env(), isolate=False, confine_writes=False, forkserver=fs)
+        link.await_started(time.monotonic() + 60)
+        os.kill(fs.proc.pid, signal.SIGKILL)
+        assert link.proc.wait(timeout=20) == -signal.SIGKILL  # PDEATHSIG: no orphan outlives its server
+        link.close()
+        assert not fs.alive()
+        fallback = CandidateLink("cpu", _candidate_env(), isolate=False, confine_writes=False, forkserver=fs)
+        try:
+            assert not fallback.forked  # a new interpreter, started the old way
+            fallback.await_started(time.monotonic() + 120)
+            assert fallback.alive()
+        finally:
+            fallback.close()
+    finally:
+        fs.close()
