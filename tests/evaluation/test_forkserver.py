@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cuda_agent.evaluation.candidate_link import CandidateDied, CandidateLink
-from cuda_agent.evaluation.forkserver import ForkServer, ForkedProcess
+from cuda_agent.evaluation.candidate_link import CandidateDied, CandidateLink, ForkedProcess, ForkServer
 from cuda_agent.evaluation.judge import _candidate_env
 from cuda_agent.isolation.sandbox import namespaces_available
 

@@ -502,7 +502,7 @@ class Judge:
     def _fork_server(self) -> Any:
         """The fork server clients come from (`forkserver.py`), restarted when it died; None
         where it is turned off or kept dying (clients then start as new interpreters)."""
-        from .forkserver import ForkServer
+        from .candidate_link import ForkServer
 
         if self.forkserver is not None and not self.forkserver.alive():
             self.forkserver.close()
