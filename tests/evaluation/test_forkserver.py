@@ -43,6 +43,13 @@ def test_a_forked_client_is_set_up_like_a_started_one(server):
 
 
 def test_the_judge_learns_how_a_forked_client_ended(server):
+    calm = CandidateLink("cpu", _candidate_env(), isolate=False, confine_writes=False, forkserver=server)
+    try:
+        calm.await_started(time.monotonic() + 60)
+        calm.send({"type": "not needed"})  # a spare sent away exits with status 0
+        assert calm.proc.wait(timeout=20) == 0
+    finally:
+        calm.close()
     link = CandidateLink("cpu", _candidate_env(), isolate=False, confine_writes=False, forkserver=server)
     try:
         link.await_started(time.monotonic() + 60)

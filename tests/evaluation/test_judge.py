@@ -368,3 +368,16 @@ def test_input_mutation_while_timed_is_caught(make_workspace, fast_config):
                         kernels={"relu.cpp": RELU_KERNEL, "relu_binding.cpp": INPLACE_BINDING})
     res = evaluate(ws, fast_config)
     assert res.reward == -1 and "input mutation while being timed" in res.reason, res.reason
+
+
+NOT_REPRODUCIBLE_TASK = RELU_TASK.replace("return torch.relu(x)", "return torch.relu(x) + torch.rand(1)")
+
+
+def test_a_baseline_client_that_disagrees_with_the_reference_is_the_judges_fault(make_workspace, fast_config):
+    """Every timed candidate output is compared with the baseline client's: a client whose
+    eager output is not the judge's reference (here the task itself is not reproducible; on a
+    GPU, weights read before the judge's copy landed) stops the evaluation as an
+    infrastructure fault, never as the candidate's wrong output."""
+    res = evaluate(make_workspace(task_source=NOT_REPRODUCIBLE_TASK, name="unreproducible"), _cfg(fast_config))
+    assert res.reward == -1 and "infrastructure" in res.reason, res.reason
+    assert "baseline client's eager output differs from the judge's reference" in res.reason, res.reason

@@ -391,8 +391,8 @@ class ForkServer:
         return self._exits.pop(pid, -signal.SIGKILL)  # its server died, and took it along (PDEATHSIG)
 
     def _next(self, deadline: float, want_fds: bool = False) -> dict[str, Any] | None:
-        """The next message (exit reports are filed on the way), or None at the deadline or
-        when the server is gone."""
+        """The next message (an exit report is also filed in `_exits`), or None at the deadline
+        or when the server is gone."""
         while True:
             left = deadline - time.monotonic()
             ready, _, _ = select.select([self.sock], [], [], max(0.0, left))
@@ -408,7 +408,6 @@ class ForkServer:
             msg = json.loads(data)
             if msg.get("type") == "exit":
                 self._exits[int(msg["pid"])] = int(msg["code"])
-                continue
             if msg.get("type") == "ready":
                 self._ready = True
             msg["fds"] = list(fds)

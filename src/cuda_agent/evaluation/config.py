@@ -15,8 +15,9 @@ class TimingConfig(BaseModel):
     budget_s: float = Field(default=1.0, gt=0, description="target wall seconds of the timed rounds, the judge's "
                             "own work between intervals included")
     floor_trials: int = Field(default=10, ge=3, description="fewest rounds, even for slow models")
-    early_stop: bool = Field(default=True, description="stop at a look (12, 24, 48, 96 rounds) once every 'faster' "
-                             "decision is settled at a confidence shared out over the looks (Bonferroni)")
+    early_stop: bool = Field(default=True, description="stop at a look (24, 48, 96 rounds, a quarter of the budget "
+                             "spent) once every 'faster' decision is settled at a confidence shared out over the "
+                             "looks (Bonferroni)")
     input_set_bytes: int = Field(default=2 << 30, description="cap on memory for rotated input sets")
     confidence: float = Field(default=0.99, gt=0.5, lt=1.0, description="for the 'faster' decision")
     interval_ms: float = Field(default=10.0, gt=0, description="calls are batched so one timed interval lasts about this long")

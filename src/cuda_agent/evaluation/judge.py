@@ -46,7 +46,8 @@ PRECISIONS = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 RESIDENT_BYTES = 1 << 30  # trial inputs, reference outputs and input stacks kept between evaluations up to this
 SOLO_ROUNDS = 7  # baseline batches timed before the candidate is loaded
 CONTEXT_BYTES = 600 << 20  # a CUDA context and its allocator's slack, per client process
-EARLY_LOOKS = (12, 24, 48, 96)  # rounds after which the timing may stop once its decisions are settled
+EARLY_LOOKS = (24, 48, 96)  # rounds after which the timing may stop once its decisions are settled
+EARLY_SHARE = 0.25  # ... and once this share of the budget's wall time is spent (drift averages over it)
 PROBE_SAMPLE = 64  # marker latencies kept per role in the answer
 BASELINE_TIMEOUT_S = 900.0  # the baseline client's bound per evaluation (torch.compile's first call included)
 
@@ -441,6 +442,8 @@ class Judge:
         base.stage_inputs(self.fresh_inputs(stack, cfg.seed, False), positions)
         for name in names:  # a client kept warm from the last evaluation needs only a batch to wake up
             base.warm_up(name, 0.0 if base.warmed else cfg.timing.warmup_ms, 1 if base.warmed else 2)
+        if not base.warmed:
+            self._check_baseline(state, base)
         base.warmed = True
         samples: dict[str, list[float]] = {n: [] for n in names}
         for r in range(SOLO_ROUNDS):
@@ -448,6 +451,20 @@ class Judge:
                 samples[name].append(base.timed_batch(base.m, name) / base.m)
         clock.mark("solo")
         return samples
+
+    def _check_baseline(self, state: TaskState, base: "_CandidateSession") -> None:
+        """A new baseline client reproduces the judge's own reference on slot 0 (trial 0's
+        inputs): every timed candidate output is compared with this client's, so a client
+        that got its weights or inputs wrong must stop the evaluation as the judge's fault, never
+        pass as the candidate's. Where trial 0 is at hand (a resident task) and nothing mutates."""
+        from .verify import compare_outputs
+
+        if state.trials is None or state.mutates or not base.outputs.get("eager"):
+            return
+        cmp = compare_outputs(state.trials[0].ref, base.outputs["eager"][0], base.tol)
+        if not cmp.ok:
+            raise JudgeError(f"the baseline client's eager output differs from the judge's reference ({cmp.message}): "
+                             "the judge's fault, not the candidate's")
 
     def _measure(self, state: TaskState, cfg: Any, base: "_CandidateSession", cand: "_CandidateSession",
                  answer: JudgeAnswer, clock: "_PhaseClock") -> None:
@@ -597,6 +614,8 @@ class Judge:
         warm = self.fresh_inputs(stack, cfg.seed, False)
         cand.stage_inputs(warm, positions)
         cand.warm_up("candidate", cfg.timing.warmup_ms, 2)  # compile, caches, first calls: outside any timing
+        for name in names[:-1]:  # the baselines sat idle while the candidate loaded: a batch each, discarded
+            base.warm_up(name, 0.0, 1)
         clock.mark("warmup")
         round_ms = base.last_ms * (len(names) - 1) + cand.last_ms
         # rounds until the budget's wall time is spent (overheads included: the judge's own work
@@ -605,6 +624,7 @@ class Judge:
         fewest = cfg.timing.min_trials if round_ms * cfg.timing.min_trials <= cfg.timing.budget_s * 1000 \
             else cfg.timing.floor_trials
         soft_end = time.monotonic() + cfg.timing.budget_s
+        early_from = time.monotonic() + EARLY_SHARE * cfg.timing.budget_s
         looks = EARLY_LOOKS if cfg.timing.early_stop else ()
         level = 1 - (1 - cfg.timing.confidence) / (len(looks) + 1)  # each look, and the last round, get a share
         samples: dict[str, list[float]] = {n: [] for n in names}
@@ -630,7 +650,7 @@ class Judge:
             del values
             if r + 1 >= fewest and time.monotonic() > soft_end:
                 break
-            if r + 1 in looks and settled(samples, cfg.margin, level):
+            if r + 1 in looks and time.monotonic() > early_from and settled(samples, cfg.margin, level):
                 break
         clock.mark("time")
         return {"samples": samples, "batch": m}
@@ -878,6 +898,9 @@ class _CandidateSession:
             specs[name] = {"offset": offsets[name], "layout": describe_tensor(view)}
             if not name.startswith("s:"):
                 view.copy_(t)
+        # the copies are queued behind whatever the judge's stream still has (the reference's
+        # trials): a client started at once would read the weights before they are written
+        self.judge.backend.synchronize()
 
         def arg(prefix: str, j: int, x: Any) -> dict[str, Any]:
             if isinstance(x, torch.Tensor):
