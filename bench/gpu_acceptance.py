@@ -40,19 +40,32 @@ def device_used_gib() -> float | None:
         return None
 
 
-def ours_used_gib(pids: set[int]) -> float | None:
-    """Device memory (GiB) held by the processes `pids`, from the driver's per-process table."""
+def per_process_gib() -> dict[int, float]:
+    """Device memory (GiB) per process, from the driver's per-process table."""
     try:
         out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
                              capture_output=True, text=True, timeout=10).stdout
     except (OSError, subprocess.SubprocessError):
-        return None
-    total = 0.0
+        return {}
+    used: dict[int, float] = {}
     for line in out.splitlines():
         parts = [p.strip() for p in line.split(",")]
-        if len(parts) == 2 and parts[0].isdigit() and int(parts[0]) in pids:
-            total += float(parts[1]) / 1024 if parts[1].replace(".", "").isdigit() else 0.0
-    return total
+        if len(parts) == 2 and parts[0].isdigit() and parts[1].replace(".", "").isdigit():
+            used[int(parts[0])] = used.get(int(parts[0]), 0.0) + float(parts[1]) / 1024
+    return used
+
+
+def ours_used_gib(pids: set[int]) -> float | None:
+    """Device memory (GiB) held by the processes `pids`."""
+    return sum(v for pid, v in per_process_gib().items() if pid in pids)
+
+
+def _role(pid: int) -> str:
+    try:
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return "?"
+    return cmd.split("cuda_agent.")[-1][:60] if "cuda_agent." in cmd else cmd[-60:]
 
 
 class Log:
@@ -134,7 +147,7 @@ def run_latency(log: Log, repeats: int, deadline: float) -> None:
         log.add({**evaluate_row("latency", "swish", ws, EvalConfig(backend="cuda")), "warm": i > 0})
 
 
-def sampled_run(argv: list[str], progress: Path, peaks: dict[int, float]) -> None:
+def sampled_run(argv: list[str], progress: Path, peaks: dict[int, float], detail: Path) -> None:
     """Run `argv` to its end, sampling the device memory its process tree holds (the driver's
     per-process table: contexts included, like for like between harnesses) per task, the task
     being how many lines `progress` has."""
@@ -143,12 +156,19 @@ def sampled_run(argv: list[str], progress: Path, peaks: dict[int, float]) -> Non
     proc = subprocess.Popen(argv)
     stop = threading.Event()
 
+
     def sample() -> None:
         while not stop.is_set():
             done = sum(1 for _ in progress.open()) if progress.exists() else 0
-            used = ours_used_gib(set(process_tree(proc.pid)))
+            tree = set(process_tree(proc.pid))
+            table = per_process_gib()
+            used = sum(v for pid, v in table.items() if pid in tree)
             if used:
                 peaks[done] = max(peaks.get(done, 0.0), used)
+                with detail.open("a") as fh:
+                    fh.write(json.dumps({"t": round(time.monotonic(), 2), "done": done, "ours_gib": round(used, 2),
+                                         "device": {str(pid): [round(v, 2), _role(pid) if pid in tree else "other"]
+                                                    for pid, v in table.items()}}) + "\n")
             stop.wait(0.25)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -163,14 +183,14 @@ def run_kb(log: Log, out: Path, kb_list: Path, deadline: float, naive_share: flo
     naive_s = max(30, int((deadline - time.monotonic()) * naive_share))
     naive_peaks: dict[int, float] = {}
     sampled_run(["timeout", str(naive_s), sys.executable, str(HERE / "naive_harness.py"), str(kb_list),
-                 "--out", str(naive_out)], naive_out, naive_peaks)
+                 "--out", str(naive_out)], naive_out, naive_peaks, out / "naive.memory.jsonl")
     run_dir = Path(tempfile.mkdtemp(prefix="acc-kb-"))
     results = run_dir / "results.jsonl"
     peaks: dict[int, float] = {}
     ours_s = max(30, int(deadline - time.monotonic()))
     sampled_run(["timeout", str(ours_s), sys.executable, "-m", "cuda_agent", "bench", "run", str(kb_list),
                  "--solutions", "reference", "--backend", "cuda", "--no-compile-baseline", "--out",
-                 str(run_dir), "--fresh", "--no-report"], results, peaks)
+                 str(run_dir), "--fresh", "--no-report"], results, peaks, out / "ours.memory.jsonl")
     naive = {}
     if naive_out.exists():
         for i, line in enumerate(naive_out.read_text().splitlines()):

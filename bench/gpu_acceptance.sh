@@ -8,4 +8,4 @@ export PYTHONPATH=/tmp/site:$PWD/src PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 [ -e .carry-benchmark ] || ln -s .carry .carry-benchmark   # bench/judge_kb30.txt names ../.carry-benchmark/KernelBench
 python3 bench/gpu_acceptance.py --out "$OUT" --steps "${STEPS:-examples,triton,paper,latency,kb}" \
-  --budget-s "${BUDGET_S:-540}" --repeats "${REPEATS:-3}" 2>&1 | tee "$OUT/acceptance.log"
+  --budget-s "${BUDGET_S:-540}" --repeats "${REPEATS:-3}" --kb-list "${KB_LIST:-bench/judge_kb30.txt}" 2>&1 | tee "$OUT/acceptance.log"
