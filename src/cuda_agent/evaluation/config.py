@@ -18,7 +18,8 @@ class TimingConfig(BaseModel):
     early_stop: bool = Field(default=True, description="stop at a look (24, 48, 96 rounds, a quarter of the budget "
                              "spent) once every 'faster' decision is settled at a confidence shared out over the "
                              "looks (Bonferroni)")
-    input_set_bytes: int = Field(default=2 << 30, description="cap on memory for rotated input sets")
+    input_set_bytes: int = Field(default=1 << 30, description="cap on memory for rotated input sets (a batch's "
+                                 "inputs, held by the judge and each client: the judge's share of device memory)")
     confidence: float = Field(default=0.99, gt=0.5, lt=1.0, description="for the 'faster' decision")
     interval_ms: float = Field(default=10.0, gt=0, description="calls are batched so one timed interval lasts about this long")
     max_batch: int = Field(default=256, ge=1, description="most calls in one timed interval")
