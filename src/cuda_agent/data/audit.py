@@ -110,7 +110,7 @@ def _screen(tasks: list[Any], eval_sets: list[str], threshold: float,
     operator sequence), near-copies of / equivalents to eval tasks; `nearest` gets each row's
     nearest evaluation task."""
     from .canonical import canonical_form
-    from .screen import EvalSet, Kept
+    from .screen import AST_SIMILARITY, EvalSet, Kept
 
     found: dict[str, list[dict[str, str]]] = {}
     evals = EvalSet(eval_sets) if eval_sets else None
@@ -125,8 +125,6 @@ def _screen(tasks: list[Any], eval_sets: list[str], threshold: float,
         if first is not None and first != task.name:
             fail(task, "duplicate", Reason.NEAR_DUPLICATE, f"same operators in the same order as {first}")
         kept.add(task.name, form=form)
-        if evals is not None and (hit := evals.equivalent(form, nearest.setdefault(task.name, {}))):
-            fail(task, "contamination", Reason.EQUIVALENT_TO_EVAL, hit)
         try:
             fp = fingerprint(task.source)
         except SimilarityError as exc:
@@ -136,8 +134,15 @@ def _screen(tasks: list[Any], eval_sets: list[str], threshold: float,
             fail(task, "duplicate", Reason.NEAR_DUPLICATE, hit)
         else:
             kept.add(task.name, fp)
-        if evals is not None and (hit := evals.similar(fp, threshold, {})):
-            fail(task, "contamination", Reason.SIMILAR_TO_EVAL, hit)
+        if evals is not None:
+            verdict = evals.screen(fp, form, threshold)
+            if verdict.nearest is not None:
+                nearest[task.name] = verdict.nearest.as_dict()
+            if verdict.nearest is not None and verdict.nearest.verdict:
+                fail(task, "contamination", Reason.EQUIVALENT_TO_EVAL,
+                     f"{verdict.nearest.verdict}: {verdict.nearest.detail}")
+            if AST_SIMILARITY in verdict.rules:
+                fail(task, "contamination", Reason.SIMILAR_TO_EVAL, verdict.ast_detail)
     return found
 
 
