@@ -145,8 +145,8 @@ class EvalSet:
         return self.screen(fp, op_form(source), threshold)
 
     def _task(self, name: str, fp: Fingerprint, score: float | None = None) -> EvalTask:
-        i = self._position[name]
-        return EvalTask(name, self.paths.get(name, ""), similarity(fp, self.fingerprints[i]) if score is None else score)
+        ast = similarity(fp, self.fingerprints[self._position[name]]) if score is None else score
+        return EvalTask(name, self.paths.get(name, ""), ast)
 
 
 class Kept:
