@@ -181,6 +181,9 @@ def audit(
     quiet_timing: bool = typer.Option(False, "--quiet-timing", help=_QUIET_HELP),
     timeout: float = typer.Option(300.0, help="seconds per row"),
     limit: Optional[int] = typer.Option(None, help="audit only the first N rows"),
+    sample: Optional[int] = typer.Option(None, help="audit N rows drawn at random under --seed (the same rows for "
+                                         "the same file; use the same N on two sets to compare their pass rates)"),
+    seed: int = typer.Option(0, help="seed of --sample"),
     show: int = typer.Option(20, help="failing rows to list"),
     json_out: bool = typer.Option(False, "--json", help="print the totals as JSON"),
     devices: Optional[str] = typer.Option(None, help="GPU indices to spread the workers over, e.g. 0,1,2,3"),
@@ -201,17 +204,28 @@ def audit(
             summary = run_audit(dataset, out, backend=backend and checked_backend(backend),
                                 filters=_filters(window, compile_check, compile_backend, atol, rtol, quiet_timing),
                                 eval_sets=eval_set, similarity_threshold=threshold, workers=workers,
-                                timeout_s=timeout, limit=limit, devices=_devices(devices),
-                                progress=lambda i, n, row: bar.update(task, completed=i, total=n))
-    except TaskError as exc:
+                                timeout_s=timeout, limit=limit, devices=_devices(devices), sample=sample,
+                                seed=seed, progress=lambda i, n, row: bar.update(task, completed=i, total=n))
+    except (TaskError, ValueError) as exc:
         raise fail(str(exc))
     report = audit_report(out)
     totals = summary.as_dict()
     if json_out:
         print(json.dumps(totals))
     else:
-        console.print(f"[bold]{summary.passed}[/] of {summary.rows} rows pass every filter "
+        chosen = "" if summary.rows >= summary.dataset_rows else (
+            f" (of {summary.dataset_rows} in the set: " +
+            (f"a random sample, seed {summary.sample_seed})" if summary.sample_seed is not None else "the first rows)"))
+        console.print(f"[bold]{summary.passed}[/] of {summary.rows} rows{chosen} pass every filter "
                       f"({totals['pass_rate']:.1%}); per-row results: {out}; report: {report}")
+        if summary.rows_failing_filter:
+            rates = Table(title="pass rate by filter (filters every row passed are not listed)")
+            rates.add_column("filter")
+            rates.add_column("rows failing", justify="right")
+            rates.add_column("pass rate", justify="right")
+            for name, n in summary.rows_failing_filter.most_common():
+                rates.add_row(name, str(n), f"{summary.pass_rate_by_filter[name]:.1%}")
+            console.print(rates)
         table = Table(title="failures by reason (a row may fail several)")
         table.add_column("reason")
         table.add_column("rows", justify="right")
