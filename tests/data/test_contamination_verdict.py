@@ -156,3 +156,12 @@ def test_cli_verdicts_option_picks_the_rules() -> None:
     assert set(json.loads(r.output)["by_rule"]) == {AST_SIMILARITY}
     r = _invoke(chains, str(KERNELBENCH), "--verdicts", "same_opz")
     assert r.exit_code == 2 and "same_opz" in r.output
+
+
+def test_cli_counts_a_task_to_screen_that_does_not_load(tmp_path: Path) -> None:
+    (tmp_path / "1_broken.py").write_text("class Model(:\n")
+    (tmp_path / "2_relu.py").write_text((FIXTURES / "rewrites" / "relu_where.py").read_text())
+    r = _invoke(str(tmp_path), str(KERNELBENCH))
+    assert r.exit_code == 1, r.output
+    assert "FLAGGED" in r.output and "relu" in r.output and "1_broken.py" in r.output
+    assert "1 of 2 task(s) to screen could not be loaded" in r.output

@@ -290,6 +290,7 @@ def similarity(
     Exit 0 when no task is flagged, 1 when some task is flagged or an input could not be loaded."""
     from ..tasks import TaskError, load_tasks
     from .screen import EvalSet
+    from .canonical import canonical_form
     from .similarity import SimilarityError, fingerprint, similarity as score
 
     rules = [] if verdicts.strip().lower() == "none" else [v.strip() for v in verdicts.split(",") if v.strip()]
@@ -307,27 +308,26 @@ def similarity(
         groups = [load_tasks(src, on_error="skip") for src in against]
     except (OSError, TaskError) as exc:
         raise fail(str(exc))
-    rejected = [str(e) for group in groups for e in group.rejected] + query_rejected
-    others = [t for group in groups for t in group]
-    for t in others:
+    rejected = [str(e) for group in groups for e in group.rejected]
+    inputs = len(rejected) + sum(len(group) for group in groups)
+    for t in (t for group in groups for t in group):
         if not evals.add(t.name, t.source, t.origin):
             rejected.append(f"{t.origin or t.name}: does not parse")
-    rows, unparsed = [], []
+    rows = []
     for name, origin, source in queries:
         try:
             fp = fingerprint(source)
-            verdict = evals.screen_source(source, threshold)
         except SimilarityError as exc:
             if len(queries) == 1:
                 raise fail(str(exc))
-            unparsed.append(f"{origin}: {exc}")
+            query_rejected.append(f"{origin}: {exc}")
             continue
+        verdict = evals.screen(fp, canonical_form(source), threshold)
         row = {"name": name, "path": origin, **verdict.as_dict()}
         if len(queries) == 1:
             ranked = sorted(((score(fp, f), n) for f, n in zip(evals.fingerprints, evals.names)), reverse=True)
             row["top"] = [{"name": n, "path": evals.paths.get(n, ""), "ast": round(s, 4)} for s, n in ranked[:top]]
         rows.append((row, verdict))
-    rejected += unparsed
     flagged = [r for r, v in rows if v.flagged]
     if json_out:
         by_rule: dict[str, int] = {}
@@ -335,7 +335,7 @@ def similarity(
             by_rule[r["rule"]] = by_rule.get(r["rule"], 0) + 1
         print(json.dumps({"rows": [r for r, _ in rows], "screened": len(rows), "flagged": len(flagged),
                           "by_rule": by_rule, "verdicts": rules, "threshold": threshold, "eval_tasks": len(evals),
-                          "not_loaded": rejected}))
+                          "not_loaded": rejected + query_rejected}))
     else:
         for row, verdict in rows:
             for t in row.get("top", []):
@@ -345,12 +345,14 @@ def similarity(
             console.print(f"[bold]{len(flagged)}[/] of {len(rows)} tasks flagged against {len(evals)} evaluation tasks "
                           f"(rules: ast_similarity >= {threshold}, {', '.join(rules) or 'no canonical rule'})",
                           soft_wrap=True)
-    for bad in rejected:
+    for bad in rejected + query_rejected:
         err.print(f"[yellow]could not load:[/] {escape(bad)}")
     if rejected:
-        err.print(f"[red]{len(rejected)} of {len(others) + len(queries) + len(query_rejected)} input task(s) could "
-                  "not be loaded and were not compared[/]")
-    if rejected or flagged:
+        err.print(f"[red]{len(rejected)} of {inputs} input task(s) could not be loaded and were not compared[/]")
+    if query_rejected:
+        err.print(f"[red]{len(query_rejected)} of {len(rows) + len(query_rejected)} task(s) to screen could not be "
+                  "loaded and were not screened[/]")
+    if rejected or query_rejected or flagged:
         raise typer.Exit(int(ExitCode.FAILED))
 
 
