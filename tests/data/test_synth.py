@@ -132,7 +132,8 @@ def test_report_and_cli(run: tuple[Path, SynthConfig]) -> None:
     task_file = out / "one.py"
     task_file.write_text(json.loads((out / "tasks.jsonl").read_text().splitlines()[0])["code"])
     res = runner.invoke(app, ["data", "similarity", str(task_file), str(out / "tasks.jsonl"), "--top", "1"])
-    assert res.exit_code == 0 and res.output.startswith("1.000"), res.output
+    assert res.exit_code == 1 and res.output.startswith("1.000"), res.output  # flagged: a copy of a row
+    assert "FLAGGED one.py: ast_similarity" in res.output
     res = runner.invoke(app, ["data", "synth", str(out), "--window", "5", "1"])
     assert res.exit_code == 2 and "window_ms" in res.output
 

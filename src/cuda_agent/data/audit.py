@@ -28,28 +28,55 @@ class AuditSummary:
     failed_by_filter: Counter[str] = field(default_factory=Counter)
     seconds: float = 0.0
     out: str = ""
+    dataset_rows: int = 0  # rows in the data set; more than `rows` when a sample or a limit was audited
+    sample_seed: int | None = None  # the seed of `sample_rows`, when the rows audited were a random sample
+    rows_failing_filter: Counter[str] = field(default_factory=Counter)  # rows, not failures: a row counts once
+
+    @property
+    def pass_rate_by_filter(self) -> dict[str, float]:
+        """Share of the rows audited that pass each filter that some row failed (comparable across sets)."""
+        return {k: round(1 - v / self.rows, 4) for k, v in self.rows_failing_filter.most_common()} if self.rows else {}
 
     def as_dict(self) -> dict[str, Any]:
         return {"rows": self.rows, "passed": self.passed, "failed": self.rows - self.passed,
                 "pass_rate": round(self.passed / self.rows, 4) if self.rows else 0.0,
+                "dataset_rows": self.dataset_rows, "sample_seed": self.sample_seed,
+                "pass_rate_by_filter": self.pass_rate_by_filter,
                 "failed_by_reason": dict(self.failed_by_reason.most_common()),
                 "failed_by_filter": dict(self.failed_by_filter.most_common()),
                 "seconds": round(self.seconds, 1), "out": self.out}
 
 
+def sample_rows(tasks: list[Any], n: int, seed: int = 0) -> list[Any]:
+    """`n` rows drawn at random under `seed`, kept in data-set order: the same rows for the same
+    file, seed and n, so two data sets' samples (e.g. 200 of each) are drawn alike."""
+    import random
+
+    if n >= len(tasks):
+        return list(tasks)
+    keep = sorted(random.Random(seed).sample(range(len(tasks)), n))
+    return [tasks[i] for i in keep]
+
+
 def audit(dataset: str | Path, out: str | Path, *, backend: str | None = None, filters: FilterConfig | None = None,
           eval_sets: list[str] | None = None, similarity_threshold: float = 0.9, workers: int = 1,
           timeout_s: float = 300.0, limit: int | None = None, devices: list[int] | None = None,
+          sample: int | None = None, seed: int = 0,
           progress: Callable[[int, int, dict[str, Any]], None] | None = None) -> AuditSummary:
-    """Audit `dataset`, appending one JSON line per row to `out`; returns the totals."""
+    """Audit `dataset`, appending one JSON line per row to `out`; returns the totals. `limit`
+    audits the first rows, `sample` a seeded random sample (`sample_rows`); the totals count only
+    the rows chosen, so a rerun with another choice reuses the rows already audited."""
     from ..backends import default_backend_name
     from ..tasks import load_tasks
 
+    if limit and sample:
+        raise ValueError("give a limit (the first rows) or a sample (random rows), not both")
     t0 = time.time()
     backend = backend or default_backend_name()
     cfg = (filters or FilterConfig()).model_copy(update={"early_exit": False})
     loaded = load_tasks(str(dataset), on_error="skip")
     tasks = list(loaded)[:limit] if limit else list(loaded)
+    tasks = sample_rows(tasks, sample, seed) if sample else tasks
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     from .data_worker import run_jobs
@@ -64,7 +91,8 @@ def audit(dataset: str | Path, out: str | Path, *, backend: str | None = None, f
     nearest: dict[str, dict[str, Any]] = {}
     screens = _screen(tasks, eval_sets or [], similarity_threshold, nearest)
     lock = threading.Lock()
-    summary = AuditSummary(out=str(out))
+    summary = AuditSummary(out=str(out), dataset_rows=len(loaded) + len(loaded.rejected),
+                           sample_seed=seed if sample else None)
     writer = JsonlWriter(out)  # one writer: a torn last line from a killed audit is cut before it appends
     for name, row in list(rows.items()):
         if name not in done:
@@ -93,13 +121,18 @@ def audit(dataset: str | Path, out: str | Path, *, backend: str | None = None, f
     todo = [t for t in tasks if t.name not in done]
     run_jobs(todo, workers, lambda slot: start_worker(backend, workers, device_of(slot, devices)), check)
     writer.close()
+    chosen = {t.name for t in tasks} | {e.origin for e in loaded.rejected}
     for row in done.values():
+        if row["name"] not in chosen:
+            continue  # audited by an earlier run over other rows of the same file
         summary.rows += 1
         if row["ok"]:
             summary.passed += 1
         for f in row["failures"]:
             summary.failed_by_reason[f["reason"]] += 1
             summary.failed_by_filter[f["filter"]] += 1
+        for name in {f["filter"] for f in row["failures"]}:
+            summary.rows_failing_filter[name] += 1
     summary.seconds = time.time() - t0
     return summary
 
@@ -110,7 +143,7 @@ def _screen(tasks: list[Any], eval_sets: list[str], threshold: float,
     operator sequence), near-copies of / equivalents to eval tasks; `nearest` gets each row's
     nearest evaluation task."""
     from .canonical import canonical_form
-    from .screen import EvalSet, Kept
+    from .screen import AST_SIMILARITY, EvalSet, Kept
 
     found: dict[str, list[dict[str, str]]] = {}
     evals = EvalSet(eval_sets) if eval_sets else None
@@ -125,8 +158,6 @@ def _screen(tasks: list[Any], eval_sets: list[str], threshold: float,
         if first is not None and first != task.name:
             fail(task, "duplicate", Reason.NEAR_DUPLICATE, f"same operators in the same order as {first}")
         kept.add(task.name, form=form)
-        if evals is not None and (hit := evals.equivalent(form, nearest.setdefault(task.name, {}))):
-            fail(task, "contamination", Reason.EQUIVALENT_TO_EVAL, hit)
         try:
             fp = fingerprint(task.source)
         except SimilarityError as exc:
@@ -136,8 +167,15 @@ def _screen(tasks: list[Any], eval_sets: list[str], threshold: float,
             fail(task, "duplicate", Reason.NEAR_DUPLICATE, hit)
         else:
             kept.add(task.name, fp)
-        if evals is not None and (hit := evals.similar(fp, threshold, {})):
-            fail(task, "contamination", Reason.SIMILAR_TO_EVAL, hit)
+        if evals is not None:
+            verdict = evals.screen(fp, form, threshold)
+            if verdict.nearest is not None:
+                nearest[task.name] = verdict.nearest.as_dict()
+            if verdict.nearest is not None and verdict.nearest.verdict:
+                fail(task, "contamination", Reason.EQUIVALENT_TO_EVAL,
+                     f"{verdict.nearest.verdict}: {verdict.nearest.detail}")
+            if AST_SIMILARITY in verdict.rules:
+                fail(task, "contamination", Reason.SIMILAR_TO_EVAL, verdict.ast_detail)
     return found
 
 

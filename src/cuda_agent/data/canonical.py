@@ -50,6 +50,7 @@ EXPANSIONS: dict[str, tuple[str, ...]] = {
     "gelu": ("mul", "pow", "mul", "add", "mul", "tanh", "add", "mul"), "logsigmoid": ("sigmoid", "log"),
     "softmax2d": ("softmax",), "tanhshrink": ("tanh", "sub"), "mish": ("softplus", "tanh", "mul"),
     "multiheadattention": ("linear", "sdpa", "linear"), "hardswish": ("hardsigmoid", "mul"),
+    "sigmoid": ("neg", "exp", "add", "div"),  # 1 / (1 + exp(-x)) written out
 }
 _COMPARE = {ast.Gt: "gt", ast.Lt: "lt", ast.GtE: "ge", ast.LtE: "le", ast.Eq: "eq", ast.NotEq: "ne"}
 _BINOP = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
@@ -390,9 +391,19 @@ def _zero(node: ast.AST | None) -> bool:
     return isinstance(node, ast.Constant) and node.value == 0 and not isinstance(node.value, bool)
 
 
+def _zeros(node: ast.AST | None) -> bool:
+    """A zero constant or a tensor of zeros (`torch.zeros_like(x)`, `x.new_zeros(...)`)."""
+    if _zero(node):
+        return True
+    if isinstance(node, ast.Call):
+        name = (_dotted(node.func) or (node.func.attr if isinstance(node.func, ast.Attribute) else ""))
+        return name.rsplit(".", 1)[-1] in ("zeros_like", "zeros", "new_zeros")
+    return False
+
+
 def _idiom(node: ast.Call) -> tuple[str, ast.AST] | None:
     """Spellings of one operator through another: clamp(x, min=0) / clamp_min(x, 0) / maximum(x, 0)
-    / threshold(x, 0, 0) / where(x > 0, x, 0) -> 'relu'; where(x > 0, x, x * a) -> 'leakyrelu'.
+    / maximum(x, zeros_like(x)) / threshold(x, 0, 0) / where(x > 0, x, 0) -> 'relu'; where(x > 0, x, x * a) -> 'leakyrelu'.
     Returns (operator, the operand it applies to) or None."""
     name = (_dotted(node.func) or (node.func.attr if isinstance(node.func, ast.Attribute) else "")).rsplit(".", 1)[-1]
     base = name.strip("_").lower()
@@ -416,8 +427,10 @@ def _idiom_name(base: str, args: list[ast.expr], kw: dict[str | None, ast.expr],
         high = kw.get("max", args[1] if len(args) > 1 else None)
         if _zero(low) and (high is None or (isinstance(high, ast.Constant) and high.value is None)):
             return "relu"
-    if base in ("clamp_min", "maximum") and args and _zero(args[0]):
+    if base in ("clamp_min", "maximum") and len(args) == 1 and _zeros(args[0]):
         return "relu"
+    if base == "max" and len(args) == 1 and isinstance(args[0], ast.Call) and _zeros(args[0]):
+        return "relu"  # torch.max(x, zeros_like(x)); torch.max(x, 0) is a reduction over axis 0
     if base == "threshold" and len(args) >= 2 and _zero(args[0]) and _zero(args[1]):
         return "relu"
     return None
@@ -426,6 +439,9 @@ def _idiom_name(base: str, args: list[ast.expr], kw: dict[str | None, ast.expr],
 # ---- comparing against an evaluation set --------------------------------------------------------
 SAME_OPS, SAME_PRIMITIVES, EVAL_COMPOSITION = "same_ops", "same_primitives", "eval_composition"
 VERDICTS = (SAME_OPS, SAME_PRIMITIVES, EVAL_COMPOSITION)
+# The screen's default everywhere (synthesis, audit, set-report, `data similarity`): measured in
+# docs/data.md, "Choosing the verdicts".
+DEFAULT_VERDICTS = VERDICTS
 
 
 @dataclass(frozen=True)
@@ -437,17 +453,18 @@ class Nearest:
     order: float  # longest common subsequence of the op sequences / the longer one
     verdict: str = ""  # one of VERDICTS, or "" when not equivalent
     detail: str = ""
+    matched: tuple[str, ...] = ()  # the evaluation tasks the verdict names (several for eval_composition)
 
     def as_dict(self) -> dict[str, object]:
         return {"nearest_eval": self.name, "eval_score": round(self.score, 4), "eval_order": round(self.order, 4),
-                "eval_verdict": self.verdict, "eval_detail": self.detail}
+                "eval_verdict": self.verdict, "eval_detail": self.detail, "eval_matched": list(self.matched)}
 
 
 class ContaminationIndex:
     """Canonical forms of evaluation tasks; `check(form)` gives the nearest and the verdict.
     Exact matches are dictionary look-ups; the nearest, a scan of the few hundred forms."""
 
-    def __init__(self, verdicts: Iterable[str] = VERDICTS) -> None:
+    def __init__(self, verdicts: Iterable[str] = DEFAULT_VERDICTS) -> None:
         self.names: list[str] = []
         self.forms: list[OpForm] = []
         self._counts: list[tuple[Counter[str], Counter[str]]] = []
@@ -486,17 +503,18 @@ class ContaminationIndex:
         hit = self._by_ops.get(tuple(sorted(form.ops)))
         if hit is not None and SAME_OPS in self.verdicts:
             return Nearest(self.names[hit], 1.0, _order(form.ops, self.forms[hit].ops), SAME_OPS,
-                           f"operators {_show(form.ops)} = {self.names[hit]}")
+                           f"operators {_show(form.ops)} = {self.names[hit]}", (self.names[hit],))
         hit = self._by_primitives.get(tuple(sorted(form.primitives)))
         if hit is not None and SAME_PRIMITIVES in self.verdicts:
             return Nearest(self.names[hit], 1.0, _order(form.ops, self.forms[hit].ops), SAME_PRIMITIVES,
-                           f"primitives of {_show(form.ops)} = those of {self.names[hit]} ({_show(self.forms[hit].ops)})")
+                           f"primitives of {_show(form.ops)} = those of {self.names[hit]} ({_show(self.forms[hit].ops)})",
+                           (self.names[hit],))
         if len(form.ops) >= 2 and EVAL_COMPOSITION in self.verdicts:
             parts = [self._by_primitives.get(tuple(sorted(expand([op])))) for op in form.ops]
             if all(p is not None for p in parts):
                 names = [self.names[p] for p in parts if p is not None]
                 return Nearest(nearest.name, nearest.score, nearest.order, EVAL_COMPOSITION,
-                               "each operator is an evaluation task: " + " + ".join(names))
+                               "each operator is an evaluation task: " + " + ".join(names), tuple(dict.fromkeys(names)))
         return nearest
 
 

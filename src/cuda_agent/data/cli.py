@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..exit_codes import ExitCode, OneLineErrors, checked_backend, describe, fail
+from .canonical import DEFAULT_VERDICTS, VERDICTS
 
 console = Console()
 err = Console(stderr=True)
@@ -180,6 +181,9 @@ def audit(
     quiet_timing: bool = typer.Option(False, "--quiet-timing", help=_QUIET_HELP),
     timeout: float = typer.Option(300.0, help="seconds per row"),
     limit: Optional[int] = typer.Option(None, help="audit only the first N rows"),
+    sample: Optional[int] = typer.Option(None, help="audit N rows drawn at random under --seed (the same rows for "
+                                         "the same file; use the same N on two sets to compare their pass rates)"),
+    seed: int = typer.Option(0, help="seed of --sample"),
     show: int = typer.Option(20, help="failing rows to list"),
     json_out: bool = typer.Option(False, "--json", help="print the totals as JSON"),
     devices: Optional[str] = typer.Option(None, help="GPU indices to spread the workers over, e.g. 0,1,2,3"),
@@ -200,17 +204,28 @@ def audit(
             summary = run_audit(dataset, out, backend=backend and checked_backend(backend),
                                 filters=_filters(window, compile_check, compile_backend, atol, rtol, quiet_timing),
                                 eval_sets=eval_set, similarity_threshold=threshold, workers=workers,
-                                timeout_s=timeout, limit=limit, devices=_devices(devices),
-                                progress=lambda i, n, row: bar.update(task, completed=i, total=n))
-    except TaskError as exc:
+                                timeout_s=timeout, limit=limit, devices=_devices(devices), sample=sample,
+                                seed=seed, progress=lambda i, n, row: bar.update(task, completed=i, total=n))
+    except (TaskError, ValueError) as exc:
         raise fail(str(exc))
     report = audit_report(out)
     totals = summary.as_dict()
     if json_out:
         print(json.dumps(totals))
     else:
-        console.print(f"[bold]{summary.passed}[/] of {summary.rows} rows pass every filter "
+        chosen = "" if summary.rows >= summary.dataset_rows else (
+            f" (of {summary.dataset_rows} in the set: " +
+            (f"a random sample, seed {summary.sample_seed})" if summary.sample_seed is not None else "the first rows)"))
+        console.print(f"[bold]{summary.passed}[/] of {summary.rows} rows{chosen} pass every filter "
                       f"({totals['pass_rate']:.1%}); per-row results: {out}; report: {report}")
+        if summary.rows_failing_filter:
+            rates = Table(title="pass rate by filter (filters every row passed are not listed)")
+            rates.add_column("filter")
+            rates.add_column("rows failing", justify="right")
+            rates.add_column("pass rate", justify="right")
+            for name, n in summary.rows_failing_filter.most_common():
+                rates.add_row(name, str(n), f"{summary.pass_rate_by_filter[name]:.1%}")
+            console.print(rates)
         table = Table(title="failures by reason (a row may fail several)")
         table.add_column("reason")
         table.add_column("rows", justify="right")
@@ -258,28 +273,99 @@ def set_report(
 
 @data_app.command()
 def similarity(
-    task: Path = typer.Argument(..., help="a task .py file"),
-    against: list[str] = typer.Argument(..., help="task sources to compare with (files, dirs, tables)"),
-    top: int = typer.Option(5, help="how many of the most similar to list"),
+    task: Path = typer.Argument(..., help="the task(s) to screen: a .py file, or a directory / table of tasks "
+                                "(one verdict per row)"),
+    against: list[str] = typer.Argument(..., help="evaluation tasks to compare with (files, dirs, tables; e.g. a "
+                                        "KernelBench checkout)"),
+    top: int = typer.Option(5, help="for a single task: how many of the most similar (AST) to list"),
+    threshold: float = typer.Option(0.9, help="AST similarity at or above which a task is a near-copy"),
+    verdicts: str = typer.Option(",".join(DEFAULT_VERDICTS), help="canonical-form rules that flag a task, comma "
+                                 f"separated, from {', '.join(VERDICTS)}; 'none' for AST similarity alone "
+                                 "(docs/data.md: Choosing the verdicts)"),
+    json_out: bool = typer.Option(False, "--json", help="print the verdicts as JSON"),
 ) -> None:
-    """AST similarity of one task to every task of some sources (the contamination measure).
-    Inputs that cannot be loaded are listed and counted; then the exit code is 1."""
+    """The contamination verdict of each task against some evaluation tasks: AST similarity and the
+    canonical-form rules (same_ops, same_primitives, eval_composition), with the matched evaluation
+    task and the rule that matched, the same screen synthesis and the audit apply.
+    Exit 0 when no task is flagged, 1 when some task is flagged or an input could not be loaded."""
     from ..tasks import TaskError, load_tasks
+    from .screen import EvalSet
+    from .canonical import canonical_form
     from .similarity import SimilarityError, fingerprint, similarity as score
 
+    rules = [] if verdicts.strip().lower() == "none" else [v.strip() for v in verdicts.split(",") if v.strip()]
     try:
-        fp = fingerprint(task.read_text())
-        loaded = [load_tasks(src, on_error="skip") for src in against]
-    except (OSError, SimilarityError, TaskError) as exc:
+        evals = EvalSet([], rules)
+    except ValueError as exc:
         raise fail(str(exc))
-    others = [t for group in loaded for t in group]
-    rejected = [str(e) for group in loaded for e in group.rejected]
-    ranked = sorted(((score(fp, t.source), t.name) for t in others), reverse=True)[:top]
-    for s, name in ranked:
-        console.print(f"{s:.3f}  {name}")
-    for bad in rejected:
+    try:
+        if task.suffix == ".py" and task.is_file():
+            queries, query_rejected = [(task.name, str(task), task.read_text())], []
+        else:
+            loaded = load_tasks(str(task), on_error="skip")
+            queries = [(t.name, t.origin, t.source) for t in loaded]
+            query_rejected = [str(e) for e in loaded.rejected]
+        groups = [load_tasks(src, on_error="skip") for src in against]
+    except (OSError, TaskError) as exc:
+        raise fail(str(exc))
+    rejected = [str(e) for group in groups for e in group.rejected]
+    inputs = len(rejected) + sum(len(group) for group in groups)
+    for t in (t for group in groups for t in group):
+        if not evals.add(t.name, t.source, t.origin):
+            rejected.append(f"{t.origin or t.name}: does not parse")
+    rows = []
+    for name, origin, source in queries:
+        try:
+            fp = fingerprint(source)
+        except SimilarityError as exc:
+            if len(queries) == 1:
+                raise fail(str(exc))
+            query_rejected.append(f"{origin}: {exc}")
+            continue
+        verdict = evals.screen(fp, canonical_form(source), threshold)
+        row = {"name": name, "path": origin, **verdict.as_dict()}
+        if len(queries) == 1:
+            ranked = sorted(((score(fp, f), n) for f, n in zip(evals.fingerprints, evals.names)), reverse=True)
+            row["top"] = [{"name": n, "path": evals.paths.get(n, ""), "ast": round(s, 4)} for s, n in ranked[:top]]
+        rows.append((row, verdict))
+    flagged = [r for r, v in rows if v.flagged]
+    if json_out:
+        by_rule: dict[str, int] = {}
+        for r in flagged:
+            by_rule[r["rule"]] = by_rule.get(r["rule"], 0) + 1
+        print(json.dumps({"rows": [r for r, _ in rows], "screened": len(rows), "flagged": len(flagged),
+                          "by_rule": by_rule, "verdicts": rules, "threshold": threshold, "eval_tasks": len(evals),
+                          "not_loaded": rejected + query_rejected}))
+    else:
+        for row, verdict in rows:
+            for t in row.get("top", []):
+                console.print(f"{t['ast']:.3f}  {escape(t['name'])}", highlight=False)
+            console.print(_verdict_line(row, verdict), highlight=False, soft_wrap=True)
+        if len(rows) > 1:
+            console.print(f"[bold]{len(flagged)}[/] of {len(rows)} tasks flagged against {len(evals)} evaluation tasks "
+                          f"(rules: ast_similarity >= {threshold}, {', '.join(rules) or 'no canonical rule'})",
+                          soft_wrap=True)
+    for bad in rejected + query_rejected:
         err.print(f"[yellow]could not load:[/] {escape(bad)}")
     if rejected:
-        err.print(f"[red]{len(rejected)} of {len(others) + len(rejected)} input task(s) could not be loaded "
-                  "and were not compared[/]")
+        err.print(f"[red]{len(rejected)} of {inputs} input task(s) could not be loaded and were not compared[/]")
+    if query_rejected:
+        err.print(f"[red]{len(query_rejected)} of {len(rows) + len(query_rejected)} task(s) to screen could not be "
+                  "loaded and were not screened[/]")
+    if rejected or query_rejected or flagged:
         raise typer.Exit(int(ExitCode.FAILED))
+
+
+def _verdict_line(row: dict, verdict) -> str:
+    """One task's verdict in a line: FLAGGED with the rule and the matched task(s), or clean with the nearest."""
+    if verdict.flagged:
+        matched = ", ".join(f"{escape(m.name)} ({escape(m.path)}, AST {m.ast:.3f})" for m in verdict.matched)
+        also = escape(f" [also {', '.join(verdict.rules[1:])}]") if len(verdict.rules) > 1 else ""
+        return (f"[red]FLAGGED[/] {escape(row['name'])}: {verdict.rule}{also} -> {matched}; "
+                f"[dim]{escape(verdict.detail)}[/]")
+    parts = []
+    if verdict.ast_nearest is not None:
+        parts.append(f"AST nearest {escape(verdict.ast_nearest.name)} {verdict.ast_nearest.ast:.3f}")
+    if verdict.nearest is not None:
+        parts.append(f"operator nearest {escape(verdict.nearest.name)} {verdict.nearest.score:.3f}")
+    return f"[green]clean[/] {escape(row['name'])}: {'; '.join(parts) or 'no evaluation task to compare'}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from ..backends import backend_class
+from .canonical import DEFAULT_VERDICTS
 
 # Composition sizes as published for CUDA-Agent-Ops-6K (SPEC §3): torch×1 3.4%, ×2 83.8%,
 # ×3 7.6%, ×4 2.8%, ×5 1.2% (the remaining 1.2% are transformers tasks, spread over sizes here).
@@ -97,9 +98,10 @@ class SynthConfig(BaseModel):
     eval_sets: list[str] = Field(default_factory=list, description="task sources to stay away from "
                                  "(KernelBench checkout, files, tables)")
     contamination_verdicts: list[str] = Field(
-        default_factory=lambda: ["same_ops", "same_primitives", "eval_composition"],
+        default_factory=lambda: list(DEFAULT_VERDICTS),
         description="canonical-form verdicts that reject a task as equivalent to an evaluation task "
-                    "(canonical.py; 'eval_composition' = a chain of operators each of which is an evaluation task)")
+                    "(canonical.py; 'eval_composition' = a chain of operators each of which is an evaluation task; "
+                    "the default is measured in docs/data.md, Choosing the verdicts)")
     semantic_dedup: bool = Field(default=True, description="reject a task whose canonical operator sequence "
                                  "equals one already accepted (near_duplicate)")
     devices: list[int] | None = Field(default=None, description="GPU indices the workers are spread over (worker "

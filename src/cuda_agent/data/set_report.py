@@ -65,8 +65,8 @@ def _row(task: Any, evals: Any) -> dict[str, Any]:
                            "output_shapes": _json(meta.get("output_shapes")),
                            "nearest_eval": None, "eval_score": None, "eval_order": None, "eval_verdict": "",
                            "eval_detail": ""}
-    if evals is not None:
-        evals.equivalent(form, row)
+    if evals is not None and form is not None and len(evals.canonical):
+        row.update(evals.canonical.check(form).as_dict())
     return row
 
 

@@ -24,7 +24,7 @@ from .catalogue import Catalogue, build_catalogue
 from .config import FilterConfig, SynthConfig
 from .filters import Reason, TaskCheck
 from .plan import Plan, PlanError, Planner
-from .screen import EvalSet, Kept
+from .screen import AST_SIMILARITY, EvalSet, Kept
 from .similarity import SimilarityError, fingerprint
 from .store import DatasetStore
 
@@ -151,10 +151,11 @@ def _synthesize(out_dir: str | Path, config: SynthConfig, *, catalogue: Catalogu
             return (Reason.LOAD_ERROR, str(exc)), {}
         form = canonical_form(code)
         meta: dict[str, Any] = {"canonical_ops": list(form.ops) if form else None}
-        if hit := evals.similar(fp, config.similarity_threshold, meta):
-            return (Reason.SIMILAR_TO_EVAL, hit), meta
-        if hit := evals.equivalent(form, meta):
-            return (Reason.EQUIVALENT_TO_EVAL, hit), meta
+        verdict = evals.screen(fp, form, config.similarity_threshold)
+        meta.update(verdict.meta())
+        if verdict.flagged:
+            reason = Reason.SIMILAR_TO_EVAL if verdict.rule == AST_SIMILARITY else Reason.EQUIVALENT_TO_EVAL
+            return (reason, verdict.detail), meta
         if hit := kept.duplicate(fp, config.similarity_threshold, meta):
             return (Reason.NEAR_DUPLICATE, hit), meta
         if config.semantic_dedup:

@@ -1,0 +1,30 @@
+"""`data audit --sample N`: the same N rows for the same file and seed, drawn alike from two sets,
+and pass rates per filter counted over the rows chosen only (no worker is started here)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from cuda_agent.data.audit import AuditSummary, audit, sample_rows
+
+
+def test_a_sample_is_seeded_ordered_and_without_repeats() -> None:
+    rows = list(range(1000))
+    a, b = sample_rows(rows, 200, seed=0), sample_rows(rows, 200, seed=0)
+    assert a == b and len(set(a)) == 200 and a == sorted(a)
+    assert sample_rows(rows, 200, seed=1) != a
+    assert max(a) > 900 and min(a) < 100  # spread over the file, not its head
+    assert sample_rows(rows[:50], 200) == rows[:50]
+
+
+def test_pass_rate_by_filter_counts_rows_once() -> None:
+    s = AuditSummary(rows=4, passed=1, rows_failing_filter=Counter({"runtime": 2, "compile": 1}))
+    d = s.as_dict()
+    assert d["pass_rate"] == 0.25 and d["pass_rate_by_filter"] == {"runtime": 0.5, "compile": 0.75}
+
+
+def test_limit_and_sample_together_are_refused(tmp_path) -> None:
+    with pytest.raises(ValueError, match="not both"):
+        audit(tmp_path, tmp_path / "a.jsonl", limit=2, sample=2, backend="cpu")
