@@ -38,7 +38,8 @@ class Server:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
-        env = {**os.environ, "PYTHONPATH": str(SRC), "CUDA_AGENT_CACHE": str(cache), "CUDA_AGENT_SERVE_TOKEN": TOKEN}
+        path = os.pathsep.join(p for p in (str(SRC), os.environ.get("PYTHONPATH")) if p)  # e.g. carried wheels
+        env = {**os.environ, "PYTHONPATH": path, "CUDA_AGENT_CACHE": str(cache), "CUDA_AGENT_SERVE_TOKEN": TOKEN}
         self.log = db.with_suffix(f".{self.port}.log")
         with self.log.open("wb") as log:
             self.proc = subprocess.Popen([sys.executable, "-m", "cuda_agent", "serve", "--db", str(db), "--port",
@@ -278,3 +279,56 @@ def test_verl_reward_and_trl_reward_function_call_the_service(server: Server, mo
                   task=[RELU_TASK] * 3) == [1.0, -1.0, 1.0]
     assert server.client.health()["counts"]["done"] == before  # answered from the store: same task, files, options
 
+
+
+def test_malformed_requests_each_get_a_4xx_and_nothing_is_admitted(server: Server) -> None:
+    """Beyond the cases above: bodies that are not an object, not UTF-8, of the wrong shape, and a
+    batch with one bad item (refused whole: nothing of it queued). Never a 500."""
+    url = server.url + "/v1/evaluations"
+    before = server.client.health()["counts"]
+    good = json.loads(submit_body())
+    cases = [(url, b"[]"), (url, b"null"), (url, b"\xff\xfe{\x00"), (url, b""),
+             (url, json.dumps({**good, "files": ["model_new.py"]}).encode()),
+             (url, json.dumps({**good, "task": {}}).encode()),
+             (url, json.dumps({**good, "options": {"backend": "cuda"}}).encode()),  # the server's choice
+             (url, json.dumps({**good, "options": {"timeout_s": -1}}).encode()),
+             (url + "/batch", json.dumps({"items": [good, {**good, "task": {"name": "nope"}}]}).encode()),
+             (url + "/batch", json.dumps({"items": "x"}).encode()),
+             (server.url + "/v1/env/step", json.dumps({"episode_id": "x", "files": {}}).encode())]
+    for target, body in cases:
+        status, detail, _ = raw(target, "POST", body)
+        assert 400 <= status < 500 and detail and detail.get("detail"), (body[:60], status, detail)
+    assert raw(url + "?wait=-1", "POST", submit_body())[0] == 422
+    assert raw(server.url + "/v1/env/state/nope")[0] == 404
+    assert server.client.health()["counts"] == before  # the batch's good item was not admitted either
+    assert 'code="500"' not in server.client.request("GET", "/metrics")
+
+
+PHONE_HOME = '''
+import socket
+import torch.nn as nn
+import cpu_extension
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        s = socket.create_connection(("127.0.0.1", PORT), timeout=2)
+        s.sendall(b"GET /phone-home HTTP/1.1\\r\\nHost: x\\r\\nAuthorization: Bearer TOKEN\\r\\n\\r\\n")
+        s.recv(100)
+        return cpu_extension.relu(x.contiguous())
+'''
+
+
+def test_the_candidate_cannot_reach_the_service(server: Server) -> None:
+    """A candidate that knows the service's port and token calls it from its forward: refused, and
+    the service never sees the request. Through the service every guard is on, so the first layer
+    that refuses is the static check (`import socket` is not allowed in model_new.py); the layers
+    under it (seccomp: no socket(); an empty network namespace where the OS allows one) are shown
+    with the static check off in tests/evaluation/test_guards.py::test_worker_has_no_network and
+    tests/isolation/test_sandbox.py. None of them needs network namespaces, so this never skips."""
+    source = PHONE_HOME.replace("PORT", str(server.port)).replace("TOKEN", TOKEN)
+    result = server.client.evaluate(RELU_TASK, {**HONEST, "model_new.py": source}, CHEAP, timeout_s=200)
+    reason = result.reason.lower()
+    assert result.reward == -1 and not result.correct
+    assert "[forbidden-import] `import socket`" in result.reason or any(
+        w in reason for w in ("unreachable", "permission denied", "operation not permitted")), result.reason
+    assert 'route="other"' not in server.client.request("GET", "/metrics")  # /phone-home never arrived
