@@ -55,7 +55,7 @@ from cuda_agent.serve.client import ServiceClient  # noqa: E402
 from cuda_agent.serve.models import Evaluation  # noqa: E402
 from tests.conftest import RELU_BINDING, RELU_KERNEL, RELU_MODEL_NEW, RELU_TASK  # noqa: E402
 from tests.evaluation.test_evaluate_cpu import HANG_KERNEL, SEGFAULT_KERNEL  # noqa: E402
-from tests.serve.test_serve import TOKEN, Server, _alive, _cmdline  # noqa: E402
+from tests.serve.test_serve import TOKEN, Server, _alive, _cmdline, subtree  # noqa: E402
 
 CHEAP = {"measure": False, "trials": 1, "compile_baseline": False}
 ABORT_KERNEL = '''
@@ -298,32 +298,15 @@ def kill_busy_slot(srv: Server, store: Path, when: Callable[[], bool], report: d
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         for slot in srv.slot_pids():
-            below = _subtree(slot)
+            below = subtree(slot)
             if any(b"cuda_agent" in _cmdline(p) for p in below):  # its judge and candidate are up
                 running = _running_ids(store)
                 os.kill(slot, signal.SIGKILL)
-                report.update(killed_slot=slot, its_processes=sorted(below), running_then=running,
-                              at_s=round(time.monotonic(), 1))
+                report.update(killed_slot=slot, its_processes=sorted(below), running_then=running)
                 report["left_behind"] = wait_gone(below | {slot}, 20)
                 return
         time.sleep(0.2)
     report["error"] = "no busy slot found within 120 s"
-
-
-def _subtree(pid: int) -> set[int]:
-    parents: dict[int, int] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-    out, todo = set(), [pid]
-    while todo:
-        p = todo.pop()
-        kids = [k for k, q in parents.items() if q == p]
-        out.update(kids)
-        todo.extend(kids)
-    return out
 
 
 def _running_ids(store: Path) -> list[str]:

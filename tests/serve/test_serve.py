@@ -58,22 +58,7 @@ class Server:
                 time.sleep(0.3)
 
     def descendants(self) -> set[int]:
-        """Every process below the server (children are started from several threads, so walk
-        the parent links of all processes rather than one thread's children list)."""
-        parents: dict[int, int] = {}
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                fields = stat.read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            parents[int(stat.parent.name)] = int(fields[1])
-        out, todo = set(), [self.proc.pid]
-        while todo:
-            pid = todo.pop()
-            kids = [k for k, p in parents.items() if p == pid]
-            out.update(kids)
-            todo.extend(kids)
-        return out
+        return subtree(self.proc.pid)
 
     def slot_pids(self) -> list[int]:
         return [p for p in self.descendants() if b"cuda_agent.backends.slots" in _cmdline(p)]
@@ -90,6 +75,24 @@ class Server:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
+
+
+def subtree(root: int) -> set[int]:
+    """Every process below `root` (children are started from several threads, so walk the parent
+    links of all processes rather than one thread's children list)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    out, todo = set(), [root]
+    while todo:
+        pid = todo.pop()
+        kids = [k for k, p in parents.items() if p == pid]
+        out.update(kids)
+        todo.extend(kids)
+    return out
 
 
 def _cmdline(pid: int) -> bytes:
@@ -208,11 +211,15 @@ def test_a_killed_worker_is_replaced_and_its_request_still_answered(server: Serv
         assert time.monotonic() < deadline
         time.sleep(0.05)
     (slot,) = server.slot_pids()
+    while not (below := subtree(slot)):  # its judge and the judge's workers, once started
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
     os.kill(slot, signal.SIGKILL)
     done = c.wait(row.id, 120)
     assert done.status == "done" and done.result and done.result.reward == 1
     assert done.runs == 2  # the dead slot's job ran once more on its replacement, and only once
     assert server.slot_pids() and server.slot_pids() != [slot]
+    assert not _alive(below | {slot}), "a process of the killed slot was left behind"
 
 
 def test_backpressure_then_a_crash_mid_queue_loses_nothing_and_runs_nothing_twice(tmp_path: Path,
