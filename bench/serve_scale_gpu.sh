@@ -40,6 +40,6 @@ python3 -c "import fastapi, uvicorn, prometheus_client, cuda_agent.serve.app" ||
 timeout -k 10 "${DEADLINE_S:-570}" python3 bench/serve_scale.py --backend cuda --runs 0 0,1 \
   --copies "${COPIES:-8}" --run-timeout-s "${RUN_S:-240}" --out "$OUT" 2>&1 | tee "$OUT/log.txt"
 rc=${PIPESTATUS[0]}
-rm -rf "$OUT/cache" "$OUT/stores"
+rm -rf "$OUT/cache" "$OUT"/stores/*.sqlite*   # the slot logs stay (stores/*-logs)
 echo "exit $rc (124: cut at DEADLINE_S)" | tee -a "$OUT/log.txt"
 exit "$rc"
