@@ -38,7 +38,8 @@ class Server:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
-        env = {**os.environ, "PYTHONPATH": str(SRC), "CUDA_AGENT_CACHE": str(cache), "CUDA_AGENT_SERVE_TOKEN": TOKEN}
+        path = os.pathsep.join(p for p in (str(SRC), os.environ.get("PYTHONPATH")) if p)  # e.g. carried wheels
+        env = {**os.environ, "PYTHONPATH": path, "CUDA_AGENT_CACHE": str(cache), "CUDA_AGENT_SERVE_TOKEN": TOKEN}
         self.log = db.with_suffix(f".{self.port}.log")
         with self.log.open("wb") as log:
             self.proc = subprocess.Popen([sys.executable, "-m", "cuda_agent", "serve", "--db", str(db), "--port",
@@ -57,22 +58,7 @@ class Server:
                 time.sleep(0.3)
 
     def descendants(self) -> set[int]:
-        """Every process below the server (children are started from several threads, so walk
-        the parent links of all processes rather than one thread's children list)."""
-        parents: dict[int, int] = {}
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                fields = stat.read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            parents[int(stat.parent.name)] = int(fields[1])
-        out, todo = set(), [self.proc.pid]
-        while todo:
-            pid = todo.pop()
-            kids = [k for k, p in parents.items() if p == pid]
-            out.update(kids)
-            todo.extend(kids)
-        return out
+        return subtree(self.proc.pid)
 
     def slot_pids(self) -> list[int]:
         return [p for p in self.descendants() if b"cuda_agent.backends.slots" in _cmdline(p)]
@@ -89,6 +75,24 @@ class Server:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
+
+
+def subtree(root: int) -> set[int]:
+    """Every process below `root` (children are started from several threads, so walk the parent
+    links of all processes rather than one thread's children list)."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    out, todo = set(), [root]
+    while todo:
+        pid = todo.pop()
+        kids = [k for k, p in parents.items() if p == pid]
+        out.update(kids)
+        todo.extend(kids)
+    return out
 
 
 def _cmdline(pid: int) -> bytes:
@@ -207,11 +211,15 @@ def test_a_killed_worker_is_replaced_and_its_request_still_answered(server: Serv
         assert time.monotonic() < deadline
         time.sleep(0.05)
     (slot,) = server.slot_pids()
+    while not (below := subtree(slot)):  # its judge and the judge's workers, once started
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
     os.kill(slot, signal.SIGKILL)
     done = c.wait(row.id, 120)
     assert done.status == "done" and done.result and done.result.reward == 1
     assert done.runs == 2  # the dead slot's job ran once more on its replacement, and only once
     assert server.slot_pids() and server.slot_pids() != [slot]
+    assert not _alive(below | {slot}), "a process of the killed slot was left behind"
 
 
 def test_backpressure_then_a_crash_mid_queue_loses_nothing_and_runs_nothing_twice(tmp_path: Path,
@@ -278,3 +286,56 @@ def test_verl_reward_and_trl_reward_function_call_the_service(server: Server, mo
                   task=[RELU_TASK] * 3) == [1.0, -1.0, 1.0]
     assert server.client.health()["counts"]["done"] == before  # answered from the store: same task, files, options
 
+
+
+def test_malformed_requests_each_get_a_4xx_and_nothing_is_admitted(server: Server) -> None:
+    """Beyond the cases above: bodies that are not an object, not UTF-8, of the wrong shape, and a
+    batch with one bad item (refused whole: nothing of it queued). Never a 500."""
+    url = server.url + "/v1/evaluations"
+    before = server.client.health()["counts"]
+    good = json.loads(submit_body())
+    cases = [(url, b"[]"), (url, b"null"), (url, b"\xff\xfe{\x00"), (url, b""),
+             (url, json.dumps({**good, "files": ["model_new.py"]}).encode()),
+             (url, json.dumps({**good, "task": {}}).encode()),
+             (url, json.dumps({**good, "options": {"backend": "cuda"}}).encode()),  # the server's choice
+             (url, json.dumps({**good, "options": {"timeout_s": -1}}).encode()),
+             (url + "/batch", json.dumps({"items": [good, {**good, "task": {"name": "nope"}}]}).encode()),
+             (url + "/batch", json.dumps({"items": "x"}).encode()),
+             (server.url + "/v1/env/step", json.dumps({"episode_id": "x", "files": {}}).encode())]
+    for target, body in cases:
+        status, detail, _ = raw(target, "POST", body)
+        assert 400 <= status < 500 and detail and detail.get("detail"), (body[:60], status, detail)
+    assert raw(url + "?wait=-1", "POST", submit_body())[0] == 422
+    assert raw(server.url + "/v1/env/state/nope")[0] == 404
+    assert server.client.health()["counts"] == before  # the batch's good item was not admitted either
+    assert 'code="500"' not in server.client.request("GET", "/metrics")
+
+
+PHONE_HOME = '''
+import socket
+import torch.nn as nn
+import cpu_extension
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        s = socket.create_connection(("127.0.0.1", PORT), timeout=2)
+        s.sendall(b"GET /phone-home HTTP/1.1\\r\\nHost: x\\r\\nAuthorization: Bearer TOKEN\\r\\n\\r\\n")
+        s.recv(100)
+        return cpu_extension.relu(x.contiguous())
+'''
+
+
+def test_the_candidate_cannot_reach_the_service(server: Server) -> None:
+    """A candidate that knows the service's port and token calls it from its forward: refused, and
+    the service never sees the request. Through the service every guard is on, so the first layer
+    that refuses is the static check (`import socket` is not allowed in model_new.py); the layers
+    under it (seccomp: no socket(); an empty network namespace where the OS allows one) are shown
+    with the static check off in tests/evaluation/test_guards.py::test_worker_has_no_network and
+    tests/isolation/test_sandbox.py. None of them needs network namespaces, so this never skips."""
+    source = PHONE_HOME.replace("PORT", str(server.port)).replace("TOKEN", TOKEN)
+    result = server.client.evaluate(RELU_TASK, {**HONEST, "model_new.py": source}, CHEAP, timeout_s=200)
+    reason = result.reason.lower()
+    assert result.reward == -1 and not result.correct
+    assert "[forbidden-import] `import socket`" in result.reason or any(
+        w in reason for w in ("unreachable", "permission denied", "operation not permitted")), result.reason
+    assert 'route="other"' not in server.client.request("GET", "/metrics")  # /phone-home never arrived

@@ -230,7 +230,7 @@ def _serve(slot: _SlotProcess, take: Callable[[], Any], put: Callable[[Any], Non
 
 class RaySlots(Slots):
     """Ray tasks: one GPU each on a GPU backend (Ray then runs one job per GPU), one CPU otherwise.
-    Ray retries a task whose worker died (`max_retries`); a slot is labelled `ray:<its GPUs>`."""
+    Ray retries a task whose worker died (`max_retries`); a slot is labelled `ray:<node>:<its GPUs>`."""
 
     def __init__(self, backend: str, address: str | None = None, num_cpus: int | None = None,
                  max_retries: int = 2, init_kwargs: dict[str, Any] | None = None) -> None:
@@ -303,7 +303,16 @@ class RaySlots(Slots):
 
 def _ray_slot(factory: Factory, job: Any, devices_env: str | None) -> tuple[str, bool, Any]:
     ok, payload = _call(factory(), job)
-    return f"ray:{(os.environ.get(devices_env, '') if devices_env else '') or 'cpu'}", ok, payload
+    return _ray_label(devices_env), ok, payload
+
+
+def _ray_label(devices_env: str | None) -> str:
+    """`ray:<node>:<its GPUs>` (or `:cpu`), the node by the first 8 hex digits of its Ray id: GPU 0
+    of two nodes is two devices, and per-device state must not add them up."""
+    import ray
+
+    gpus = (os.environ.get(devices_env, "") if devices_env else "") or "cpu"
+    return f"ray:{ray.get_runtime_context().get_node_id()[:8]}:{gpus}"
 
 
 def _call(work: Callable[[Any], Any], job: Any) -> tuple[bool, Any]:

@@ -21,7 +21,7 @@ import math
 import queue
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -36,6 +36,13 @@ from .metrics import Metrics
 from .models import DeviceState, EvalRequest, Evaluation, Health
 from .store import Store
 from .worker import run_job
+
+
+_PARSE = threading.Lock()
+"""Task sources are parsed one at a time: CPython 3.11's AST constructor keeps its recursion depth in
+state shared by threads, and two `ast.parse` at once in the HTTP thread pool raised `SystemError: AST
+constructor recursion depth mismatch` (a 500, 1 request in 1,000 of bench/serve_load.py; cpython
+gh-106905)."""
 
 
 def _local_backend() -> str:
@@ -102,6 +109,7 @@ class Service:
         self.store = Store(config.db)
         self.metrics = Metrics()
         self._tasks = _known_tasks(config.tasks)
+        self._sources: OrderedDict[str, Task] = OrderedDict()  # task sources of recent requests, parsed
         if slots is None:
             slots, labels = self._make_slots()
         else:
@@ -219,11 +227,20 @@ class Service:
         if len(source.encode()) > self.config.max_file_bytes:
             raise ServeError(f"task source is {len(source.encode())} bytes, over the limit of "
                              f"{self.config.max_file_bytes}", 413)
-        try:
-            return Task.from_source(source, name="task-" + hashlib.sha256(source.encode()).hexdigest()[:12],
-                                    origin="request")
-        except TaskError as exc:
-            raise ServeError(f"task.source: {exc}") from None
+        digest = hashlib.sha256(source.encode()).hexdigest()
+        with _PARSE:  # one parse at a time (see _PARSE); a source seen lately is not parsed again
+            task = self._sources.get(digest)
+            if task is not None:
+                self._sources.move_to_end(digest)
+                return task
+            try:
+                task = Task.from_source(source, name=f"task-{digest[:12]}", origin="request")
+            except TaskError as exc:
+                raise ServeError(f"task.source: {exc}") from None
+            self._sources[digest] = task
+            if len(self._sources) > 256:
+                self._sources.popitem(last=False)
+            return task
 
     def _enqueue(self, key: str) -> None:
         self._queued += 1
