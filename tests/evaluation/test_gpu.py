@@ -177,9 +177,11 @@ def test_l2_persistence_does_not_pay(tmp_path, gpu_config, cache_dir):
     honest = evaluate(_swish_ws(tmp_path, "l2-honest", cache_dir, kernel=HONEST_SCALAR), cfg)
     l2 = evaluate(_swish_ws(tmp_path, "l2", cache_dir, kernel=L2_PERSIST), cfg)
     assert honest.correct and l2.correct, (honest.reason, l2.reason)
-    gain = honest.time_ms.candidate / l2.time_ms.candidate
-    print(f"\nL2 persistence: honest {honest.time_ms.candidate * 1e3:.1f} us, persisting "
-          f"{l2.time_ms.candidate * 1e3:.1f} us, gain {gain:.3f}x")
+    # each against eager in its own evaluation (what the reward reads): two evaluations' absolute
+    # times differ by more than 10% on an H100 for one and the same kernel
+    gain = l2.speedup_vs_eager / honest.speedup_vs_eager
+    print(f"\nL2 persistence: honest {honest.speedup_vs_eager:.3f}x vs eager ({honest.time_ms.candidate * 1e3:.1f} us), "
+          f"persisting {l2.speedup_vs_eager:.3f}x ({l2.time_ms.candidate * 1e3:.1f} us), gain {gain:.3f}x")
     assert gain < 1.10, f"L2 persistence made the same kernel {gain:.2f}x faster"
 
 

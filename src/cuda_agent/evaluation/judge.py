@@ -41,6 +41,7 @@ CPU_IDLE_ALLOWANCE_MS = 5.0  # candidate CPU while frozen / between its calls, p
 SPARES = {True: 1, False: 2}  # client processes started ahead, GPU / CPU: a fork's device starts in about a second,
 # while the client taken before it loads; each spare holds a CUDA context (~0.5-1 GiB)
 FORKSERVER_ENV = "CUDA_AGENT_FORKSERVER"  # "0": start every client as a new interpreter (~10 s on an H100 host)
+SPARE_SETTLE_S = 15.0  # the longest the timing waits for a spare to finish starting
 FORKSERVER_STARTS = 3  # a fork server that keeps dying is not restarted more often than this
 PRECISIONS = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 RESIDENT_BYTES = 1 << 30  # trial inputs, reference outputs and input stacks kept between evaluations up to this
@@ -439,6 +440,7 @@ class Judge:
         stack = self.input_stack(state, base.m)
         positions = [i for i, x in enumerate(stack) if isinstance(x, self.torch.Tensor)]
         names = ["eager"] + (["compile"] if base.compiles else [])
+        self.quiet_spares()
         base.stage_inputs(self.fresh_inputs(stack, cfg.seed, False), positions)
         for name in names:  # a client kept warm from the last evaluation needs only a batch to wake up
             base.warm_up(name, 0.0 if base.warmed else cfg.timing.warmup_ms, 1 if base.warmed else 2)
@@ -510,6 +512,20 @@ class Judge:
         self.spares = [sp for sp in self.spares if sp.alive()]
         while len(self.spares) < SPARES[self.backend.gpu]:
             self.spares.append(self._new_client(_isolation(req)))
+
+    def quiet_spares(self, wait_s: float = SPARE_SETTLE_S) -> None:
+        """Let spares finish starting before anything is timed: a device context being made
+        beside the timed rounds is work on the device that no model asked for (a fork's start
+        is 0.2-0.6 s; a spare that fails to start is dropped when it is next looked at)."""
+        from .candidate_link import CandidateDied
+
+        deadline = time.monotonic() + wait_s
+        for spare in self.spares:
+            if spare.forked and spare.alive() and not spare.started():  # a new interpreter takes ~10 s: not waited for
+                try:
+                    spare.await_started(deadline)
+                except CandidateDied:
+                    pass
 
     def _new_client(self, wanted: tuple[bool, bool]) -> Any:
         from .candidate_link import CandidateLink
@@ -611,6 +627,7 @@ class Judge:
         positions = [i for i, x in enumerate(stack) if isinstance(x, torch.Tensor)]
         names = ["eager"] + (["compile"] if base.compiles else []) + ["candidate"]
         owner = {"eager": base, "compile": base, "candidate": cand}
+        self.quiet_spares()
         warm = self.fresh_inputs(stack, cfg.seed, False)
         cand.stage_inputs(warm, positions)
         cand.warm_up("candidate", cfg.timing.warmup_ms, 2)  # compile, caches, first calls: outside any timing
