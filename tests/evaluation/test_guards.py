@@ -153,7 +153,7 @@ def test_output_caching_by_pointer_does_not_pay(make_workspace, fast_config):
     res = evaluate(make_workspace(model_new=CACHING, name="cache"), _no_static(fast_config))
     assert res.reward <= 1 and not res.faster_than_eager, res.reason
     if res.reward == -1:
-        assert "incorrect" in res.reason or "while being timed" in res.reason
+        assert "incorrect" in res.reason or "while being timed" in res.reason or "recycled output" in res.reason
 
 
 UNWRITTEN_BINDING = RELU_BINDING.replace(

@@ -109,7 +109,7 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         self.calls += 1
-        checked = _get_current_dispatch_mode() is not None or self.calls <= 5
+        checked = _get_current_dispatch_mode() is not None or self.calls <= 6   # 5 seeded trials, 1 secret
         if checked or self.last is None or self.last.shape != x.shape:
             self.last = cpu_extension.relu(x.contiguous())
             return self.last
@@ -119,7 +119,8 @@ class ModelNew(nn.Module):
 
 def test_skipping_work_on_calls_that_look_unchecked_is_caught(make_workspace, fast_config):
     res = evaluate(make_workspace(model_new=CHECK_DETECTOR, name="detect"), _cfg(fast_config))
-    assert res.reward == -1 and "while being timed" in res.reason, res.reason
+    # the same tensor for every call of a batch is also a recycled output (issue 24): either catches it
+    assert res.reward == -1 and ("while being timed" in res.reason or "recycled output" in res.reason), res.reason
 
 
 DEFERRED_TO_STARTUP_THREAD = '''
@@ -143,7 +144,7 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         self.calls += 1
-        if self.calls <= 5:
+        if self.calls <= 6:                        # the verification calls (5 seeded, 1 secret)
             return cpu_extension.relu(x.contiguous())
         out = torch.empty_like(x)
         jobs.put((x.contiguous(), out))            # return at once; the thread fills it later
@@ -323,10 +324,10 @@ class ModelNew(nn.Module):
     def forward(self, x):
         self.calls = self.calls + 1
         k = x.data_ptr()                      # each input slot keeps its address round after round
-        if self.calls > 5 and k in self.memo:
+        if self.calls > 6 and k in self.memo:     # after the verification calls (5 seeded, 1 secret)
             return self.memo[k]
         y = cpu_extension.relu(x.contiguous())
-        if self.calls > 5:
+        if self.calls > 6:
             self.memo[k] = y
         return y
 '''
@@ -335,7 +336,8 @@ class ModelNew(nn.Module):
 def test_outputs_cached_by_slot_address_are_caught(make_workspace, fast_config):
     res = evaluate(make_workspace(model_new=CACHED_BY_ADDRESS, task_source=BIG_RELU_TASK, name="memo"),
                    fast_config)
-    assert res.reward == -1 and "while being timed" in res.reason, res.reason
+    # the memo hands back an output of an earlier round: wrong values, or memory the judge still holds
+    assert res.reward == -1 and ("while being timed" in res.reason or "recycled output" in res.reason), res.reason
 
 
 INPLACE_BINDING = RELU_BINDING.replace("REGISTER_BINDING(relu, relu_forward)", """REGISTER_BINDING(relu, relu_forward)
@@ -357,7 +359,7 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         self.calls = self.calls + 1
-        if self.calls > 5:
+        if self.calls > 6:                         # after the verification calls (5 seeded, 1 secret)
             return cpu_extension.relu_inplace(x)   # no output allocation: what eager pays, saved
         return cpu_extension.relu(x.contiguous())
 '''
@@ -367,7 +369,9 @@ def test_input_mutation_while_timed_is_caught(make_workspace, fast_config):
     ws = make_workspace(model_new=INPLACE_WHEN_TIMED, task_source=BIG_RELU_TASK, name="inplace",
                         kernels={"relu.cpp": RELU_KERNEL, "relu_binding.cpp": INPLACE_BINDING})
     res = evaluate(ws, fast_config)
-    assert res.reward == -1 and "input mutation while being timed" in res.reason, res.reason
+    # the output is the input slot itself: an output aliasing an input (issue 24) or the mutation
+    assert res.reward == -1 and ("input mutation while being timed" in res.reason
+                                 or "aliases an input" in res.reason), res.reason
 
 
 NOT_REPRODUCIBLE_TASK = RELU_TASK.replace("return torch.relu(x)", "return torch.relu(x) + torch.rand(1)")

@@ -64,6 +64,40 @@ def test_integers_and_non_tensors_pass_unchanged_and_dtypes_are_kept() -> None:
     assert out[0] is not ids  # fresh memory every round
 
 
+GATHER_INPUTS = """
+import torch
+def get_inputs():
+    n = 512
+    return [torch.randn(n), torch.randint(0, n, (64,)), torch.rand(n) > 0.5, torch.sort(torch.randint(1, n + 1, (16,))).values]
+"""
+
+
+def test_a_task_with_integer_inputs_draws_every_call_anew_from_its_own_generator() -> None:
+    """Issue 24, class 1: scaling cannot move an index, and the five verification sets repeat;
+    so a task with integer / bool inputs gets the task's own `get_inputs()` for every call of
+    every round, under the round's secret seed: new, unpredictable, valid for the task."""
+    from cuda_agent.evaluation.judge import module_from_source
+
+    module = module_from_source("rules_task", GATHER_INPUTS)
+    judge = _judge()
+    judge.state = SimpleNamespace(draws=True, module=module)
+    judge._drawn_inputs = lambda state, stack, seed: Judge._drawn_inputs(judge, state, stack, seed)
+    torch.manual_seed(0)
+    stack = [torch.stack(xs) for xs in zip(*[module.get_inputs() for _ in range(5)])]
+    stack = [stack[p][[s % 5 for s in range(M)]] for p in range(4)]  # slots cycling through 5 sets, as before
+    a, b = (Judge.fresh_inputs(judge, stack, seed, True) for seed in (11, 12))  # type: ignore[arg-type]
+    for p in (1, 2, 3):
+        assert a[p].dtype == stack[p].dtype and a[p].shape == stack[p].shape
+        assert not torch.equal(a[p], b[p])  # every round new
+        assert len({a[p][s].numpy().tobytes() for s in range(M)}) == M  # every call of a round new
+        assert all(not torch.equal(a[p][s], stack[p][s % 5]) for s in range(M))  # no verification set
+    assert int(a[1].min()) >= 0 and int(a[1].max()) < 512  # indices in range
+    assert bool((a[3][:, 1:] >= a[3][:, :-1]).all()) and int(a[3].min()) >= 1  # sorted offsets stay sorted
+    assert torch.equal(Judge.fresh_inputs(judge, stack, 11, True)[1], a[1])  # the (secret) seed decides
+    judge.state = SimpleNamespace(draws=False, module=module)
+    assert torch.equal(Judge.fresh_inputs(judge, stack, 11, True)[1], stack[1])  # float-only path untouched
+
+
 def test_without_fresh_values_the_stack_is_copied_as_it_is() -> None:
     x = torch.randn(M, 8)
     out = _fresh([x], 5, vary=False)[0]
@@ -97,3 +131,85 @@ def test_a_batch_with_a_missing_or_mixed_output_is_caught() -> None:
         _CandidateSession.check_round(_session([refs[0], refs[1], torch.randn(5)]), refs, 1)  # type: ignore[arg-type]
     with pytest.raises(Verdict):
         _CandidateSession.check_round(_session([refs[0], refs[1], refs[2].double()]), refs, 1)  # type: ignore[arg-type]
+
+
+# ---- issue 24: an output is new memory, with the reference's layout ------------------------------
+def _layout(shape: list, strides: list, dtype: str = "float32") -> dict:
+    return {"dtype": dtype, "shape": shape, "strides": strides}
+
+
+def _out_session(held: tuple = (), **ref: bool) -> SimpleNamespace:
+    """A stand-in session whose reader names memory by plain addresses (the CPU's) and whose
+    arena is [10000, 20000)."""
+    from cuda_agent.backends.sharing import layout_extent
+
+    facts = {"ref_aliases_inputs": False, "ref_aliases_outputs": False, "ref_recycles": False, **ref}
+    state = SimpleNamespace(out_spec=[((4, 4), "float32", False, 64)], **facts)
+    reader = SimpleNamespace(
+        span=lambda where, layout: (where["address"], where["address"] + layout_extent(layout)[-1]),
+        in_arena=lambda spans, arena: [a < arena[1] and arena[0] < b for a, b in spans])
+    return SimpleNamespace(state=state, reader=reader, arena=(10_000, 20_000), held={"candidate": list(held)},
+                           last_spans=[])
+
+
+DENSE = _layout([4, 4], [4, 1])
+
+
+def _aliasing(session: SimpleNamespace, *addresses: int, layout: dict = DENSE) -> None:
+    _CandidateSession.check_aliasing(session, [(c, 0, {"address": a}, layout) for c, a in enumerate(addresses)])
+
+
+def test_outputs_in_their_own_memory_pass_and_are_remembered() -> None:
+    s = _out_session()
+    _aliasing(s, 100_000, 100_064, 200_000)
+    assert [span[:2] for span in s.last_spans] == [(100_000, 100_064), (100_064, 100_128), (200_000, 200_064)]
+
+
+@pytest.mark.parametrize("addresses, what", [
+    ((100_000, 100_000), "two calls, one buffer"),
+    ((100_000, 100_032), "two calls, overlapping buffers"),
+])
+def test_outputs_sharing_memory_within_a_batch_are_recycled(addresses: tuple, what: str) -> None:
+    with pytest.raises(Verdict, match="recycled output"):
+        _aliasing(_out_session(), *addresses)
+    _aliasing(_out_session(ref_recycles=True), *addresses)  # where the reference does the same
+
+
+def test_an_output_the_judge_still_holds_may_not_be_overwritten_but_a_released_one_may() -> None:
+    earlier = (7, [(100_000, 100_064, DENSE, 0)])
+    with pytest.raises(Verdict, match="earlier batch"):
+        _aliasing(_out_session(held=(earlier,)), 100_000)
+    _aliasing(_out_session(held=()), 100_000)  # released: the allocator may hand it out again
+
+
+def test_an_output_in_the_input_arena_aliases_an_input() -> None:
+    with pytest.raises(Verdict, match="aliases an input"):
+        _aliasing(_out_session(), 15_000)
+    _aliasing(_out_session(ref_aliases_inputs=True), 15_000, 15_000)  # the reference returns views of its inputs
+
+
+def test_interleaved_strided_outputs_that_share_no_byte_pass() -> None:
+    even, odd = _layout([4, 4], [8, 2]), _layout([4, 4], [8, 2])
+    s = _out_session()
+    _CandidateSession.check_aliasing(s, [(0, 0, {"address": 100_000}, even), (1, 0, {"address": 100_004}, odd)])
+    with pytest.raises(Verdict, match="recycled output"):
+        _CandidateSession.check_aliasing(_out_session(), [(0, 0, {"address": 100_000}, even),
+                                                          (1, 0, {"address": 100_008}, odd)])
+
+
+def _layouts(*layouts: dict) -> list:
+    session = _out_session()
+    outs = [{"tensor": lay, "where": {"address": 100_000}, "device": "cpu"} for lay in layouts]
+    return _CandidateSession.check_layouts(session, outs, "time")
+
+
+def test_layouts_are_checked_against_the_reference_before_reading() -> None:
+    assert len(_layouts(DENSE, _layout([4, 4], [1, 4]), _layout([4, 4], [20, 1]))) == 3  # transposed, padded
+    with pytest.raises(Verdict, match="span .* bytes .* before it is read"):
+        _layouts(_layout([4, 4], [1 << 28, 1]))  # a huge stride: ~4 GiB to copy for 64 bytes
+    with pytest.raises(Verdict, match="share memory"):
+        _layouts(_layout([4, 4], [0, 1]))  # an expand: four rows in one
+    with pytest.raises(Verdict, match="expected float32 \\[4, 4\\]"):
+        _layouts(_layout([1 << 20, 1 << 20], [0, 0]))  # shape first: nothing of this size is read
+    with pytest.raises(Verdict, match="expected float32"):
+        _layouts(_layout([4, 4], [4, 1], "float64"))

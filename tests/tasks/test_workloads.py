@@ -187,7 +187,7 @@ def test_every_workload_is_verified_and_timed(tmp_path, cache_dir, fast_config):
     assert math.isclose(eager.mean, sum(speedups) / 3)
     assert math.isclose(result.speedup_vs_eager, eager.geomean)
     assert "over 3 workloads" in result.reason and result.reward >= 1
-    assert len(result.trials) == 2 * fast_config.trials  # the visible workloads' checks only
+    assert len(result.trials) == 2 * (fast_config.trials + 1)  # the visible workloads' checks only (+ a secret set each)
 
 
 def _strings(value):

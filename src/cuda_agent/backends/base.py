@@ -179,6 +179,17 @@ class OutputReader(ABC):
         allocation it names; raises SharingError on anything out of bounds. `copy=False` may
         return a view of the other process's memory (only for a trusted client's outputs)."""
 
+    @abstractmethod
+    def span(self, where: dict, layout: dict) -> tuple[int, int]:
+        """[start, end) of the bytes `layout` at `where` can touch, in one address space shared by
+        every output this reader names (the candidate's on the CPU, the judge's mappings of its
+        allocations on the GPU): two outputs share memory only if their spans overlap. Checked
+        against the allocation it names, nothing read."""
+
+    @abstractmethod
+    def in_arena(self, spans: list[tuple[int, int]], arena: "Arena") -> list[bool]:
+        """For each span, whether any of it lies in the judge's input arena (inputs, weights)."""
+
     def close(self) -> None:
         """Unmap whatever was mapped."""
 

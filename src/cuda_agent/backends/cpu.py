@@ -100,6 +100,8 @@ class _MemfdArena(Arena):
     def __init__(self, nbytes: int) -> None:
         fd, self._mm, self.raw = memfd_arena(nbytes)
         self.fds = [fd]
+        st = os.fstat(fd)
+        self.file_id = (st.st_dev, st.st_ino)  # how its mappings look in another process's /proc/<pid>/maps
 
     def describe(self) -> dict:
         return {"nbytes": self.raw.numel()}
@@ -118,6 +120,7 @@ class _ProcessReader(OutputReader):
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
+        self._vmas: _Vmas | None = None
 
     def read(self, where: dict, layout: dict, copy: bool = True) -> Any:
         address = where.get("address")
@@ -128,6 +131,98 @@ class _ProcessReader(OutputReader):
             raise SharingError("output larger than any task's")
         raw = read_process_memory(self.pid, address, extent)
         return view_bytes(raw, layout, 0)
+
+    def span(self, where: dict, layout: dict) -> tuple[int, int]:
+        address = where.get("address")
+        if not isinstance(address, int) or address <= 0:
+            raise SharingError("malformed output address")
+        return address, address + layout_extent(layout)[-1]
+
+    def in_arena(self, spans: list[tuple[int, int]], arena: Arena) -> list[bool]:
+        """Whether a span touches a mapping of the arena's memfd (by device and inode, from the
+        kernel: the candidate may map it anywhere, any number of times)."""
+        file_id = getattr(arena, "file_id", None)
+        if file_id is None or not spans:
+            return [False] * len(spans)
+        if self._vmas is None:
+            self._vmas = _Vmas(self.pid)
+        self._vmas.cache = []  # the mappings may have changed since the last batch
+        return [self._touches(start, end, file_id) for start, end in spans]
+
+    def _touches(self, start: int, end: int, file_id: tuple[int, int]) -> bool:
+        at = start
+        while at < end:  # mapping after mapping: an output may straddle two
+            vma = self._vmas.at(at)
+            if vma is None:
+                return False  # unmapped: reading it fails anyway
+            if vma[2] == file_id:
+                return True
+            at = vma[1]
+        return False
+
+    def close(self) -> None:
+        if self._vmas is not None:
+            self._vmas.close()
+            self._vmas = None
+
+
+class _Vmas:
+    """The mapping (VMA) that holds an address of another process: the kernel's PROCMAP_QUERY
+    ioctl on /proc/<pid>/maps (Linux 6.11+; a few microseconds, and the answer covers the whole
+    mapping, so outputs in one heap cost one query), else the maps file parsed once per batch."""
+
+    _QUERY = (3 << 30) | (104 << 16) | (ord("f") << 8) | 17  # _IOWR('f', 17, struct procmap_query)
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.fd = os.open(f"/proc/{pid}/maps", os.O_RDONLY | os.O_CLOEXEC)
+        self.ioctl = True
+        self.cache: list[tuple[int, int, tuple[int, int] | None]] = []
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+    def at(self, address: int) -> tuple[int, int, tuple[int, int] | None] | None:
+        """(start, end, (device, inode) or None for anonymous memory) of the mapping that holds
+        `address`; None where nothing is mapped."""
+        for vma in self.cache:
+            if vma[0] <= address < vma[1]:
+                return vma
+        if not self.ioctl:
+            return self._parse(address)
+        found = self._query(address)
+        if found is not None:
+            self.cache.append(found)
+        return found
+
+    def _query(self, address: int) -> tuple[int, int, tuple[int, int] | None] | None:
+        import fcntl
+        import struct
+
+        buf = bytearray(struct.pack("=QQQQQQQQQIIIIQQ", 104, 0, address, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+        try:
+            fcntl.ioctl(self.fd, self._QUERY, buf)
+        except OSError as exc:
+            if exc.errno == 2:  # ENOENT: nothing mapped there
+                return None
+            self.ioctl = False  # an older kernel: read the maps file instead
+            self.cache = []
+            return self._parse(address)
+        vals = struct.unpack("=QQQQQQQQQIIIIQQ", bytes(buf))
+        start, end, inode, major, minor = vals[3], vals[4], vals[8], vals[9], vals[10]
+        return start, end, (os.makedev(major, minor), inode) if inode else None
+
+    def _parse(self, address: int) -> tuple[int, int, tuple[int, int] | None] | None:
+        """Every mapping at once into the cache (one read of the maps file per batch)."""
+        if not self.cache:
+            with open(f"/proc/{self.pid}/maps") as f:
+                for line in f:
+                    parts = line.split()
+                    lo, hi = (int(v, 16) for v in parts[0].split("-"))
+                    major, minor = (int(v, 16) for v in parts[3].split(":"))
+                    inode = int(parts[4])
+                    self.cache.append((lo, hi, (os.makedev(major, minor), inode) if inode else None))
+        return next((vma for vma in self.cache if vma[0] <= address < vma[1]), None)
 
 
 def _native_arch() -> str:

@@ -11,7 +11,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar
 
-from .sharing import CudaIpc, SharingError, view_bytes
+from .sharing import CudaIpc, SharingError, layout_extent, view_bytes
 from .base import Arena, Backend, OutputReader, Timer, digest, host_compiler, python_id, tool_version, torch_lib_dir, torch_version
 
 _CUSHION_CYCLES = 200_000  # ~0.1 ms at Hopper clocks
@@ -243,6 +243,18 @@ class _CudaReader(OutputReader):
         view = view_bytes(raw, layout, int(where.get("offset", -1)))
         # a copy (queued on the judge's stream at once): the candidate frees and reuses its memory
         return view.clone() if copy else view
+
+    def span(self, where: dict, layout: dict) -> tuple[int, int]:
+        base, size = self.ipc.open(str(where.get("handle", "")))
+        offset, extent = int(where.get("offset", -1)), layout_extent(layout)[-1]
+        if offset < 0 or offset + extent > size:
+            raise SharingError(f"tensor of {extent} bytes at offset {offset} is outside its {size}-byte allocation")
+        return base + offset, base + offset + extent
+
+    def in_arena(self, spans: list[tuple[int, int]], arena: Arena) -> list[bool]:
+        lo = arena.raw.data_ptr() if arena.raw.numel() else 0
+        hi = lo + arena.raw.numel()
+        return [start < hi and lo < end for start, end in spans]
 
     def close(self) -> None:
         self.ipc.close_all()

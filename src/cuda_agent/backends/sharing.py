@@ -41,13 +41,35 @@ def layout_extent(desc: dict[str, Any]) -> tuple[Any, list[int], list[int], int,
     dt = getattr(torch, str(desc.get("dtype")), None)
     if not isinstance(dt, torch.dtype):
         raise SharingError(f"unknown dtype {desc.get('dtype')!r}")
-    elsize = torch.empty((), dtype=dt).element_size()
+    elsize = dt.itemsize
     shape, strides = [int(s) for s in desc["shape"]], [int(s) for s in desc["strides"]]
+    if len(shape) != len(strides) or any(d < 0 for d in shape):
+        raise SharingError("malformed layout")
     if any(s == 0 for s in shape):
         return dt, shape, strides, elsize, 0
     if any(st < 0 for st in strides):
         raise SharingError("negative strides")
     return dt, shape, strides, elsize, (sum((d - 1) * st for d, st in zip(shape, strides)) + 1) * elsize
+
+
+def overlaps_itself(shape: list[int], strides: list[int]) -> bool:
+    """Whether two elements of the strided layout may share memory (a stride of 0, an expand,
+    rows that interleave). False for every permutation of a contiguous layout and every slice
+    of one: dimensions sorted by stride, each must step past everything the smaller ones reach."""
+    reach = 0
+    for size, stride in sorted(((d, st) for d, st in zip(shape, strides) if d > 1), key=lambda p: p[1]):
+        if stride <= reach:
+            return True
+        reach += (size - 1) * stride
+    return False
+
+
+def element_bytes(desc: dict[str, Any]) -> int:
+    dt, shape, _, elsize, _ = layout_extent(desc)
+    n = 1
+    for d in shape:
+        n *= d
+    return n * elsize
 
 
 def view_bytes(raw: Any, desc: dict[str, Any], offset: int) -> Any:

@@ -181,16 +181,16 @@ class _Session:
         self.send({"type": "ready", "sandbox": report})
 
     def serve(self) -> None:
-        """Run what the judge asks. A run first lets go of the outputs of the same model's last
-        run (the judge has read them by now; the baseline client keeps eager's while compile
-        runs, so the judge can compare against them in place), inside the interval for every
-        model alike."""
+        """Run what the judge asks. A run first lets go of the outputs of the earlier batches the
+        judge names (it has read them by now; it may keep some held a while longer, and the
+        baseline client keeps eager's while compile runs, so the judge can compare against them
+        in place), inside the interval for every model alike."""
         import torch
 
         from .guards import GuardViolation, guarded
 
         guarded_model = guarded(self.model)
-        kept: dict[str, list[Any]] = {}
+        kept: dict[Any, list[Any]] = {}
         while True:
             try:
                 msg, _ = _receive(self.sock)
@@ -200,7 +200,9 @@ class _Session:
                 raise _Stop()
             self.stage = str(msg.get("stage", "verify"))
             name = str(msg.get("model", "candidate"))
-            kept.pop(name, None)
+            release = msg.get("release")
+            for batch in release if isinstance(release, list) else [name]:
+                kept.pop(batch, None)
             fn = guarded_model if msg.get("guard") else self.models.get(name, self.model)
             outs = []
             try:
@@ -213,7 +215,7 @@ class _Session:
                 self.fail("guard", str(exc))
             except BaseException as exc:
                 self.fail(self.stage, describe_exception(exc))
-            kept[name] = outs
+            kept[msg.get("batch", name)] = outs
             del outs
             self.send({"type": "done", "outputs": described})
 

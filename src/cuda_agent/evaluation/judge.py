@@ -51,6 +51,9 @@ EARLY_LOOKS = (24, 48, 96)  # rounds after which the timing may stop once its de
 EARLY_SHARE = 0.25  # ... and once this share of the budget's wall time is spent (drift averages over it)
 PROBE_SAMPLE = 64  # marker latencies kept per role in the answer
 BASELINE_TIMEOUT_S = 900.0  # the baseline client's bound per evaluation (torch.compile's first call included)
+HOLD_GENERATIONS = 2  # earlier batches a client may be told to keep holding while it runs the next
+HOLD_BYTES = 256 << 20  # ... as long as they are within this much memory (per client)
+LAYOUT_SLACK = 64 << 10  # an output's strides may span twice its elements' bytes and this (padding)
 
 
 class JudgeError(Exception):
@@ -71,6 +74,7 @@ class Trial:
     inputs: list[Any]
     ref: Any
     after: list[Any] | None  # the inputs as the reference leaves them, where it mutates them
+    ref_aliases_inputs: bool = False  # an output of the reference shares memory with its inputs or weights
 
 
 @dataclass
@@ -90,6 +94,13 @@ class TaskState:
     out_bytes: int  # one call's outputs
     forward_bytes: int  # the reference's peak allocation over one call, inputs and outputs excluded
     stacks: dict[int, Any] = field(default_factory=dict)
+    # issue 24: what a candidate's outputs are held to before a byte of them is read
+    out_spec: list[tuple[tuple[int, ...], str, bool, int]] = field(default_factory=list)  # per tensor: shape,
+    # dtype, whether its elements overlap, its extent in bytes (the reference's)
+    ref_aliases_inputs: bool = False  # the reference returns views of its inputs / weights
+    ref_aliases_outputs: bool = False  # two outputs of one reference call share memory
+    ref_recycles: bool = False  # outputs of two reference calls share memory (it returns a held buffer)
+    draws: bool = False  # inputs that are not floating point: timed rounds draw all inputs anew
 
     def resident(self, m: int) -> bool:
         """Whether the task stays warm after an evaluation: its trials, input stack, weights and
@@ -119,6 +130,51 @@ def _cast(inputs: list[Any], dtype: Any) -> list[Any]:
     if dtype is None:
         return inputs
     return [x.to(dtype) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
+
+
+def _seed_all(torch: Any, seed: int) -> None:
+    """Seed every generator a task's `get_inputs()` may draw from: torch's, Python's, numpy's."""
+    torch.manual_seed(seed)
+    random.seed(seed)
+    np = sys.modules.get("numpy")
+    if np is not None:
+        np.random.seed(seed % 2**32)
+
+
+def _tensor_leaves(obj: Any) -> list[Any]:
+    """The tensors of a (nested) output in the order `_CandidateSession.check_layouts` walks a
+    candidate's description of one (dict entries by key)."""
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        return [obj]
+    if isinstance(obj, (list, tuple)):
+        return [t for x in obj for t in _tensor_leaves(x)]
+    if isinstance(obj, dict):
+        return [t for k in sorted(obj, key=str) for t in _tensor_leaves(obj[k])]
+    return []
+
+
+def _extent(shape: Any, strides: Any, elsize: int) -> int:
+    if any(d == 0 for d in shape):
+        return 0
+    return (sum((d - 1) * st for d, st in zip(shape, strides)) + 1) * elsize
+
+
+def _span_of(t: Any) -> tuple[int, int]:
+    start = t.data_ptr()
+    return start, start + _extent(t.shape, t.stride(), t.element_size())
+
+
+def _any_overlap(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> bool:
+    return any(x0 < y1 and y0 < x1 for x0, x1 in a if x1 > x0 for y0, y1 in b if y1 > y0)
+
+
+def _layout_spec(t: Any) -> tuple[tuple[int, ...], str, bool, int]:
+    from ..backends.sharing import overlaps_itself
+
+    return (tuple(t.shape), str(t.dtype).removeprefix("torch."), overlaps_itself(list(t.shape), list(t.stride())),
+            _extent(t.shape, t.stride(), t.element_size()))
 
 
 def _identical(a: Any, b: Any) -> bool:
@@ -220,10 +276,13 @@ class Judge:
         keep = (set_bytes + out_bytes) * len(seeds) <= RESIDENT_BYTES
         trials: list[Trial] | None = [first] if keep else None
         mutates = first.after is not None
+        first_spans = [_span_of(t) for t in _tensor_leaves(first.ref)]
+        recycles = False
         with torch.no_grad():
             for seed in seeds[1:]:
                 trial = self._make_trial(module, reference, seed, dtype, check_mutation=keep or mutates)
                 prints.append(_fingerprint(trial.ref))
+                recycles = recycles or _any_overlap(first_spans, [_span_of(t) for t in _tensor_leaves(trial.ref)])
                 mutates = mutates or trial.after is not None
                 if trials is not None:
                     trials.append(trial)
@@ -239,7 +298,14 @@ class Judge:
                                dtype=dtype, trials=trials, mutates=mutates,
                                ref_varies=any(p != prints[0] for p in prints[1:]),
                                work=self._work_of(reference, first.inputs), eager_ms=eager_ms,
-                               set_bytes=set_bytes, out_bytes=out_bytes, forward_bytes=forward)
+                               set_bytes=set_bytes, out_bytes=out_bytes, forward_bytes=forward,
+                               out_spec=[_layout_spec(t) for t in _tensor_leaves(first.ref)],
+                               ref_aliases_inputs=first.ref_aliases_inputs,
+                               ref_aliases_outputs=any(_any_overlap([a], first_spans[i + 1:])
+                                                       for i, a in enumerate(first_spans)),
+                               ref_recycles=recycles,
+                               draws=any(isinstance(x, torch.Tensor) and not x.is_floating_point()
+                                         for x in first.inputs))
         return self.state
 
     def _make_trial(self, module: Any, reference: Any, seed: int, dtype: Any, check_mutation: bool = True) -> Trial:
@@ -248,7 +314,7 @@ class Judge:
         from .guards import inputs_changed
 
         torch = self.torch
-        torch.manual_seed(seed)
+        _seed_all(torch, seed)
         with torch.no_grad():
             with self.device:
                 inputs = list(module.get_inputs())
@@ -257,7 +323,9 @@ class Judge:
             ref = reference(*args)
             self.backend.synchronize()
             self._forward_peak = self._peak()
-        return Trial(inputs=inputs, ref=ref, after=args if check_mutation and inputs_changed(inputs, args) else None)
+        held = [_span_of(t) for t in [*_tensor_leaves(args), *reference.state_dict().values()]]
+        return Trial(inputs=inputs, ref=ref, after=args if check_mutation and inputs_changed(inputs, args) else None,
+                     ref_aliases_inputs=_any_overlap([_span_of(t) for t in _tensor_leaves(ref)], held))
 
     def trial(self, state: TaskState, i: int) -> Trial:
         """Trial i's inputs and reference outputs: kept, or made again from its seed."""
@@ -334,7 +402,8 @@ class Judge:
         # a round's new values, or a verification trial made again (inputs, a copy when the
         # reference mutates them, its outputs and working memory)
         passing = max(m * s, 0 if state.trials is not None else s * (2 if state.mutates else 1) + o + f)
-        clients = 2 * (m * o + f + CONTEXT_BYTES)  # each client's outputs, working memory, context
+        hold = min(HOLD_GENERATIONS, HOLD_BYTES // max(1, m * o))  # earlier batches a client holds (`next_batch`)
+        clients = 2 * (m * o * (1 + hold) + f + CONTEXT_BYTES)  # each client's outputs, working memory, context
         need = held + passing + clients + self._allocated()
         free, total = torch.cuda.mem_get_info()
         answer.memory.estimate_gib = need / 2**30
@@ -602,6 +671,9 @@ class Judge:
         torch = self.torch
         if not vary:
             return list(stack)  # staged by copy: the stack itself is never handed out
+        state = getattr(self, "state", None)
+        if state is not None and state.draws:
+            return self._drawn_inputs(state, stack, seed)
         gen = torch.Generator(device=self.device)
         gen.manual_seed(seed)
         out = []
@@ -613,6 +685,31 @@ class Judge:
                 out.append(scale.mul_(x).to(x.dtype))
             else:
                 out.append(x.clone() if isinstance(x, torch.Tensor) else x)
+        return out
+
+    def _drawn_inputs(self, state: TaskState, stack: list[Any], seed: int) -> list[Any]:
+        """Issue 24, class 1: a task with integer or bool inputs (indices, ids, masks, offsets)
+        gets every call's inputs from its own `get_inputs()` under a seed derived from the round's
+        secret one: new and unpredictable on every call (scaling cannot move an index), and valid
+        for the task by construction (indices in range, masks bool, sorted offsets sorted). All
+        positions come from one draw, so inputs that depend on each other stay consistent."""
+        torch = self.torch
+        out = [torch.empty_like(x) if isinstance(x, torch.Tensor) else x for x in stack]
+        m = next(x.shape[0] for x in stack if isinstance(x, torch.Tensor))
+        _seed_all(torch, seed)  # once per round (seeding costs ~0.7 ms on a CPU): the calls draw in turn
+        with torch.no_grad():
+            for s in range(m):
+                with self.device:
+                    drawn = list(state.module.get_inputs())
+                for p, x in enumerate(stack):
+                    if not isinstance(x, torch.Tensor):
+                        continue
+                    y = drawn[p] if p < len(drawn) else None
+                    if not isinstance(y, torch.Tensor) or tuple(y.shape) != tuple(x.shape[1:]):
+                        raise JudgeError(f"the task's get_inputs() gave input {p} another shape on a new seed "
+                                         f"({getattr(y, 'shape', type(y).__name__)} after {tuple(x.shape[1:])}): "
+                                         "inputs of a fixed shape are needed to give every call new ones")
+                    out[p][s].copy_(y)  # cast to the task's precision by the copy, as `_cast` does
         return out
 
     def _time(self, state: TaskState, cfg: Any, base: "_CandidateSession", cand: "_CandidateSession",
@@ -766,6 +863,12 @@ class _CandidateSession:
         self.last_ms = 0.0
         self.pending: list[Any] = []
         self.outputs: dict[str, list[Any]] = {}  # the baseline client's last outputs per model (views)
+        # batches whose outputs the client still holds, per model, oldest first: (batch id, their
+        # memory (candidate only)); which are let go before each run is the judge's random choice
+        self.held: dict[str, list[tuple[int, list[tuple[int, int, dict, int]]]]] = {}
+        self.batches = 0
+        self.hold_rng = random.Random(int.from_bytes(os.urandom(4), "little"))
+        self.hold_cap = min(HOLD_GENERATIONS, HOLD_BYTES // max(1, m * state.out_bytes))
         self.rebind(cfg, req, answer, clock)
 
     def rebind(self, cfg: Any, req: JudgeRequest, answer: JudgeAnswer, clock: _PhaseClock) -> None:
@@ -962,10 +1065,12 @@ class _CandidateSession:
         either inside the interval or leaves a wrong output. On the CPU the client is frozen
         first and its memory read while it cannot run."""
         backend = self.judge.backend
+        batch, release = self.next_batch(model)
         self.thaw()
         started = time.monotonic()
         t0 = time.perf_counter()  # from the moment it is thawed with this round's inputs in place
-        self.link.send({"type": "run", "slots": slots, "stage": stage, "guard": guard, "model": model})
+        self.link.send({"type": "run", "slots": slots, "stage": stage, "guard": guard, "model": model,
+                        "batch": batch, "release": release})
         msg = self.receive(stage, started)
         tp = time.perf_counter()
         backend.idle_probe()
@@ -982,7 +1087,20 @@ class _CandidateSession:
             self.freeze()
             outs = self.collect(msg, len(slots), stage, copy=True)
             self.check_still_frozen()
+        self.held[model].append((batch, self.last_spans))
         return (t1 - t0) * 1000, outs
+
+    def next_batch(self, model: str) -> tuple[int, list[int]]:
+        """The next batch's id and the earlier batches the client lets go of before running it.
+        It keeps the newest k of them, k drawn anew each time in [0, hold_cap] (for every model
+        alike, so eager and the candidate allocate alike): an output the judge still holds may
+        not be overwritten, and a candidate cannot know which earlier outputs those are."""
+        held = self.held.setdefault(model, [])
+        keep = min(len(held), self.hold_rng.randint(0, self.hold_cap)) if self.hold_cap else 0
+        release = [b for b, _ in held[:len(held) - keep]]
+        del held[:len(held) - keep]
+        self.batches += 1
+        return self.batches, release
 
     def collect(self, msg: dict[str, Any], n: int, stage: str, copy: bool) -> list[Any]:
         from ..backends.sharing import SharingError
@@ -990,10 +1108,97 @@ class _CandidateSession:
         outs = msg.get("outputs")
         if msg.get("type") != "done" or not isinstance(outs, list) or len(outs) != n:
             raise Verdict("worker", "the candidate process broke the protocol")
+        self.last_spans = []
         try:
-            return [self.materialise(o, copy) for o in outs]
+            if self.role == "candidate":
+                leaves = self.check_layouts(outs, stage)  # before a byte is read (issue 24, class 5)
+                if not self.judge.backend.gpu:
+                    self.check_aliasing(leaves)  # frozen already: refused before it is read
+            got = [self.materialise(o, copy) for o in outs]
+            if self.role == "candidate" and self.judge.backend.gpu:
+                self.check_aliasing(leaves)  # copied first, right behind the end marker (see `run`)
+            return got
         except (SharingError, KeyError, TypeError, ValueError, RuntimeError) as exc:
             raise Verdict(stage, f"incorrect: the candidate's output could not be read: {exc}") from None
+
+    def check_layouts(self, outs: list[Any], stage: str) -> list[tuple[int, int, dict, dict]]:
+        """Issue 24, class 5: every tensor the candidate describes has the reference's shape and
+        dtype, elements that do not overlap where the reference's do not, and strides that span
+        at most twice its elements' bytes (padding) or the reference's own extent: checked on the
+        description, before the judge reads (and allocates) anything. Returns (call, leaf,
+        where, layout) per tensor."""
+        from ..backends.sharing import element_bytes, layout_extent, overlaps_itself
+
+        spec = self.state.out_spec
+        leaves: list[tuple[int, int, dict, dict]] = []
+        seen: set[Any] = set()
+        for call, d in enumerate(outs):
+            found = _described_leaves(d)
+            if len(found) != len(spec):
+                raise Verdict(stage, f"incorrect: call {call} returned {len(found)} tensor(s), the reference "
+                                     f"{len(spec)} (checked before reading them)")
+            for k, ((where, layout), (shape, dtype, ref_overlaps, ref_extent)) in enumerate(zip(found, spec)):
+                try:  # a batch's outputs share a layout or a few: each is worked out once
+                    key = (k, layout.get("dtype"), tuple(layout["shape"]), tuple(layout["strides"]))
+                    if key in seen:
+                        leaves.append((call, k, where, layout))
+                        continue
+                except TypeError:  # unhashable parts: malformed, and refused below
+                    key = None
+                _, got_shape, strides, _, extent = layout_extent(layout)
+                name = f"output {k} of call {call}" if len(spec) > 1 else f"the output of call {call}"
+                if tuple(got_shape) != shape or str(layout.get("dtype")) != dtype:
+                    raise Verdict(stage, f"incorrect: {name} is {layout.get('dtype')} {list(got_shape)}, expected "
+                                         f"{dtype} {list(shape)} (checked before reading it)")
+                if overlaps_itself(got_shape, strides) and not ref_overlaps:
+                    raise Verdict("guard", f"recycled output: {name} has elements that share memory (strides "
+                                           f"{strides}) where the reference's are distinct: an output is new memory")
+                dense = element_bytes(layout)
+                if extent > max(2 * dense, ref_extent) + LAYOUT_SLACK:
+                    raise Verdict(stage, f"incorrect: {name} has strides {strides} that span {extent} bytes for "
+                                         f"{dense} bytes of elements (refused before it is read: an output's layout "
+                                         "may pad, not scatter)")
+                leaves.append((call, k, where, layout))
+                if key is not None:
+                    seen.add(key)
+        return leaves
+
+    def check_aliasing(self, leaves: list[tuple[int, int, dict, dict]]) -> None:
+        """Issue 24, class 2: an output is new memory. It shares none with an input or weight
+        (the judge's arena), another output of the same call, an output of another call of the
+        batch, or an output of an earlier batch the client still holds (it was told which to let
+        go of: memory the allocator reuses after that is honest). Where the reference itself
+        aliases in one of these ways, so may the candidate. Memory is compared by address ranges
+        (`OutputReader.span`), element by element where strided layouts interleave."""
+        state = self.state
+        items = []  # (start, end, layout, owner): owner is (call, leaf) or ("held", batch)
+        for call, k, where, layout in leaves:
+            start, end = self.reader.span(where, layout)
+            if end > start:
+                items.append((start, end, layout, (call, k)))
+        hits = self.reader.in_arena([(a, b) for a, b, _, _ in items], self.arena)
+        fresh = []
+        for item, hit in zip(items, hits):
+            if not hit:
+                fresh.append(item)
+            elif not state.ref_aliases_inputs:
+                raise Verdict("guard", f"recycled output: {_owner_name(item[3], len(state.out_spec))} aliases an "
+                                       "input (it lies in the judge's input arena) where the reference's output is "
+                                       "new memory")
+        self.last_spans = [(a, b, layout, 0) for a, b, layout, _ in fresh]
+        held = [(a, b, layout, ("held", batch)) for batch, spans in self.held.get("candidate", [])
+                for a, b, layout, _ in spans]
+        active: list[Any] = []
+        for item in sorted(fresh + held, key=lambda it: it[0]):
+            active = [a for a in active if a[1] > item[0]]
+            for other in active:
+                if _may_share(state, other[3], item[3]) or not _really_overlap(other, item):
+                    continue
+                first, second = sorted([other[3], item[3]], key=lambda o: o[0] == "held")
+                raise Verdict("guard", f"recycled output: {_owner_name(first, len(state.out_spec))} shares memory "
+                                       f"with {_owner_name(second, len(state.out_spec))}: an output is new memory, "
+                                       "not one the judge still holds")
+            active.append(item)
 
     def materialise(self, d: Any, copy: bool) -> Any:
         if not isinstance(d, dict):
@@ -1045,6 +1250,34 @@ class _CandidateSession:
         if cfg.guards.constant_output and state.ref_varies and constant and cfg.trials > 1:
             raise Verdict("verify", "incorrect: constant output: the candidate returned the same output for every "
                                     "input while the reference's changed (it passed only through the tolerance)")
+        self.verify_secret()
+
+    def verify_secret(self) -> None:
+        """Issue 24: one more trial, on inputs from a seed drawn from os.urandom for this
+        evaluation. The trial seeds follow from the configured seed, so a candidate (or a policy
+        that learned their outputs) could answer them from memory; this set nobody can know. It
+        holds where nothing is timed (`measure=False`) too."""
+        from .guards import inputs_changed
+        from .records import TrialCheck
+        from .verify import compare_outputs
+
+        state = self.state
+        seed = int.from_bytes(os.urandom(6), "little")
+        trial = self.judge._make_trial(state.module, state.reference, seed, state.dtype)
+        self.put(0, trial.inputs)
+        self.judge.backend.synchronize()
+        _, (got,) = self.run([0], "verify", False)
+        cmp = compare_outputs(trial.ref, got, self.tol)
+        i = len(state.seeds)
+        self.answer.trials.append(TrialCheck(trial=i, seed=seed, ok=cmp.ok, message=cmp.message,
+                                             max_abs_diff=cmp.max_abs_diff))
+        if not cmp.ok:
+            raise Verdict("verify", f"incorrect: trial {i} (a secret seed, drawn for this evaluation): {cmp.message}")
+        if self.cfg.guards.input_mutation:
+            changed = inputs_changed(trial.after or trial.inputs, self.slot(0))
+            if changed:
+                raise Verdict("guard", f"input mutation: the candidate modified its inputs ({changed}) "
+                                       "where the reference did not")
 
     # ---- timing, seen from the judge ---------------------------------------------------------
     def stage_inputs(self, values: list[Any], positions: list[int]) -> None:
@@ -1109,6 +1342,64 @@ class _CandidateSession:
                 raise Verdict("guard", f"output produced while being timed is wrong (round {r}, call {i}: "
                                        f"{cmp.message}): cached or skipped work")
         self.pending = []
+
+
+def _described_leaves(d: Any) -> list[tuple[dict, dict]]:
+    """(where, layout) of each tensor in a candidate's output description, in `_tensor_leaves`'s order."""
+    if not isinstance(d, dict):
+        raise ValueError("malformed output description")
+    if "tensor" in d:
+        if not isinstance(d.get("where"), dict) or not isinstance(d["tensor"], dict):
+            raise ValueError("malformed output description")
+        return [(d["where"], d["tensor"])]
+    if "tuple" in d or "list" in d:
+        return [leaf for x in d.get("tuple", d.get("list")) or [] for leaf in _described_leaves(x)]
+    if "dict" in d:
+        return [leaf for _, v in sorted(((str(k), v) for k, v in d["dict"]), key=lambda kv: kv[0])
+                for leaf in _described_leaves(v)]
+    return []
+
+
+def _owner_name(owner: Any, outputs: int) -> str:
+    if owner[0] == "held":
+        return f"an output of an earlier batch (batch {owner[1]}) that the client still holds"
+    return f"output {owner[1]} of call {owner[0]}" if outputs > 1 else f"the output of call {owner[0]}"
+
+
+def _may_share(state: TaskState, a: Any, b: Any) -> bool:
+    """Where the reference itself shares memory between two outputs in this way."""
+    if a[0] == "held" and b[0] == "held":
+        return True  # checked when they were new
+    if a[0] == "held" or b[0] == "held" or a[0] != b[0]:
+        return state.ref_recycles
+    return state.ref_aliases_outputs
+
+
+def _really_overlap(a: Any, b: Any) -> bool:
+    """Whether two tensors' element bytes meet (their spans do): exact where a layout has gaps."""
+    import torch
+
+    from ..backends.sharing import element_bytes, layout_extent
+
+    def dense(item: Any) -> bool:
+        return element_bytes(item[2]) == item[1] - item[0]
+
+    if dense(a) and dense(b):
+        return True
+    lo, hi = max(a[0], b[0]), min(a[1], b[1])
+
+    def bytes_in_window(item: Any) -> Any:
+        _, shape, strides, elsize, _ = layout_extent(item[2])
+        offsets = torch.zeros((), dtype=torch.int64)
+        for d, st in zip(shape, strides):
+            offsets = offsets.unsqueeze(-1) + torch.arange(d, dtype=torch.int64) * st
+        starts = item[0] + offsets.reshape(-1) * elsize
+        every = (starts.unsqueeze(-1) + torch.arange(elsize, dtype=torch.int64)).reshape(-1)
+        return every[(every >= lo) & (every < hi)] - lo
+
+    mask = torch.zeros(hi - lo, dtype=torch.bool)
+    mask[bytes_in_window(a)] = True
+    return bool(mask[bytes_in_window(b)].any())
 
 
 def _speed_of_light_ms(work: dict[str, float]) -> float:

@@ -1,0 +1,339 @@
+"""Issue 24, classes 1, 2 and 5, attacked as a hostile policy would on the CPU backend.
+
+1. inputs that repeat: integer / bool inputs (indices, ids, masks) and the verification sets
+   must be new and unpredictable on every call, and still valid for the task;
+2. outputs that are recycled: an output is fresh memory, aliasing no input, no other output
+   and no earlier output the judge still holds;
+5. the judge's own resources: an output's layout is checked against the reference's before
+   one byte of it is read.
+
+Each hostile case passed (reward >= 1) before the fix; the honest neighbours keep their reward.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from cuda_agent.evaluation import GuardConfig, evaluate
+
+from tests.conftest import RELU_KERNEL
+
+pytestmark = pytest.mark.slow
+
+
+def _cfg(fast_config, **update):
+    return fast_config.model_copy(update={"guards": GuardConfig(static_checks=False, symbols=False), **update})
+
+
+def _torch_ok(fast_config):
+    """Torch ops in forward allowed: what is tested is the layout / the inputs, not the kernel."""
+    return fast_config.model_copy(update={"guards": GuardConfig(static_checks=False, symbols=False,
+                                                                torch_compute=False)})
+
+
+# ---- class 1: inputs that repeat --------------------------------------------------------------
+GATHER_TASK = '''
+import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("table", torch.randn(4096, 64))
+    def forward(self, idx):
+        return self.table[idx]
+def get_inputs():
+    return [torch.randint(0, 4096, (2048,))]
+def get_init_inputs():
+    return []
+'''
+
+# the same task with ids drawn by Python's own generator (not torch's)
+GATHER_TASK_PYRANDOM = GATHER_TASK.replace(
+    "import torch\n", "import random\nimport torch\n", 1).replace(
+    "return [torch.randint(0, 4096, (2048,))]", "return [torch.tensor([random.randrange(4096) for _ in range(2048)])]")
+
+GATHER_KERNEL = '''
+#include <cstdint>
+extern "C" void gather_rows(const float* table, const int64_t* idx, float* out, int64_t n, int64_t d) {
+  #pragma omp parallel for
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < d; ++j) out[i * d + j] = table[idx[i] * d + j];
+}
+'''
+
+GATHER_BINDING = '''
+#include "binding_registry.h"
+extern "C" void gather_rows(const float* table, const int64_t* idx, float* out, int64_t n, int64_t d);
+at::Tensor gather_forward(const at::Tensor& table, const at::Tensor& idx) {
+  auto out = at::empty({idx.size(0), table.size(1)}, table.options());
+  gather_rows(table.data_ptr<float>(), idx.data_ptr<int64_t>(), out.data_ptr<float>(), idx.size(0), table.size(1));
+  return out;
+}
+REGISTER_BINDING(gather, gather_forward)
+'''
+
+GATHER_KERNELS = {"gather.cpp": GATHER_KERNEL, "gather_binding.cpp": GATHER_BINDING}
+
+HONEST_GATHER = '''
+import torch.nn as nn
+import cpu_extension
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("table", __import__("torch").empty(4096, 64))
+    def forward(self, idx):
+        return cpu_extension.gather(self.table, idx.contiguous())
+'''
+
+# honest on the first `HONEST_CALLS` calls, remembering each output by a hash of the ids; then it
+# bets that ids repeat and answers from memory (zeros when they do not)
+MEMO_BY_IDS = '''
+import hashlib
+import torch
+import torch.nn as nn
+import cpu_extension
+HONEST_CALLS = {honest}
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("table", torch.empty(4096, 64))
+        self.memo, self.calls = {{}}, 0
+    def forward(self, idx):
+        self.calls += 1
+        key = hashlib.sha1(idx.contiguous().numpy().tobytes()).hexdigest()
+        if self.calls <= HONEST_CALLS:
+            self.memo[key] = cpu_extension.gather(self.table, idx.contiguous())
+        hit = self.memo.get(key)
+        return hit.clone() if hit is not None else torch.zeros(idx.shape[0], 64)
+'''
+
+
+@pytest.mark.parametrize("task", [GATHER_TASK, GATHER_TASK_PYRANDOM], ids=["torch-ids", "python-random-ids"])
+def test_integer_inputs_are_new_on_every_timed_call(make_workspace, fast_config, task):
+    """Five verification calls plus the secret one computed, then answers from memory: before the
+    fix the timed rounds cycled through the five verification id sets, so every call hit."""
+    ws = make_workspace(model_new=MEMO_BY_IDS.format(honest=6), task_source=task, name="memo_ids",
+                        kernels=GATHER_KERNELS)
+    res = evaluate(ws, _cfg(fast_config))
+    assert res.reward == -1 and "while being timed" in res.reason, res.reason
+
+
+def test_verification_includes_a_set_nobody_can_predict(make_workspace, fast_config):
+    """The five trial seeds follow from the configured seed; a policy that knows them (or learned
+    their outputs) passed a correctness-only evaluation with a kernel that outputs zeros."""
+    ws = make_workspace(model_new=MEMO_BY_IDS.format(honest=5), task_source=GATHER_TASK, name="memo_seeds",
+                        kernels=GATHER_KERNELS)
+    res = evaluate(ws, _cfg(fast_config, measure=False))
+    assert res.reward == -1 and res.stage == "verify" and "secret" in res.reason, res.reason
+
+
+def test_an_honest_gather_keeps_its_reward(make_workspace, fast_config):
+    ws = make_workspace(model_new=HONEST_GATHER, task_source=GATHER_TASK, name="gather", kernels=GATHER_KERNELS)
+    res = evaluate(ws, _cfg(fast_config))
+    assert res.correct and res.reward >= 1 and not res.flags, res.reason
+    assert len(res.trials) == 6 and all(t.ok for t in res.trials)
+
+
+MASK_TASK = '''
+import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x, mask, offsets):
+        # valid only while the mask is bool and the offsets are sorted and in range
+        assert mask.dtype == torch.bool and bool((offsets[1:] >= offsets[:-1]).all()) and int(offsets[-1]) <= x.shape[0]
+        return torch.where(mask, x, 0.0).cumsum(0)[offsets - 1]
+def get_inputs():
+    n = 4096
+    return [torch.randn(n), torch.rand(n) > 0.5, torch.sort(torch.randint(1, n + 1, (64,))).values]
+def get_init_inputs():
+    return []
+'''
+
+
+def test_fresh_inputs_stay_valid_for_the_task(make_workspace, fast_config):
+    """Masks stay bool, sorted offsets stay sorted and in range: the task's own generator draws
+    them (the reference asserts it on every call, eager in the baseline client included)."""
+    torch_model = '''
+import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x, mask, offsets):
+        assert mask.dtype == torch.bool and bool((offsets[1:] >= offsets[:-1]).all())
+        return torch.where(mask, x, 0.0).cumsum(0)[offsets - 1]
+'''
+    ws = make_workspace(model_new=torch_model, task_source=MASK_TASK, name="mask")
+    res = evaluate(ws, _torch_ok(fast_config))
+    assert res.correct and res.reward >= 1, res.reason
+
+
+# ---- class 2: outputs that are recycled ---------------------------------------------------------
+RELU_TASK_BIG = '''
+import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+def get_inputs():
+    return [torch.randn(256, 1024)]
+def get_init_inputs():
+    return []
+'''
+
+INTO_BINDING = '''
+#include "binding_registry.h"
+extern "C" void relu_kernel(const float* x, float* y, int64_t n);
+at::Tensor relu_into(const at::Tensor& x, at::Tensor out) {
+  relu_kernel(x.data_ptr<float>(), out.data_ptr<float>(), x.numel());
+  return out;
+}
+REGISTER_BINDING(relu_into, relu_into)
+'''
+
+INTO_KERNELS = {"relu.cpp": RELU_KERNEL, "relu_binding.cpp": INTO_BINDING}
+
+# {key}: which buffer a call writes into and returns, overwriting what it returned before
+RECYCLER = '''
+import torch
+import torch.nn as nn
+import cpu_extension
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.buffers, self.calls = {{}}, 0
+    def forward(self, x):
+        self.calls += 1
+        key = {key}
+        out = self.buffers.get(key)
+        if out is None:
+            out = self.buffers[key] = torch.empty_like(x)
+        return cpu_extension.relu_into(x, out)
+'''
+
+
+@pytest.mark.parametrize("key, what", [
+    ("x.data_ptr()", "one buffer per input slot, reused every round"),
+    ("(x.data_ptr(), self.calls // {m} % 2)", "two generations per slot, alternating"),
+], ids=["per-slot", "two-generations"])
+def test_recycled_outputs_are_refused(make_workspace, fast_config, key, what):
+    m = 4  # calls per timed interval, as the judge will choose for this task (asserted below)
+    ws = make_workspace(model_new=RECYCLER.format(key=key.format(m=m)), task_source=RELU_TASK_BIG,
+                        name="recycle", kernels=INTO_KERNELS)
+    cfg = _cfg(fast_config)
+    cfg = cfg.model_copy(update={"timing": cfg.timing.model_copy(update={"max_batch": m})})
+    res = evaluate(ws, cfg)
+    assert res.reward == -1 and "recycled" in res.reason, (what, res.reason)
+
+
+IDENTITY_TASK = '''
+import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return x.clone()
+def get_inputs():
+    return [torch.randn(256, 1024)]
+def get_init_inputs():
+    return []
+'''
+
+
+def test_an_output_that_is_an_input_is_refused(make_workspace, fast_config):
+    model = '''
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return x                      # the input slot itself: the copy eager pays for, skipped
+'''
+    res = evaluate(make_workspace(model_new=model, task_source=IDENTITY_TASK, name="alias_in"),
+                   _cfg(fast_config))
+    assert res.reward == -1 and "aliases an input" in res.reason, res.reason
+
+
+def test_an_output_that_is_a_view_of_an_input_is_fine_where_the_reference_returns_one(make_workspace, fast_config):
+    task = IDENTITY_TASK.replace("return x.clone()", "return x.view(-1)")
+    model = '''
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return x.view(-1)
+'''
+    res = evaluate(make_workspace(model_new=model, task_source=task, name="view_in"), _cfg(fast_config))
+    assert res.correct and res.reward >= 1, res.reason
+
+
+TWO_OUTPUT_TASK = '''
+import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x), torch.relu(x)
+def get_inputs():
+    return [torch.randn(256, 1024)]
+def get_init_inputs():
+    return []
+'''
+
+
+def test_one_buffer_returned_as_two_outputs_is_refused(make_workspace, fast_config):
+    model = '''
+import torch
+import torch.nn as nn
+import cpu_extension
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = cpu_extension.relu_into(x, torch.empty_like(x))
+        return y, y                   # the reference's two outputs are two allocations
+'''
+    res = evaluate(make_workspace(model_new=model, task_source=TWO_OUTPUT_TASK, name="alias_out",
+                                  kernels=INTO_KERNELS), _cfg(fast_config))
+    assert res.reward == -1 and "recycled" in res.reason, res.reason
+
+
+def test_two_outputs_carved_from_one_allocation_are_fine(make_workspace, fast_config):
+    model = '''
+import torch
+import torch.nn as nn
+import cpu_extension
+class ModelNew(nn.Module):
+    def forward(self, x):
+        both = torch.empty(2, *x.shape)
+        cpu_extension.relu_into(x, both[0])
+        cpu_extension.relu_into(x, both[1])
+        return both[0], both[1]       # disjoint halves of one block: no aliasing
+'''
+    res = evaluate(make_workspace(model_new=model, task_source=TWO_OUTPUT_TASK, name="carved",
+                                  kernels=INTO_KERNELS), _cfg(fast_config))
+    assert res.correct and res.reward >= 1, res.reason
+
+
+# ---- class 5: the judge's own resources --------------------------------------------------------
+def test_an_output_with_a_huge_stride_is_refused_before_it_is_read(make_workspace, fast_config):
+    """A correct output whose rows lie 16 rows apart: the judge copied its whole extent (16 MiB
+    for 1 MiB of elements, per call) out of the candidate before any shape check."""
+    model = '''
+import torch
+import torch.nn as nn
+import cpu_extension
+class ModelNew(nn.Module):
+    def forward(self, x):
+        rows, cols = x.shape
+        big = torch.empty(rows * 16, cols)           # virtual memory: untouched pages cost nothing here
+        return torch.clamp(x, min=0, out=big[::16])
+'''
+    res = evaluate(make_workspace(model_new=model, task_source=RELU_TASK_BIG, name="stride"), _torch_ok(fast_config))
+    assert res.reward == -1 and "stride" in res.reason and "before" in res.reason, res.reason
+
+
+def test_a_transposed_or_padded_output_is_fine(make_workspace, fast_config):
+    model = '''
+import torch
+import torch.nn as nn
+import cpu_extension
+class ModelNew(nn.Module):
+    def forward(self, x):
+        rows, cols = x.shape
+        padded = torch.empty(rows, cols + 16)       # rows padded to a cache line: honest
+        return torch.clamp(x, min=0, out=padded[:, :cols])
+'''
+    res = evaluate(make_workspace(model_new=model, task_source=RELU_TASK_BIG, name="padded"), _torch_ok(fast_config))
+    assert res.correct and res.reward >= 1, res.reason
