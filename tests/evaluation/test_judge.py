@@ -385,3 +385,29 @@ def test_a_baseline_client_that_disagrees_with_the_reference_is_the_judges_fault
     res = evaluate(make_workspace(task_source=NOT_REPRODUCIBLE_TASK, name="unreproducible"), _cfg(fast_config))
     assert res.reward == -1 and "infrastructure" in res.reason, res.reason
     assert "baseline client's eager output differs from the judge's reference" in res.reason, res.reason
+
+
+def test_threads_share_one_judge_and_take_turns(make_workspace, fast_config):
+    """Build workers and services call evaluate from threads: one judge per backend per process
+    (a second one started by a racing thread was never closed and kept its device memory), and
+    answers reach the thread that asked."""
+    import threading
+
+    from cuda_agent.evaluation import judge_client
+
+    workspaces = [make_workspace(name=f"t{i}") for i in range(3)]
+    results: dict[int, object] = {}
+    seen: set[int] = set()
+
+    def one(i: int) -> None:
+        seen.add(id(judge_client.get_judge("cpu")))
+        results[i] = evaluate(workspaces[i], fast_config)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(seen) == 1
+    assert all(results[i].task == f"t{i}" and results[i].reward >= 1 for i in range(3)), \
+        [(r.task, r.reward, r.reason) for r in results.values()]

@@ -75,7 +75,7 @@ def build_stage(job: Job, directory: Path) -> TaskRecord | None:
         ws, cfg = materialize(job, directory)
         if _prechecks_pass(ws, cfg, job.backend):
             return None
-        result = evaluate(ws, cfg)
+        result = evaluate(ws, cfg, checks_only=True)  # never the judge here: the device stage's slot owns the device
     except Exception as exc:  # an infrastructure fault here (never the candidate's doing): the
         log.warning("build stage of %s failed (%s); the device stage will build it", job.task.name, exc)
         return None  # device stage's own build decides, and records a harness error if it fails too

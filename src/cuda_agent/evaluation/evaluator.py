@@ -28,10 +28,13 @@ from .timing import clearly_faster, median_interval
 
 
 def evaluate(workspace: Workspace | str | Path, config: EvalConfig | None = None, *,
-             task: Task | None = None) -> EvalResult:
+             task: Task | None = None, checks_only: bool = False) -> EvalResult:
     """Evaluate the workspace's current `model_new.py` + `kernels/`. Never raises for
     anything the candidate did; the result says what happened. Raises ValueError only for
-    caller mistakes (a backend other than the workspace's)."""
+    caller mistakes (a backend other than the workspace's). `checks_only`: the stages before
+    any device work (tamper, static checks, build, symbols) and no judge: a result without a
+    stage passed them all (a benchmark's build workers use it, so no evaluation runs beside the
+    device's own)."""
     cfg = config or EvalConfig()
     cache_dir = Path(cfg.cache_dir) if cfg.cache_dir else default_cache_dir()
     ws = workspace if isinstance(workspace, Workspace) else open_workspace(workspace, cache_dir=cache_dir)
@@ -43,14 +46,14 @@ def evaluate(workspace: Workspace | str | Path, config: EvalConfig | None = None
     result = EvalResult(task=task.name, task_hash=task.content_hash, backend=backend.name, rules=cfg.rules)
     t0 = time.monotonic()
     try:
-        _run_stages(ws, task, backend, cfg, cache_dir, result)
+        _run_stages(ws, task, backend, cfg, cache_dir, result, checks_only)
     finally:
         result.seconds = time.monotonic() - t0
     return result
 
 
 def _run_stages(ws: Workspace, task: Task, backend: Backend, cfg: EvalConfig, cache_dir: Path,
-                result: EvalResult) -> None:
+                result: EvalResult, checks_only: bool = False) -> None:
     tampered = ws.tampered_files()
     if tampered:
         return _fail(result, "tamper", f"tampered: protected file(s) changed: {', '.join(tampered)}")
@@ -82,6 +85,8 @@ def _run_stages(ws: Workspace, task: Task, backend: Backend, cfg: EvalConfig, ca
             shown = "\n".join(f"  {f.file}:{f.line} [{f.rule}] {f.message}" for f in sym[:8])
             return _fail(result, "guard", f"forbidden: the built library imports {len(sym)} symbol(s) outside "
                                           f"the allowlist\n{shown}")
+    if checks_only:
+        return None
 
     runs = task.evaluation_workloads()
     if len(runs) == 1 and not runs[0][1]:  # one workload (KernelBench): the record as it always was

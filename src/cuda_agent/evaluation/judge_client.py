@@ -12,7 +12,9 @@ import json
 import os
 import select
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..isolation.processes import child_environment
@@ -38,6 +40,7 @@ class JudgeClient(WatchedProcess):
         os.close(ans_w)
         self._closers = [lambda: os.close(self._req_w), lambda: os.close(self._ans_r)]
         self._buf = b""
+        self._turn = threading.Lock()
         hello = self._read(time.monotonic() + START_TIMEOUT_S, "starting")
         if hello.get("type") != "ready":
             self.close()
@@ -45,11 +48,14 @@ class JudgeClient(WatchedProcess):
         self.device = str(hello.get("device", ""))
 
     def request(self, req: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-        try:
-            os.write(self._req_w, (json.dumps(req) + "\n").encode())
-        except OSError:
-            raise JudgeFault(f"the {self.backend} judge is gone: {self.log_tail()[-500:]}") from None
-        return self._read(time.monotonic() + timeout_s, "evaluating")
+        """One request and its answer; threads take turns (the judge answers in order, and one
+        evaluation at a time is what keeps timings apart on a device)."""
+        with self._turn:
+            try:
+                os.write(self._req_w, (json.dumps(req) + "\n").encode())
+            except OSError:
+                raise JudgeFault(f"the {self.backend} judge is gone: {self.log_tail()[-500:]}") from None
+            return self._read(time.monotonic() + timeout_s, "evaluating")
 
     def _read(self, deadline: float, doing: str) -> dict[str, Any]:
         while b"\n" not in self._buf:
@@ -71,16 +77,25 @@ class JudgeClient(WatchedProcess):
 
 
 _judges: dict[str, JudgeClient] = {}
+_starting = threading.Lock()
+_keeper: ThreadPoolExecutor | None = None
 
 
 def get_judge(backend: str) -> JudgeClient:
-    """This process's judge for `backend`, started (or restarted) as needed."""
-    judge = _judges.get(backend)
-    if judge is None or not judge.alive():
-        if judge is not None:
-            judge.close()
-        judge = _judges[backend] = JudgeClient(backend)
-    return judge
+    """This process's judge for `backend`, started (or restarted) as needed; threads share it
+    (two threads that each started one left a judge behind, holding its device memory). It is
+    started from one thread that lives as long as this process: a judge dies with the thread
+    that started it (PDEATHSIG), and a worker thread that ended took its judge along mid-evaluation."""
+    global _keeper
+    with _starting:
+        judge = _judges.get(backend)
+        if judge is None or not judge.alive():
+            if judge is not None:
+                judge.close()
+            if _keeper is None:
+                _keeper = ThreadPoolExecutor(1, thread_name_prefix="cuda-agent-judge-keeper")
+            judge = _judges[backend] = _keeper.submit(JudgeClient, backend).result()
+        return judge
 
 
 def drop_judge(backend: str) -> None:
