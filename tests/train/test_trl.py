@@ -20,12 +20,22 @@ TINY_RL = ["model.path=tiny-random", "tasks=[examples:swish]", "backend=cpu", "s
            "eval.timing.warmup_ms=5", "eval.memory_limit_gb=3"]
 
 
-def test_two_step_rl_run_writes_checkpoint_metrics_and_resumes(tmp_path, cache_dir):
+def test_two_step_rl_run_writes_checkpoint_metrics_and_resumes(tmp_path, cache_dir, capsys):
+    import re
+
     from cuda_agent.train.trl_rl import run_rl
 
     out = tmp_path / "rl"
     cfg = load_config(RLConfig, None, [*TINY_RL, f"output_dir={out}", f"workdir={tmp_path / 'eps'}"])
     run_rl(cfg)
+    # one readable line per optimizer step, as it ends: reward, pass rate, tokens, seconds by phase
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("[rl] step") and " s: " in ln]
+    assert len(lines) == 2, lines
+    phases = r"s: gen [\d.]+ tools [\d.]+ eval [\d.]+ other [\d.]+ update [\d.]+ = [\d.]+"
+    assert re.search(r"^\[rl\] step 1/2 \| reward mean -1\.00 max -1 \| pass 0/2 \| tokens (\d+) \| " + phases,
+                     lines[0]), lines[0]
+    assert 0 < int(re.search(r"tokens (\d+)", lines[0]).group(1)) <= 2 * 64  # 2 episodes, <= 64 tokens each
+    assert lines[1].startswith("[rl] step 2/2 | no new rollouts") and "tokens 0 |" in lines[1]  # num_iterations=2
     assert (out / "checkpoint-2" / "trainer_state.json").is_file()
     assert (out / "final" / "config.json").is_file()
     assert list((out / "tensorboard").rglob("events.out.tfevents.*"))
@@ -37,6 +47,12 @@ def test_two_step_rl_run_writes_checkpoint_metrics_and_resumes(tmp_path, cache_d
     for key in ("ratio/mean", "ratio/max", "ratio/frac_above_clip", "token_prob/min", "tokens/trained"):
         assert key in first, key
     assert first["ratio/mean"] == pytest.approx(1.0)  # the first pass over a batch is on-policy
+    # where the step's time went, in the same record the line was printed from
+    assert first["time/generation_s"] > 0 and first["time/step_s"] >= first["time/generation_s"]
+    assert first["tokens/generated"] > 0 and steps[1]["tokens/generated"] == 0
+    assert first["time/generation_s"] + first["time/tools_s"] + first["time/evaluation_s"] \
+        + first["time/rollout_other_s"] + first["time/update_s"] == pytest.approx(first["time/step_s"], abs=0.01)
+    assert first["env/reward_max"] == -1.0
 
     resumed = load_config(RLConfig, out / "config.yaml", ["steps=3"])
     run_rl(resumed)

@@ -15,13 +15,14 @@ from typing import Any
 
 from .config import RLConfig, start_run
 from .metrics import JsonlLog, episode_metrics, merge_means, ratio_metrics
+from .progress import PhaseClock, make_progress_callback
 from .prompting import task_prompt
 
 
 def run_rl(cfg: RLConfig) -> Path:
     """Train; returns the output directory (checkpoints, metrics.jsonl, TensorBoard runs)."""
     from datasets import Dataset
-    from transformers import TrainerCallback
+    from transformers import PrinterCallback, TrainerCallback
     from transformers.trainer_utils import get_last_checkpoint
     from trl import GRPOConfig, GRPOTrainer
 
@@ -45,9 +46,15 @@ def run_rl(cfg: RLConfig) -> Path:
     log = EpisodeLog()
     tools = ToolConfig(bash_timeout_s=cfg.bash_timeout_s, bash_max_timeout_s=max(cfg.bash_timeout_s, 900.0),
                        shell=ShellConfig(seal=cfg.seal_shell))
+    clock = PhaseClock()
     env_cls = make_env_class([*tasks, *heldout], backend=backend, eval_config=eval_cfg, tool_config=tools,
-                             workdir=cfg.workdir, log=log, eval_concurrency=cfg.eval_concurrency)
-    dataset = Dataset.from_list(_rows(tasks, backend))
+                             workdir=cfg.workdir, log=log, eval_concurrency=cfg.eval_concurrency, clock=clock)
+    # TRL draws prompts_per_step x steps_per_rollout distinct rows per rollout batch and drops a short
+    # last chunk: repeat the task rows so that a batch can always be filled
+    rows = _rows(tasks, backend)
+    need = cfg.prompts_per_step * cfg.steps_per_rollout
+    dataset = Dataset.from_list(rows * -(-need // len(rows)))
+    gen = cfg.generation
 
     batch = cfg.prompts_per_step * cfg.num_generations
     args = GRPOConfig(
@@ -63,6 +70,10 @@ def run_rl(cfg: RLConfig) -> Path:
         dataloader_num_workers=0, remove_unused_columns=False, shuffle_dataset=True,
         per_device_eval_batch_size=max(1, len(heldout)) * cfg.heldout_generations,
         num_generations_eval=cfg.heldout_generations,
+        steps_per_generation=cfg.steps_per_rollout, gradient_checkpointing=cfg.gradient_checkpointing,
+        cache_implementation=gen.cache if gen.cache != "dynamic" else None, pad_to_multiple_of=gen.pad_to_multiple_of,
+        generation_kwargs={"max_new_tokens": gen.max_new_tokens} if gen.max_new_tokens else None,
+        disable_tqdm=True,  # the step line below replaces the bar and the printed metrics dict
     )
     jsonl = JsonlLog(out / "metrics.jsonl")
     started = time.monotonic()
@@ -84,14 +95,25 @@ def run_rl(cfg: RLConfig) -> Path:
                 control.should_training_stop = True
 
     trainer_cls = _trainer_class(GRPOTrainer)
+    printer = make_progress_callback(clock, heartbeat_s=cfg.heartbeat_s)
     trainer = trainer_cls(model=model, processing_class=tokenizer, args=args, train_dataset=dataset,
-                          environment_factory=env_cls, callbacks=[_Jsonl()])
+                          environment_factory=env_cls, callbacks=[_Jsonl(), printer])
+    trainer.remove_callback(PrinterCallback)  # its metrics dict per step would bury the step line
     trainer.episode_log = log
+    trainer.clock = clock
+    trainer.generation_autocast = gen.autocast_bf16 and model_be.gpu
+    # TRL builds its GenerationConfig with compilation off; transformers compiles the decoding step of a
+    # static cache only when it is on
+    trainer.generation_config.disable_compile = not (gen.compile and model_be.gpu)
     last = get_last_checkpoint(str(out)) if cfg.resume and out.is_dir() else None
-    trainer.train(resume_from_checkpoint=last)
-    trainer.save_model(str(out / "final"))
-    if heldout:
-        measure_heldout(trainer, log, heldout, backend, out / "heldout.json")
+    try:
+        trainer.train(resume_from_checkpoint=last)
+        trainer.save_model(str(out / "final"))
+        if heldout:
+            clock.label = "held-out"
+            measure_heldout(trainer, log, heldout, backend, out / "heldout.json")
+    finally:
+        printer.close()
     return out
 
 
@@ -123,6 +145,34 @@ def _trainer_class(base: type) -> type:
         _ratio_inputs: dict[str, Any] | None = None
         _ratio_rows: list[dict[str, float]] = []
 
+        clock: PhaseClock | None = None
+        generation_autocast = False
+
+        def _generate_and_score_completions(self, inputs: Any) -> Any:
+            if self.clock is None:
+                return super()._generate_and_score_completions(inputs)
+            self.clock.new_batch()
+            self._turn = 0
+            with self.clock.phase("rollout", f"{len(inputs)} episodes: tokenising, scoring, old log-probabilities"):
+                return super()._generate_and_score_completions(inputs)
+
+        def _generate_single_turn(self, prompt_ids: Any, *args: Any, **kwargs: Any) -> Any:
+            import contextlib
+
+            import torch
+
+            self._turn = getattr(self, "_turn", 0) + 1
+            budget = self.generation_config.max_new_tokens
+            detail = (f"turn {self._turn}: {len(prompt_ids)} episodes, up to {budget} new tokens each, "
+                      f"longest prompt {max(len(p) for p in prompt_ids)} tokens")
+            autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if self.generation_autocast
+                        else contextlib.nullcontext())
+            with (self.clock.phase("generation", detail) if self.clock else contextlib.nullcontext()), autocast:
+                completion_ids, logprobs = super()._generate_single_turn(prompt_ids, *args, **kwargs)
+            if self.clock is not None:
+                self.clock.add_tokens(sum(len(c) for c in completion_ids))
+            return completion_ids, logprobs
+
         def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> Any:
             self._ratio_inputs = inputs
             try:
@@ -153,6 +203,8 @@ def _trainer_class(base: type) -> type:
                     self._ratio_rows = []
                 if self.episode_log is not None:
                     logs.update(episode_metrics(self.episode_log.drain()))
+                if self.clock is not None:
+                    logs.update(self.clock.take())
             super().log(logs, start_time)
 
     return CudaAgentGRPOTrainer
