@@ -34,8 +34,9 @@ def test_clock_splits_a_step_into_phases_and_update_is_the_rest():
         with clock.phase("evaluation", "judging 8 workspaces"):
             t.t += 3.0
         t.t += 0.5  # tokenising, scoring
-    assert clock.current() == ("update", "log-probabilities, loss, backward, optimizer step", 11.5)
+    assert clock.current() == ("update", "log-probabilities, loss, backward, optimizer step", 0.0)
     t.t += 1.5
+    assert clock.current()[2] == 1.5  # since the rollout ended, not since the step began
     got = clock.take()
     assert got == {"time/generation_s": 6.0, "time/tools_s": 2.0, "time/evaluation_s": 3.0,
                    "time/rollout_other_s": 0.5, "time/update_s": 1.5, "time/step_s": 13.0, "tokens/generated": 800.0}

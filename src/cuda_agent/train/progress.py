@@ -31,6 +31,7 @@ class PhaseClock:
         self._totals: dict[str, float] = {}
         self._tokens = 0
         self._episodes = 0
+        self._idle_since = 0.0  # when the last outermost phase ended
         self.step_started: float | None = None
         self.step = 0
         self.max_steps = 0
@@ -50,6 +51,8 @@ class PhaseClock:
             with self._lock:
                 self._stack = [s for s in self._stack if s[2] != start or s[0] != name]
                 self._totals[name] = self._totals.get(name, 0.0) + end - start
+                if not self._stack:
+                    self._idle_since = end
 
     def add_tokens(self, n: int) -> None:
         with self._lock:
@@ -103,7 +106,8 @@ class PhaseClock:
                 name, detail, since = self._stack[-1]
                 return name, detail, now - since
             if self.step_started is not None:
-                return "update", "log-probabilities, loss, backward, optimizer step", now - self.step_started
+                since = max(self.step_started, self._idle_since)
+                return "update", "log-probabilities, loss, backward, optimizer step", now - since
         return None
 
 

@@ -56,25 +56,7 @@ def run_rl(cfg: RLConfig) -> Path:
     dataset = Dataset.from_list(rows * -(-need // len(rows)))
     gen = cfg.generation
 
-    batch = cfg.prompts_per_step * cfg.num_generations
-    args = GRPOConfig(
-        output_dir=str(out), max_steps=cfg.steps, per_device_train_batch_size=batch,
-        num_generations=cfg.num_generations, max_completion_length=cfg.max_completion_tokens,
-        max_tool_calling_iterations=cfg.max_tool_calls, learning_rate=cfg.learning_rate, beta=cfg.beta,
-        epsilon=cfg.epsilon_low, epsilon_high=cfg.epsilon_high, num_iterations=cfg.num_iterations,
-        temperature=cfg.temperature, max_grad_norm=cfg.max_grad_norm, seed=cfg.seed,
-        save_steps=cfg.save_steps, save_total_limit=cfg.save_total_limit, logging_steps=cfg.logging.logging_steps,
-        report_to=report, use_cpu=not model_be.gpu,
-        bf16=model_be.gpu and cfg.model.bf16_autocast,
-        loss_type="grpo", scale_rewards="group", lr_scheduler_type="constant", warmup_steps=0,
-        dataloader_num_workers=0, remove_unused_columns=False, shuffle_dataset=True,
-        per_device_eval_batch_size=max(1, len(heldout)) * cfg.heldout_generations,
-        num_generations_eval=cfg.heldout_generations,
-        steps_per_generation=cfg.steps_per_rollout, gradient_checkpointing=cfg.gradient_checkpointing,
-        cache_implementation=gen.cache if gen.cache != "dynamic" else None, pad_to_multiple_of=gen.pad_to_multiple_of,
-        generation_kwargs={"max_new_tokens": gen.max_new_tokens} if gen.max_new_tokens else None,
-        disable_tqdm=True,  # the step line below replaces the bar and the printed metrics dict
-    )
+    args = GRPOConfig(**grpo_kwargs(cfg, out, report, gpu=model_be.gpu, n_heldout=len(heldout)))
     jsonl = JsonlLog(out / "metrics.jsonl")
     started = time.monotonic()
 
@@ -107,25 +89,74 @@ def run_rl(cfg: RLConfig) -> Path:
     trainer.generation_config.disable_compile = not (gen.compile and model_be.gpu)
     last = get_last_checkpoint(str(out)) if cfg.resume and out.is_dir() else None
     try:
+        if heldout and cfg.heldout_before and not (out / "heldout_before.json").is_file():
+            clock.label = "held-out (before training)"
+            # set by the training loop, read by TRL's scoring; before train() it is not there yet
+            trainer.current_gradient_accumulation_steps = args.gradient_accumulation_steps
+            report = measure_heldout(trainer, log, heldout, backend, out / "heldout_before.json",
+                                     cfg.heldout_max_new_tokens)
+            print(f"[rl] held-out before training: reward mean {report.get('heldout/reward_mean', float('nan')):+.2f}, "
+                  f"pass rate {report.get('heldout/pass_rate', 0.0):.2f}", flush=True)
+            clock.label = None
+            clock.take()  # that time is not the first step's
         trainer.train(resume_from_checkpoint=last)
         trainer.save_model(str(out / "final"))
         if heldout:
             clock.label = "held-out"
-            measure_heldout(trainer, log, heldout, backend, out / "heldout.json")
+            report = measure_heldout(trainer, log, heldout, backend, out / "heldout.json", cfg.heldout_max_new_tokens)
+            print(f"[rl] held-out after training: reward mean {report.get('heldout/reward_mean', float('nan')):+.2f}, "
+                  f"pass rate {report.get('heldout/pass_rate', 0.0):.2f}", flush=True)
     finally:
         printer.close()
     return out
 
 
-def measure_heldout(trainer: Any, log: Any, heldout: list[Any], backend: str, path: Path) -> dict[str, Any]:
-    """The final policy on tasks it never trained on (TRL's evaluation loop: same rollouts and
-    environment, no update); writes and returns the episodes and their aggregate."""
+def grpo_kwargs(cfg: RLConfig, out: Path, report: list[str], *, gpu: bool, n_heldout: int) -> dict[str, Any]:
+    """TRL's GRPOConfig arguments for this run: one place maps our config onto TRL's."""
+    gen = cfg.generation
+    batch = cfg.prompts_per_step * cfg.num_generations
+    return dict(
+        output_dir=str(out), max_steps=cfg.steps, per_device_train_batch_size=batch,
+        num_generations=cfg.num_generations, max_completion_length=cfg.max_completion_tokens,
+        max_tool_calling_iterations=cfg.max_tool_calls, learning_rate=cfg.learning_rate, beta=cfg.beta,
+        epsilon=cfg.epsilon_low, epsilon_high=cfg.epsilon_high, num_iterations=cfg.num_iterations,
+        temperature=cfg.temperature, max_grad_norm=cfg.max_grad_norm, seed=cfg.seed,
+        save_steps=cfg.save_steps, save_total_limit=cfg.save_total_limit, logging_steps=cfg.logging.logging_steps,
+        report_to=report, use_cpu=not gpu,
+        # TRL casts the model itself to bf16 before continuous batching when bf16 is on: that would round the
+        # fp32 master weights, so that engine runs in fp32 throughout
+        bf16=gpu and cfg.model.bf16_autocast and gen.engine != "continuous_batching",
+        use_transformers_continuous_batching=gen.engine == "continuous_batching",
+        transformers_continuous_batching_config=dict(gen.continuous_batching) or None,
+        loss_type="grpo", scale_rewards="group", lr_scheduler_type="constant", warmup_steps=0,
+        dataloader_num_workers=0, remove_unused_columns=False, shuffle_dataset=True,
+        per_device_eval_batch_size=max(1, n_heldout) * cfg.heldout_generations,
+        num_generations_eval=cfg.heldout_generations,
+        steps_per_generation=cfg.steps_per_rollout, gradient_checkpointing=cfg.gradient_checkpointing,
+        cache_implementation=gen.cache if gen.cache != "dynamic" else None, pad_to_multiple_of=gen.pad_to_multiple_of,
+        generation_kwargs={"max_new_tokens": gen.max_new_tokens} if gen.max_new_tokens else None,
+        disable_tqdm=True,  # the step line below replaces the bar and the printed metrics dict
+    )
+
+
+def measure_heldout(trainer: Any, log: Any, heldout: list[Any], backend: str, path: Path,
+                    max_new_tokens: int | None = None) -> dict[str, Any]:
+    """The policy on tasks it never trained on (TRL's evaluation loop: same rollouts and
+    environment, no update); writes and returns the episodes and their aggregate. `max_new_tokens`
+    replaces the per-turn and total token budgets for these episodes."""
     import json
 
     from datasets import Dataset
 
     log.drain()  # verdicts of the last training batch were already logged
-    trl_metrics = trainer.evaluate(eval_dataset=Dataset.from_list(_rows(heldout, backend)))
+    saved = trainer.generation_config.max_new_tokens, trainer.max_completion_length
+    if max_new_tokens:
+        trainer.generation_config.max_new_tokens = max_new_tokens
+        trainer.max_completion_length = max(trainer.max_completion_length, max_new_tokens + 512)
+    try:
+        trl_metrics = trainer.evaluate(eval_dataset=Dataset.from_list(_rows(heldout, backend)))
+    finally:
+        trainer.generation_config.max_new_tokens, trainer.max_completion_length = saved
     episodes = log.drain()
     report = {"step": trainer.state.global_step, "episodes": episodes,
               **episode_metrics(episodes, prefix="heldout/"), "trl": trl_metrics}
@@ -210,4 +241,4 @@ def _trainer_class(base: type) -> type:
     return CudaAgentGRPOTrainer
 
 
-__all__ = ["run_rl"]
+__all__ = ["run_rl", "grpo_kwargs", "measure_heldout"]
