@@ -65,6 +65,7 @@ def test_model_path_that_is_not_a_model_fails_before_loading(tmp_path, kind, mon
     r = _train("rl", "-c", str(CONFIGS / "rl_tiny_cpu.yaml"), "--set", f"model.path={path}",
                "--set", f"output_dir={tmp_path / 'out'}")
     assert r.exit_code == 2, r.output
+    assert not (tmp_path / "out").exists()  # nothing written for a run that cannot start
     line = _error_line(r)
     assert f"model.path {path}" in line and want in line, line
     assert "give a Hugging Face folder" in line or "tokenizer.save_pretrained" in line  # the fix

@@ -29,10 +29,11 @@ def run_rl(cfg: RLConfig) -> Path:
     from ..agent.shell import ShellConfig
     from ..agent.tools import ToolConfig
     from ..backends import default_backend_name, model_backend
-    from .models import load_model_and_tokenizer, resolve_tasks
+    from .models import check_model_path, load_model_and_tokenizer, resolve_tasks
     from .trl_env import EpisodeLog, make_env_class
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    check_model_path(cfg.model.path)  # bad input says so before the run folder or any weights exist
     out, report = start_run(cfg)
     backend = cfg.backend or default_backend_name()
     model_be = model_backend(backend)
