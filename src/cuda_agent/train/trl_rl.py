@@ -79,8 +79,9 @@ def run_rl(cfg: RLConfig) -> Path:
 
     trainer_cls = _trainer_class(GRPOTrainer)
     printer = make_progress_callback(clock, heartbeat_s=cfg.heartbeat_s)
+    budget = _Jsonl()
     trainer = trainer_cls(model=model, processing_class=tokenizer, args=args, train_dataset=dataset,
-                          environment_factory=env_cls, callbacks=[_Jsonl(), printer])
+                          environment_factory=env_cls, callbacks=[budget, printer])
     trainer.remove_callback(PrinterCallback)  # its metrics dict per step would bury the step line
     trainer.episode_log = log
     trainer.clock = clock
@@ -94,19 +95,20 @@ def run_rl(cfg: RLConfig) -> Path:
             clock.label = "held-out (before training)"
             # set by the training loop, read by TRL's scoring; before train() it is not there yet
             trainer.current_gradient_accumulation_steps = args.gradient_accumulation_steps
-            report = measure_heldout(trainer, log, heldout, backend, out / "heldout_before.json",
-                                     cfg.heldout_max_new_tokens)
-            print(f"[rl] held-out before training: reward mean {report.get('heldout/reward_mean', float('nan')):+.2f}, "
-                  f"pass rate {report.get('heldout/pass_rate', 0.0):.2f}", flush=True)
+            summary = measure_heldout(trainer, log, heldout, backend, out / "heldout_before.json",
+                                      cfg.heldout_max_new_tokens)
+            print(f"[rl] held-out before training: reward mean {summary.get('heldout/reward_mean', float('nan')):+.2f}, "
+                  f"pass rate {summary.get('heldout/pass_rate', 0.0):.2f}", flush=True)
             clock.label = None
             clock.take()  # that time is not the first step's
+            budget.last_end = time.monotonic()  # nor is it a step's length for the max_seconds estimate
         trainer.train(resume_from_checkpoint=last)
         trainer.save_model(str(out / "final"))
         if heldout:
             clock.label = "held-out"
-            report = measure_heldout(trainer, log, heldout, backend, out / "heldout.json", cfg.heldout_max_new_tokens)
-            print(f"[rl] held-out after training: reward mean {report.get('heldout/reward_mean', float('nan')):+.2f}, "
-                  f"pass rate {report.get('heldout/pass_rate', 0.0):.2f}", flush=True)
+            summary = measure_heldout(trainer, log, heldout, backend, out / "heldout.json", cfg.heldout_max_new_tokens)
+            print(f"[rl] held-out after training: reward mean {summary.get('heldout/reward_mean', float('nan')):+.2f}, "
+                  f"pass rate {summary.get('heldout/pass_rate', 0.0):.2f}", flush=True)
     finally:
         printer.close()
     return out
