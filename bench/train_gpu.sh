@@ -135,11 +135,12 @@ case "${1:-}" in
   prepare) prepare ;;
   stage) PY=python3; stage /root/t13 cuda ;;
   train) PY=python3; train /root/t13 cuda ;;
-  cpu)  # rehearsal on this machine: the same two steps, CPU backend and solutions, tiny budgets
+  cpu)  # rehearsal on this machine: the same two steps, CPU backend and solutions, tiny budgets; plain
+        # `generate` (continuous batching sizes its cache in host RAM here, and is slow on a CPU)
     PY=${PYTHON:-$REPO/.venv/bin/python}
     TRAIN_TASKS=${TRAIN_TASKS_CPU:-examples:swish} HELDOUT_TASKS=${HELDOUT_TASKS_CPU:-examples:sum_reduction}
     RFT_SET=${RFT_SET:-"--set max_steps=1 --set batch_size=1"}
-    RL_SET=${RL_SET:-"--set steps=2 --set prompts_per_step=1 --set num_generations=2 --set steps_per_rollout=1 --set max_completion_tokens=48 --set generation.max_new_tokens=48 --set heldout_max_new_tokens=48 --set max_tool_calls=1 --set eval_concurrency=1 --set eval.memory_limit_gb=3 --set heartbeat_s=10"}
+    RL_SET=${RL_SET:-"--set steps=2 --set prompts_per_step=1 --set num_generations=2 --set steps_per_rollout=1 --set max_completion_tokens=48 --set generation.max_new_tokens=48 --set heldout_max_new_tokens=48 --set max_tool_calls=1 --set eval_concurrency=1 --set eval.memory_limit_gb=3 --set heartbeat_s=10 --set generation.engine=generate"}
     DEADLINE=${CPU_DEADLINE:-3000} ROOT=$REPO/.scratch/t13cpu MIN_STEPS=${MIN_STEPS_CPU:-2}
     stage "$ROOT" cpu && (cd "$REPO" && train "$ROOT" cpu) ;;
   *) echo "usage: $0 prepare|stage|train|cpu"; exit 2 ;;

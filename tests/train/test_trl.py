@@ -140,7 +140,7 @@ def test_gpu_config_maps_to_fast_generation_settings_in_trl(tmp_path):
     assert kw["generation_kwargs"] == {"max_new_tokens": 1536} and kw["per_device_train_batch_size"] == 8
     assert kw["disable_tqdm"] is True
     args = GRPOConfig(**{**kw, "use_cpu": True})  # TRL accepts the combination
-    assert args.generation_batch_size == 16 and args.transformers_continuous_batching_config["max_memory_percent"] == 0.5
+    assert args.generation_batch_size == 16 and args.transformers_continuous_batching_config == {"num_blocks": 512}
     plain = grpo_kwargs(load_config(RLConfig, None, ["generation.cache=static"]), tmp_path, [], gpu=True, n_heldout=0)
     assert plain["bf16"] is True and plain["use_transformers_continuous_batching"] is False
     assert plain["cache_implementation"] == "static" and plain["generation_kwargs"] is None
@@ -174,9 +174,16 @@ def test_gpu_budgets_fit_the_demo_episodes_in_smollm2_tokens(tmp_path):
                 n = 0
         return runs
 
+    (row,) = example_solution_rows(cfg.tasks[:1], "cuda")
+    prompt = tokenize_conversation(tok, row["messages"], row["tools"])["assistant_masks"].index(1)  # ~3.4K
     for task in cfg.tasks:
         kernel_turn, *rest = turns(task)
         assert kernel_turn * 1.2 <= cfg.generation.max_new_tokens, (task, kernel_turn)
         assert kernel_turn + sum(rest) + 200 <= cfg.max_completion_tokens  # + tool results
     for task in cfg.heldout_tasks:
         assert turns(task)[0] <= cfg.heldout_max_new_tokens, task
+    # the continuous-batching KV cache holds a whole rollout batch, and the held-out batch
+    capacity = cfg.generation.continuous_batching["num_blocks"] * 256  # transformers' default page_size
+    episodes = cfg.prompts_per_step * cfg.num_generations * cfg.steps_per_rollout
+    assert capacity >= episodes * (prompt + cfg.max_completion_tokens), (capacity, prompt)
+    assert capacity >= len(cfg.heldout_tasks) * cfg.heldout_generations * (prompt + cfg.heldout_max_new_tokens + 512)
