@@ -51,7 +51,9 @@ class RLGenerationConfig(_Cfg):
                                                                "then keeps fp32 (no bf16 autocast) rather than let TRL "
                                                                "cast the master weights to bf16")
     continuous_batching: dict[str, Any] = Field(default_factory=dict, description="keyword arguments of "
-                                                "transformers.ContinuousBatchingConfig (e.g. num_blocks: the KV cache in blocks of page_size tokens; by default it takes 80-90 % of free memory)")
+                                                "transformers.ContinuousBatchingConfig (e.g. num_blocks: the KV "
+                                                "cache in blocks of page_size tokens; by default it takes 80-90 % "
+                                                "of free memory)")
     max_new_tokens: int | None = Field(default=None, ge=1, description="tokens per model turn (default: "
                                        "max_completion_tokens); size it to the longest turn the task needs: one "
                                        "sequence that rambles holds the whole batched turn to this many steps")
