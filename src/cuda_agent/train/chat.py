@@ -33,10 +33,23 @@ def tokenize_conversation(tokenizer, messages: list[dict[str, Any]], tools: list
         template = get_training_chat_template(tokenizer)
     out = tokenizer.apply_chat_template(messages, tools=tools, chat_template=template, tokenize=True,
                                         return_dict=True, return_assistant_tokens_mask=True)
-    ids, mask = list(out["input_ids"])[:max_length], list(out["assistant_masks"])[:max_length]
+    full_mask = list(out["assistant_masks"])
+    ids, mask = list(out["input_ids"])[:max_length], full_mask[:max_length]
+    if 1 not in full_mask:
+        raise NothingToLearn("conversation has no assistant tokens to learn from", total=len(full_mask))
     if 1 not in mask:
-        raise ValueError("conversation has no assistant tokens to learn from")
+        raise NothingToLearn(f"truncation to max_length={max_length} leaves no assistant tokens (the first is at "
+                             f"position {full_mask.index(1)} of {len(full_mask)})", total=len(full_mask),
+                             first=full_mask.index(1))
     return {"input_ids": ids, "assistant_masks": mask}
+
+
+class NothingToLearn(ValueError):
+    """A conversation whose loss mask is empty: no assistant turn, or none within `max_length`."""
+
+    def __init__(self, message: str, *, total: int, first: int | None = None):
+        super().__init__(message)
+        self.total, self.first = total, first
 
 
 def tool_suffix_ids(tokenizer, tool_messages: list[dict[str, Any]]) -> list[int]:
@@ -62,4 +75,4 @@ def token_ids(out: Any) -> list[int]:
     return list(out["input_ids"] if hasattr(out, "keys") else out)
 
 
-__all__ = ["ensure_tool_template", "tokenize_conversation", "tool_suffix_ids", "token_ids"]
+__all__ = ["ensure_tool_template", "tokenize_conversation", "NothingToLearn", "tool_suffix_ids", "token_ids"]

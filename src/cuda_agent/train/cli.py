@@ -82,7 +82,7 @@ def rft_cmd(config: Optional[Path] = typer.Option(None, "--config", "-c", help="
     from .trl_sft import run_rft
 
     cfg = _load(RFTConfig, config, overrides)
-    out = run_rft(cfg)
+    out = _run(run_rft, cfg)
     console.print(f"done: checkpoints and metrics in {out}")
 
 
@@ -94,7 +94,7 @@ def rl_cmd(config: Optional[Path] = typer.Option(None, "--config", "-c", help="Y
     from .trl_rl import run_rl
 
     cfg = _load(RLConfig, config, overrides)
-    out = run_rl(cfg)
+    out = _run(run_rl, cfg)
     console.print(f"done: checkpoints and metrics in {out}")
 
 
@@ -159,6 +159,17 @@ def verl_merge_cmd(
     except (FileNotFoundError, ValueError) as exc:
         raise fail(str(exc))
     console.print(f"{path}" + (f" -> {target}" if target is not None else ""))
+
+
+def _run(run, cfg):
+    """A training run whose bad input (config key, model path, dataset row) is one line and exit 2,
+    found before any weights load."""
+    from .config import TrainInputError
+
+    try:
+        return run(cfg)
+    except TrainInputError as exc:
+        raise fail(str(exc))
 
 
 def _load(cls, config: Optional[Path], overrides: Optional[list[str]]):

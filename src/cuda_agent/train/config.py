@@ -14,6 +14,11 @@ from ..agent.limits import TRAIN_MAX_TURNS
 from ..evaluation import EvalConfig, TimingConfig
 
 
+class TrainInputError(ValueError):
+    """The run's input is wrong (a config key, a model path, a dataset row): one line naming it and
+    the fix. Raised before any weights reach a GPU; the CLI exits 2 (usage) with it."""
+
+
 class _Cfg(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -30,6 +35,36 @@ class LoggingConfig(_Cfg):
     report_to: list[str] = Field(default_factory=lambda: ["tensorboard"], description="tensorboard, wandb, or []")
     wandb_project: str | None = Field(default=None, description="set to log to W&B too (needs WANDB_API_KEY)")
     logging_steps: int = 1
+
+
+class RLGenerationConfig(_Cfg):
+    """How the policy generates during rollouts (Hugging Face `generate`, one batched call per turn
+    for every episode still running). A small model on one GPU is bound by per-token overhead, not
+    arithmetic: a static KV cache with the decoding step compiled (CUDA graphs) and a per-turn
+    token budget sized to the task are what shorten a step."""
+
+    engine: Literal["generate", "continuous_batching"] = Field(default="generate", description="'generate': one "
+                                                               "padded `generate` call per turn; 'continuous_batching': "
+                                                               "transformers' paged engine (TRL's "
+                                                               "use_transformers_continuous_batching), CUDA graphs on "
+                                                               "CUDA; it generates in the weights' dtype, so the run "
+                                                               "then keeps fp32 (no bf16 autocast) rather than let TRL "
+                                                               "cast the master weights to bf16")
+    continuous_batching: dict[str, Any] = Field(default_factory=dict, description="keyword arguments of "
+                                                "transformers.ContinuousBatchingConfig (e.g. num_blocks: the KV "
+                                                "cache in blocks of page_size tokens; by default it takes 80-90 % "
+                                                "of free memory)")
+    max_new_tokens: int | None = Field(default=None, ge=1, description="tokens per model turn (default: "
+                                       "max_completion_tokens); size it to the longest turn the task needs: one "
+                                       "sequence that rambles holds the whole batched turn to this many steps")
+    cache: Literal["dynamic", "static"] = Field(default="dynamic", description="KV cache; 'static' pre-allocates "
+                                                "it, which lets transformers compile the decoding step")
+    compile: bool = Field(default=False, description="let transformers compile the decoding step (needs "
+                          "cache: static and CUDA; TRL turns it off by default); the first turns pay the compile")
+    autocast_bf16: bool = Field(default=False, description="generate under bf16 autocast on CUDA (weights stay "
+                                "fp32 for the update)")
+    pad_to_multiple_of: int | None = Field(default=None, ge=1, description="left-pad prompts to a multiple of "
+                                           "this: fewer distinct shapes, fewer recompiles of the static cache")
 
 
 class RLConfig(_Cfg):
@@ -52,6 +87,20 @@ class RLConfig(_Cfg):
     epsilon_high: float = 0.28
     num_iterations: int = Field(default=1, ge=1, description="optimisation passes per batch of rollouts")
     temperature: float = 1.0
+    generation: RLGenerationConfig = Field(default_factory=RLGenerationConfig)
+    gradient_checkpointing: bool = Field(default=False, description="recompute activations in the backward pass "
+                                         "(TRL's default is on; a small model fits without and updates faster)")
+    steps_per_rollout: int = Field(default=1, ge=1, description="optimizer steps per rollout batch: the batch "
+                                   "holds steps_per_rollout x prompts_per_step x num_generations episodes, "
+                                   "generated together, each step trained on its own slice (TRL's "
+                                   "steps_per_generation)")
+    heldout_max_new_tokens: int | None = Field(default=None, ge=1, description="token budget of a held-out "
+                                               "episode, per turn and in all (default: the training budgets): "
+                                               "unseen tasks may need longer kernels than the trained one")
+    heldout_before: bool = Field(default=False, description="also measure the held-out tasks with the starting "
+                                 "policy, before training (heldout_before.json)")
+    heartbeat_s: float = Field(default=30.0, ge=0, description="print what a step is waiting for when nothing "
+                               "was printed for this long (0: never)")
     max_grad_norm: float = 1.0
     seed: int = 0
     save_steps: int = 10
@@ -119,7 +168,37 @@ def load_config(cls: type[C], path: str | Path | None, overrides: list[str] | No
             if not isinstance(node, dict):
                 raise ValueError(f"override {item!r}: {part} is not a mapping")
         node[parts[-1]] = _yaml().safe_load(raw)
-    return cls.model_validate(data)
+    from pydantic import ValidationError
+
+    try:
+        return cls.model_validate(data)
+    except ValidationError as exc:
+        raise TrainInputError(_explain(exc, cls, path, overrides or [])) from exc
+
+
+def _explain(exc: Any, cls: type[BaseModel], path: str | Path | None, overrides: list[str]) -> str:
+    """One line for the first validation error: where the key came from (the file or --set), and for
+    a key that does not exist, the nearest real ones."""
+    import difflib
+
+    err = exc.errors()[0]
+    loc = [str(x) for x in err.get("loc", ())]
+    key = ".".join(loc)
+    from_cli = any(o.partition("=")[0] == key or o.partition("=")[0].startswith(key + ".") for o in overrides)
+    where = f"--set {key}" if from_cli else (f"{path}: {key}" if path is not None else key)
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    if err.get("type") == "extra_forbidden":
+        model: Any = cls
+        for part in loc[:-1]:  # the section the unknown key sits in
+            field = model.model_fields.get(part) if hasattr(model, "model_fields") else None
+            model = field.annotation if field is not None else None
+        known = sorted(model.model_fields) if hasattr(model, "model_fields") else []
+        near = difflib.get_close_matches(loc[-1], known, n=2)
+        hint = f"did you mean {' or '.join(near)}? " if near else ""
+        section = f"{cls.__name__}" + (f".{'.'.join(loc[:-1])}" if len(loc) > 1 else "")
+        return (f"{where}: no such key in {section}; {hint}its keys are {', '.join(known)} "
+                f"(docs/training.md, config.py){more}")
+    return f"{where}: {err.get('msg', '')}{more}"
 
 
 def save_config(cfg: BaseModel, path: str | Path) -> None:
@@ -147,4 +226,4 @@ def _yaml():
     return yaml
 
 
-__all__ = ["ModelConfig", "LoggingConfig", "RLConfig", "RFTConfig", "load_config", "save_config", "start_run"]
+__all__ = ["TrainInputError", "RLGenerationConfig", "ModelConfig", "LoggingConfig", "RLConfig", "RFTConfig", "load_config", "save_config", "start_run"]

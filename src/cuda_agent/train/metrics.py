@@ -32,6 +32,8 @@ def episode_metrics(episodes: Iterable[dict[str, Any]], prefix: str = "env/") ->
     out: dict[str, float] = {
         "episodes": float(n),
         "reward_mean": sum(rewards) / n,
+        "reward_max": max(rewards),
+        "reward_min": min(rewards),
         "compile_rate": sum(bool(e.get("compiled")) for e in eps) / n,
         "pass_rate": sum(bool(e.get("correct")) for e in eps) / n,
         "faster_than_eager_rate": sum(r >= 2 for r in rewards) / n,

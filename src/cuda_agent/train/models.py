@@ -6,28 +6,34 @@ from pathlib import Path
 from typing import Any
 
 from ..tasks import Task, load_tasks
-from .config import ModelConfig
+from .config import ModelConfig, TrainInputError
 
 
 def load_model_and_tokenizer(cfg: ModelConfig, device: str) -> tuple[Any, Any]:
     """(model, tokenizer) ready for TRL: tool-calling chat template, left padding, pad token set."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    tokenizer = load_tokenizer(cfg)
+    return load_model(cfg, tokenizer, device), tokenizer
+
+
+def load_tokenizer(cfg: ModelConfig) -> Any:
+    """The policy's tokenizer alone (cheap: rows can be checked against it before any weights load),
+    with the tool-calling template, left padding and the ChatML end-of-turn as EOS."""
+    from transformers import AutoTokenizer
 
     from .chat import ensure_tool_template
 
-    dtype = torch.bfloat16 if cfg.dtype == "bfloat16" else torch.float32
+    check_model_path(cfg.path)
     if cfg.path == "tiny-random":
-        from .tiny import build_tiny_model, build_tiny_tokenizer
+        from .tiny import build_tiny_tokenizer
 
         tokenizer = build_tiny_tokenizer()
-        model = build_tiny_model(tokenizer).to(dtype)
     else:
         folder, kw = _locate(cfg.path)
-        tokenizer = AutoTokenizer.from_pretrained(folder, **kw)
-        model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, **kw)
-        if "gguf_file" in kw:
-            _as_plain_weights(model)
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(folder, **kw)
+        except (OSError, ValueError) as exc:
+            raise TrainInputError(f"model.path {cfg.path}: its tokenizer cannot be loaded ({_first_line(exc)}); "
+                                  "give a Hugging Face folder with tokenizer files, or a .gguf file") from exc
     ensure_tool_template(tokenizer)
     tokenizer.padding_side = "left"
     if tokenizer.pad_token is None:
@@ -35,9 +41,57 @@ def load_model_and_tokenizer(cfg: ModelConfig, device: str) -> tuple[Any, Any]:
     im_end = tokenizer.convert_tokens_to_ids("<|im_end|>")
     if isinstance(im_end, int) and im_end != tokenizer.unk_token_id and im_end is not None:
         tokenizer.eos_token = "<|im_end|>"  # ChatML turns end here; generation must stop here
-        model.generation_config.eos_token_id = im_end
+    return tokenizer
+
+
+def load_model(cfg: ModelConfig, tokenizer: Any, device: str) -> Any:
+    """The weights (fp32 master weights by default) with generation ending where the tokenizer's turns end."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    dtype = torch.bfloat16 if cfg.dtype == "bfloat16" else torch.float32
+    if cfg.path == "tiny-random":
+        from .tiny import build_tiny_model
+
+        model = build_tiny_model(tokenizer).to(dtype)
+    else:
+        folder, kw = _locate(cfg.path)
+        model = AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, **kw)
+        if "gguf_file" in kw:
+            _as_plain_weights(model)
+    if tokenizer.eos_token == "<|im_end|>":
+        model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
-    return model, tokenizer
+    return model
+
+
+_MODEL_NAMES = "a Hugging Face folder (config.json + tokenizer files), a .gguf file, 'smollm2' or 'tiny-random'"
+_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
+
+
+def check_model_path(path: str) -> None:
+    """Fail in one line, before anything loads, when `path` cannot be a model: missing, a folder
+    without config.json or tokenizer files, or a file that is not .gguf."""
+    if path in ("tiny-random", "smollm2"):
+        return
+    p = Path(path)
+    if not p.exists():
+        raise TrainInputError(f"model.path {path} does not exist; give {_MODEL_NAMES}")
+    if p.is_file():
+        if p.suffix != ".gguf":
+            raise TrainInputError(f"model.path {path} is a file but not a .gguf; give {_MODEL_NAMES}")
+        return
+    if not (p / "config.json").is_file():
+        raise TrainInputError(f"model.path {path} is a folder without config.json, so not a Hugging Face model; "
+                              f"give {_MODEL_NAMES} (a training run's model is its final/ or checkpoint-N/ folder)")
+    if not any((p / f).is_file() for f in _TOKENIZER_FILES):
+        raise TrainInputError(f"model.path {path} has weights but no tokenizer files ({', '.join(_TOKENIZER_FILES)}); "
+                              "copy the base model's tokenizer into it (tokenizer.save_pretrained)")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _as_plain_weights(model: Any) -> None:
@@ -95,4 +149,4 @@ def resolve_tasks(specs: list[str], limit: int | None = None) -> list[Task]:
     return unique[:limit] if limit else unique
 
 
-__all__ = ["load_model_and_tokenizer", "resolve_tasks"]
+__all__ = ["load_model_and_tokenizer", "load_tokenizer", "load_model", "check_model_path", "resolve_tasks"]

@@ -6,6 +6,7 @@ two cannot drift; `get_reward()` evaluates the final workspace.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import threading
 import types
@@ -20,6 +21,7 @@ from ..agent.trajectory import ToolCall
 from ..evaluation import EvalConfig, EvalResult
 from ..tasks import Task
 from .metrics import verdict
+from .progress import PhaseClock
 
 
 class EpisodeLog:
@@ -49,11 +51,13 @@ class KernelEnvBase:
     workdir: str | None = None
     log: EpisodeLog = EpisodeLog()
     eval_concurrency: int = 1
+    clock: PhaseClock | None = None  # where tool and evaluation time is counted (progress.py)
     _live: "weakref.WeakSet[KernelEnvBase]" = weakref.WeakSet()  # make_env_class gives each class its own
 
     def __init__(self) -> None:
         self._env: Environment | None = None
         self._result: EvalResult | None = None
+        self._episode = 0
         type(self)._live.add(self)
 
     def reset(self, **row: Any) -> str | None:
@@ -65,7 +69,14 @@ class KernelEnvBase:
             raise KeyError(f"row names task {name!r}, which is not among the {len(self.tasks)} tasks of this run")
         self._env = Environment.fresh(self.tasks[name], self.backend, workdir=self.workdir, prefix="trl-ep-",
                                       tool_config=self.tool_config, eval_config=self.eval_config)
+        self._episode = self.clock.new_episode() if self.clock else 0
         return None
+
+    def _phase(self, name: str, detail: str) -> Any:
+        return self.clock.phase(name, detail) if self.clock else contextlib.nullcontext()
+
+    def _what(self) -> str:
+        return f"episode {self._episode} ({self._env.ws.task.name if self._env else '?'})"
 
     def get_reward(self) -> float:
         """The milestone reward of the final workspace. TRL asks one environment after another once
@@ -76,7 +87,10 @@ class KernelEnvBase:
         if self._result is None and self.eval_concurrency > 1:
             self._evaluate_pending()
         env = self._env
-        result: EvalResult = self._result or env.evaluate()
+        result = self._result
+        if result is None:
+            with self._phase("evaluation", f"judging the final workspace of {self._what()}"):
+                result = env.evaluate()
         self.log.add({"task": env.ws.task.name, **verdict(result, env.calls, env.errors),
                       "reason": result.reason.splitlines()[0] if result.reason else ""})
         self._cleanup()
@@ -84,7 +98,8 @@ class KernelEnvBase:
 
     def _evaluate_pending(self) -> None:
         pending = [e for e in list(type(self)._live) if e._env is not None and e._result is None]
-        with ThreadPoolExecutor(max_workers=min(self.eval_concurrency, len(pending))) as pool:
+        with (self._phase("evaluation", f"judging {len(pending)} final workspaces, {self.eval_concurrency} at once"),
+              ThreadPoolExecutor(max_workers=min(self.eval_concurrency, len(pending))) as pool):
             for env, res in zip(pending, pool.map(lambda e: e._env.evaluate(), pending)):
                 env._result = res
 
@@ -92,7 +107,9 @@ class KernelEnvBase:
         if self._env is None:
             raise RuntimeError("tool called before reset()")
         args = {k: v for k, v in arguments.items() if v is not None}
-        return self._env.execute(ToolCall(id="", name=name, arguments=args)).text
+        shown = f" {str(args.get('command') or args.get('path') or '')[:60]!r}" if args else ""
+        with self._phase("tools", f"{name}{shown} in {self._what()}"):
+            return self._env.execute(ToolCall(id="", name=name, arguments=args)).text
 
     def _cleanup(self) -> None:
         if self._env is not None:
@@ -109,12 +126,12 @@ class KernelEnvBase:
 
 def make_env_class(tasks: list[Task], *, backend: str, eval_config: EvalConfig, tool_config: ToolConfig | None = None,
                    workdir: str | None = None, log: EpisodeLog | None = None,
-                   eval_concurrency: int = 1) -> type[KernelEnvBase]:
+                   eval_concurrency: int = 1, clock: PhaseClock | None = None) -> type[KernelEnvBase]:
     """A TRL environment class bound to `tasks`; pass the class itself as `environment_factory`."""
     attrs: dict[str, Any] = {
         "tasks": {t.name: t for t in tasks}, "backend": backend, "eval_config": eval_config,
         "tool_config": tool_config, "workdir": workdir, "log": log or EpisodeLog(),
-        "eval_concurrency": max(1, int(eval_concurrency)), "_live": weakref.WeakSet(),
+        "eval_concurrency": max(1, int(eval_concurrency)), "_live": weakref.WeakSet(), "clock": clock,
     }
     for spec in TOOLS:
         attrs[spec.name] = _tool_method(spec)

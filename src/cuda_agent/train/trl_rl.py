@@ -15,23 +15,25 @@ from typing import Any
 
 from .config import RLConfig, start_run
 from .metrics import JsonlLog, episode_metrics, merge_means, ratio_metrics
+from .progress import PhaseClock, make_progress_callback
 from .prompting import task_prompt
 
 
 def run_rl(cfg: RLConfig) -> Path:
     """Train; returns the output directory (checkpoints, metrics.jsonl, TensorBoard runs)."""
     from datasets import Dataset
-    from transformers import TrainerCallback
+    from transformers import PrinterCallback, TrainerCallback
     from transformers.trainer_utils import get_last_checkpoint
     from trl import GRPOConfig, GRPOTrainer
 
     from ..agent.shell import ShellConfig
     from ..agent.tools import ToolConfig
     from ..backends import default_backend_name, model_backend
-    from .models import load_model_and_tokenizer, resolve_tasks
+    from .models import check_model_path, load_model_and_tokenizer, resolve_tasks
     from .trl_env import EpisodeLog, make_env_class
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    check_model_path(cfg.model.path)  # bad input says so before the run folder or any weights exist
     out, report = start_run(cfg)
     backend = cfg.backend or default_backend_name()
     model_be = model_backend(backend)
@@ -45,25 +47,17 @@ def run_rl(cfg: RLConfig) -> Path:
     log = EpisodeLog()
     tools = ToolConfig(bash_timeout_s=cfg.bash_timeout_s, bash_max_timeout_s=max(cfg.bash_timeout_s, 900.0),
                        shell=ShellConfig(seal=cfg.seal_shell))
+    clock = PhaseClock()
     env_cls = make_env_class([*tasks, *heldout], backend=backend, eval_config=eval_cfg, tool_config=tools,
-                             workdir=cfg.workdir, log=log, eval_concurrency=cfg.eval_concurrency)
-    dataset = Dataset.from_list(_rows(tasks, backend))
+                             workdir=cfg.workdir, log=log, eval_concurrency=cfg.eval_concurrency, clock=clock)
+    # TRL draws prompts_per_step x steps_per_rollout distinct rows per rollout batch and drops a short
+    # last chunk: repeat the task rows so that a batch can always be filled
+    rows = _rows(tasks, backend)
+    need = cfg.prompts_per_step * cfg.steps_per_rollout
+    dataset = Dataset.from_list(rows * -(-need // len(rows)))
+    gen = cfg.generation
 
-    batch = cfg.prompts_per_step * cfg.num_generations
-    args = GRPOConfig(
-        output_dir=str(out), max_steps=cfg.steps, per_device_train_batch_size=batch,
-        num_generations=cfg.num_generations, max_completion_length=cfg.max_completion_tokens,
-        max_tool_calling_iterations=cfg.max_tool_calls, learning_rate=cfg.learning_rate, beta=cfg.beta,
-        epsilon=cfg.epsilon_low, epsilon_high=cfg.epsilon_high, num_iterations=cfg.num_iterations,
-        temperature=cfg.temperature, max_grad_norm=cfg.max_grad_norm, seed=cfg.seed,
-        save_steps=cfg.save_steps, save_total_limit=cfg.save_total_limit, logging_steps=cfg.logging.logging_steps,
-        report_to=report, use_cpu=not model_be.gpu,
-        bf16=model_be.gpu and cfg.model.bf16_autocast,
-        loss_type="grpo", scale_rewards="group", lr_scheduler_type="constant", warmup_steps=0,
-        dataloader_num_workers=0, remove_unused_columns=False, shuffle_dataset=True,
-        per_device_eval_batch_size=max(1, len(heldout)) * cfg.heldout_generations,
-        num_generations_eval=cfg.heldout_generations,
-    )
+    args = GRPOConfig(**grpo_kwargs(cfg, out, report, gpu=model_be.gpu, n_heldout=len(heldout)))
     jsonl = JsonlLog(out / "metrics.jsonl")
     started = time.monotonic()
 
@@ -84,26 +78,88 @@ def run_rl(cfg: RLConfig) -> Path:
                 control.should_training_stop = True
 
     trainer_cls = _trainer_class(GRPOTrainer)
+    printer = make_progress_callback(clock, heartbeat_s=cfg.heartbeat_s)
+    budget = _Jsonl()
     trainer = trainer_cls(model=model, processing_class=tokenizer, args=args, train_dataset=dataset,
-                          environment_factory=env_cls, callbacks=[_Jsonl()])
+                          environment_factory=env_cls, callbacks=[budget, printer])
+    trainer.remove_callback(PrinterCallback)  # its metrics dict per step would bury the step line
     trainer.episode_log = log
+    trainer.clock = clock
+    trainer.generation_autocast = gen.autocast_bf16 and model_be.gpu
+    # TRL builds its GenerationConfig with compilation off; transformers compiles the decoding step of a
+    # static cache only when it is on
+    trainer.generation_config.disable_compile = not (gen.compile and model_be.gpu)
     last = get_last_checkpoint(str(out)) if cfg.resume and out.is_dir() else None
-    trainer.train(resume_from_checkpoint=last)
-    trainer.save_model(str(out / "final"))
-    if heldout:
-        measure_heldout(trainer, log, heldout, backend, out / "heldout.json")
+    try:
+        if heldout and cfg.heldout_before and not (out / "heldout_before.json").is_file():
+            clock.label = "held-out (before training)"
+            # set by the training loop, read by TRL's scoring; before train() it is not there yet
+            trainer.current_gradient_accumulation_steps = args.gradient_accumulation_steps
+            summary = measure_heldout(trainer, log, heldout, backend, out / "heldout_before.json",
+                                      cfg.heldout_max_new_tokens)
+            print(f"[rl] held-out before training: reward mean {summary.get('heldout/reward_mean', float('nan')):+.2f}, "
+                  f"pass rate {summary.get('heldout/pass_rate', 0.0):.2f}", flush=True)
+            clock.label = None
+            clock.take()  # that time is not the first step's
+            budget.last_end = time.monotonic()  # nor is it a step's length for the max_seconds estimate
+        trainer.train(resume_from_checkpoint=last)
+        trainer.save_model(str(out / "final"))
+        if heldout:
+            clock.label = "held-out"
+            summary = measure_heldout(trainer, log, heldout, backend, out / "heldout.json", cfg.heldout_max_new_tokens)
+            print(f"[rl] held-out after training: reward mean {summary.get('heldout/reward_mean', float('nan')):+.2f}, "
+                  f"pass rate {summary.get('heldout/pass_rate', 0.0):.2f}", flush=True)
+    finally:
+        printer.close()
     return out
 
 
-def measure_heldout(trainer: Any, log: Any, heldout: list[Any], backend: str, path: Path) -> dict[str, Any]:
-    """The final policy on tasks it never trained on (TRL's evaluation loop: same rollouts and
-    environment, no update); writes and returns the episodes and their aggregate."""
+def grpo_kwargs(cfg: RLConfig, out: Path, report: list[str], *, gpu: bool, n_heldout: int) -> dict[str, Any]:
+    """TRL's GRPOConfig arguments for this run: one place maps our config onto TRL's."""
+    gen = cfg.generation
+    batch = cfg.prompts_per_step * cfg.num_generations
+    return dict(
+        output_dir=str(out), max_steps=cfg.steps, per_device_train_batch_size=batch,
+        num_generations=cfg.num_generations, max_completion_length=cfg.max_completion_tokens,
+        max_tool_calling_iterations=cfg.max_tool_calls, learning_rate=cfg.learning_rate, beta=cfg.beta,
+        epsilon=cfg.epsilon_low, epsilon_high=cfg.epsilon_high, num_iterations=cfg.num_iterations,
+        temperature=cfg.temperature, max_grad_norm=cfg.max_grad_norm, seed=cfg.seed,
+        save_steps=cfg.save_steps, save_total_limit=cfg.save_total_limit, logging_steps=cfg.logging.logging_steps,
+        report_to=report, use_cpu=not gpu,
+        # TRL casts the model itself to bf16 before continuous batching when bf16 is on: that would round the
+        # fp32 master weights, so that engine runs in fp32 throughout
+        bf16=gpu and cfg.model.bf16_autocast and gen.engine != "continuous_batching",
+        use_transformers_continuous_batching=gen.engine == "continuous_batching",
+        transformers_continuous_batching_config=dict(gen.continuous_batching) or None,
+        loss_type="grpo", scale_rewards="group", lr_scheduler_type="constant", warmup_steps=0,
+        dataloader_num_workers=0, remove_unused_columns=False, shuffle_dataset=True,
+        per_device_eval_batch_size=max(1, n_heldout) * cfg.heldout_generations,
+        num_generations_eval=cfg.heldout_generations,
+        steps_per_generation=cfg.steps_per_rollout, gradient_checkpointing=cfg.gradient_checkpointing,
+        cache_implementation=gen.cache if gen.cache != "dynamic" else None, pad_to_multiple_of=gen.pad_to_multiple_of,
+        generation_kwargs={"max_new_tokens": gen.max_new_tokens} if gen.max_new_tokens else None,
+        disable_tqdm=True,  # the step line below replaces the bar and the printed metrics dict
+    )
+
+
+def measure_heldout(trainer: Any, log: Any, heldout: list[Any], backend: str, path: Path,
+                    max_new_tokens: int | None = None) -> dict[str, Any]:
+    """The policy on tasks it never trained on (TRL's evaluation loop: same rollouts and
+    environment, no update); writes and returns the episodes and their aggregate. `max_new_tokens`
+    replaces the per-turn and total token budgets for these episodes."""
     import json
 
     from datasets import Dataset
 
     log.drain()  # verdicts of the last training batch were already logged
-    trl_metrics = trainer.evaluate(eval_dataset=Dataset.from_list(_rows(heldout, backend)))
+    saved = trainer.generation_config.max_new_tokens, trainer.max_completion_length
+    if max_new_tokens:
+        trainer.generation_config.max_new_tokens = max_new_tokens
+        trainer.max_completion_length = max(trainer.max_completion_length, max_new_tokens + 512)
+    try:
+        trl_metrics = trainer.evaluate(eval_dataset=Dataset.from_list(_rows(heldout, backend)))
+    finally:
+        trainer.generation_config.max_new_tokens, trainer.max_completion_length = saved
     episodes = log.drain()
     report = {"step": trainer.state.global_step, "episodes": episodes,
               **episode_metrics(episodes, prefix="heldout/"), "trl": trl_metrics}
@@ -122,6 +178,34 @@ def _trainer_class(base: type) -> type:
         episode_log = None
         _ratio_inputs: dict[str, Any] | None = None
         _ratio_rows: list[dict[str, float]] = []
+
+        clock: PhaseClock | None = None
+        generation_autocast = False
+
+        def _generate_and_score_completions(self, inputs: Any) -> Any:
+            if self.clock is None:
+                return super()._generate_and_score_completions(inputs)
+            self.clock.new_batch()
+            self._turn = 0
+            with self.clock.phase("rollout", f"{len(inputs)} episodes: tokenising, scoring, old log-probabilities"):
+                return super()._generate_and_score_completions(inputs)
+
+        def _generate_single_turn(self, prompt_ids: Any, *args: Any, **kwargs: Any) -> Any:
+            import contextlib
+
+            import torch
+
+            self._turn = getattr(self, "_turn", 0) + 1
+            budget = self.generation_config.max_new_tokens
+            detail = (f"turn {self._turn}: {len(prompt_ids)} episodes, up to {budget} new tokens each, "
+                      f"longest prompt {max(len(p) for p in prompt_ids)} tokens")
+            autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if self.generation_autocast
+                        else contextlib.nullcontext())
+            with (self.clock.phase("generation", detail) if self.clock else contextlib.nullcontext()), autocast:
+                completion_ids, logprobs = super()._generate_single_turn(prompt_ids, *args, **kwargs)
+            if self.clock is not None:
+                self.clock.add_tokens(sum(len(c) for c in completion_ids))
+            return completion_ids, logprobs
 
         def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> Any:
             self._ratio_inputs = inputs
@@ -153,9 +237,11 @@ def _trainer_class(base: type) -> type:
                     self._ratio_rows = []
                 if self.episode_log is not None:
                     logs.update(episode_metrics(self.episode_log.drain()))
+                if self.clock is not None:
+                    logs.update(self.clock.take())
             super().log(logs, start_time)
 
     return CudaAgentGRPOTrainer
 
 
-__all__ = ["run_rl"]
+__all__ = ["run_rl", "grpo_kwargs", "measure_heldout"]

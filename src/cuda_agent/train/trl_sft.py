@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .config import RFTConfig, start_run
+from .config import RFTConfig, TrainInputError, start_run
 from .metrics import JsonlLog
 from .rft import load_sft_rows
 
@@ -20,17 +20,14 @@ def run_rft(cfg: RFTConfig) -> Path:
     from trl import SFTConfig, SFTTrainer
 
     from ..backends import model_backend
-    from .chat import tokenize_conversation
-    from .models import load_model_and_tokenizer
+    from .models import load_model, load_tokenizer
 
+    # the input is checked (model path, every row against max_length) before any weights load
+    tokenizer = load_tokenizer(cfg.model)
+    encoded = encode_rows(cfg, tokenizer)
     out, report = start_run(cfg)
     be = model_backend()
-    model, tokenizer = load_model_and_tokenizer(cfg.model, be.torch_device)
-    rows = load_sft_rows(cfg.dataset)
-    if not rows:
-        raise ValueError(f"{cfg.dataset} holds no rows: the filter kept nothing (see its .report.json)")
-    encoded = [tokenize_conversation(tokenizer, r["messages"], r.get("tools"), max_length=cfg.max_length)
-               for r in rows]
+    model = load_model(cfg.model, tokenizer, be.torch_device)
     for e in encoded:  # explicit labels: -100 everywhere but the assistant's tokens
         e["labels"] = [t if m else -100 for t, m in zip(e["input_ids"], e["assistant_masks"])]
     dataset = Dataset.from_list(encoded)
@@ -63,4 +60,38 @@ def run_rft(cfg: RFTConfig) -> Path:
     return out
 
 
-__all__ = ["run_rft"]
+def encode_rows(cfg: RFTConfig, tokenizer: Any) -> list[dict[str, list[int]]]:
+    """Every row of `cfg.dataset` as `input_ids` + `assistant_masks`; a row with nothing to learn
+    within `max_length` is a `TrainInputError` naming the row and the max_length that would keep it."""
+    from .chat import NothingToLearn, tokenize_conversation
+
+    if not Path(cfg.dataset).is_file():
+        raise TrainInputError(f"dataset {cfg.dataset} does not exist (RFT rows: `cuda-agent train filter` "
+                              "or `cuda-agent train demos` write them)")
+    try:
+        rows = load_sft_rows(cfg.dataset)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise TrainInputError(f"dataset {str(exc).splitlines()[0]}") from exc
+    if not rows:
+        raise TrainInputError(f"dataset {cfg.dataset} holds no rows: the filter kept nothing (see its .report.json)")
+    encoded, short = [], []
+    for n, row in enumerate(rows, start=1):
+        try:
+            encoded.append(tokenize_conversation(tokenizer, row["messages"], row.get("tools"),
+                                                 max_length=cfg.max_length))
+        except NothingToLearn as exc:
+            short.append((n, row, exc))
+    if short:
+        n, row, exc = short[0]
+        meta = row.get("meta") or {}
+        what = ", ".join(f"{k} {meta[k]}" for k in ("task", "episode_id") if meta.get(k))
+        need = max(e.total for _, _, e in short)
+        others = f" (and {len(short) - 1} more rows)" if len(short) > 1 else ""
+        fix = (f"set max_length to at least {need} (--set max_length={need}) or drop the row"
+               if all(e.first is not None for _, _, e in short)
+               else "drop the row (the filter keeps only episodes with assistant turns)")
+        raise TrainInputError(f"dataset {cfg.dataset} row {n}{f' ({what})' if what else ''}: {exc}{others}: {fix}")
+    return encoded
+
+
+__all__ = ["run_rft", "encode_rows"]
