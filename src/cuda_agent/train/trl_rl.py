@@ -199,7 +199,7 @@ def _trainer_class(base: type) -> type:
             budget = self.generation_config.max_new_tokens
             detail = (f"turn {self._turn}: {len(prompt_ids)} episodes, up to {budget} new tokens each, "
                       f"longest prompt {max(len(p) for p in prompt_ids)} tokens")
-            autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if self.generation_autocast
+            autocast = (torch.autocast(self.accelerator.device.type, dtype=torch.bfloat16) if self.generation_autocast
                         else contextlib.nullcontext())
             with (self.clock.phase("generation", detail) if self.clock else contextlib.nullcontext()), autocast:
                 completion_ids, logprobs = super()._generate_single_turn(prompt_ids, *args, **kwargs)
