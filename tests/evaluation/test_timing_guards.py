@@ -67,11 +67,14 @@ class ModelNew(nn.Module):
 def test_fingerprint_caching_does_not_pay(make_workspace, fast_config):
     ws = make_workspace(model_new=FINGERPRINT_CACHE, task_source=BIG_RELU_TASK, name="fingerprint")
     on = evaluate(ws, fast_config.model_copy(update={"guards": _guards()}))
-    assert on.correct and on.reward == 1 and on.speedup_vs_eager < 1, on.reason
+    # a hit returns the memoised tensor again: a recycled output (issue 24) where one is caught,
+    # else the misses' honest time
+    recycled = on.reward == -1 and "recycled output" in on.reason
+    assert recycled or (on.correct and on.reward == 1 and on.speedup_vs_eager < 1), on.reason
     off = evaluate(ws, fast_config.model_copy(update={"guards": _guards(fresh_values=False)}))
-    # the hole the fresh values close: without them the cache pays several times over. The
-    # point estimate, not the reward: on a loaded 2-core box the confidence bound may not clear.
-    assert off.correct and off.speedup_vs_eager > 2, off.reason
+    # the hole the fresh values close: without them every call hits, and only the fresh-output
+    # rule is left to catch it (the cache would pay several times over)
+    assert off.reward == -1 and "recycled output" in off.reason, off.reason
 
 
 ASYNC_THREAD = '''
