@@ -239,6 +239,15 @@ class Judge:
         self._forkserver_starts = 0
         self._fork_server()  # it imports torch while the judge calibrates
         self.probe_ms = self._calibrate_probe()
+        self._first_spare()
+
+    def _first_spare(self) -> None:
+        """Ready means ready: the fork server started and one spare with the default isolation
+        (namespaces, confined writes) on its way, so the first evaluation does not pay for them."""
+        from .candidate_link import FORKSERVER_READY_S
+
+        if self.forkserver is not None and self.forkserver.ready(FORKSERVER_READY_S):
+            self.spares.append(self._new_client((True, True)))
 
     def note_probe(self, role: str, ms: float) -> None:
         """Keep the end marker's latency for diagnosis (the first PROBE_SAMPLE per role)."""
