@@ -55,11 +55,6 @@ def per_process_gib() -> dict[int, float]:
     return used
 
 
-def ours_used_gib(pids: set[int]) -> float | None:
-    """Device memory (GiB) held by the processes `pids`."""
-    return sum(v for pid, v in per_process_gib().items() if pid in pids)
-
-
 def _role(pid: int) -> str:
     try:
         cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")

@@ -43,7 +43,8 @@ def serve(sock_fd: int, backend_name: str) -> None:
     backend = get_backend(backend_name)
     backend.start_device()
     if backend.gpu:  # where spares start ahead of need; on a small CPU host unused spares would burn its cores
-        _warm_up_harness(torch, backend)
+        warm_up_harness(torch, backend.torch_device)
+        backend.synchronize()
     sock = socket.socket(fileno=sock_fd)
     try:
         sock.send(json.dumps({"type": "spare"}).encode())  # started: the judge prefers a spare that said so
@@ -64,23 +65,14 @@ def serve(sock_fd: int, backend_name: str) -> None:
         os._exit(0)
 
 
-def _warm_up_harness(torch: Any, backend: Any) -> None:
+def warm_up_harness(torch: Any, device: str) -> None:
     """What the harness's first calls import (the dispatcher guard pulls in ~800 modules, ~2 s),
-    done while this process waits as a spare and before any workspace is on sys.path."""
+    done before any workspace is on sys.path: in a spare on its device, or in the fork server on
+    "meta"."""
     from .guards import guarded
 
     with torch.no_grad():
-        guarded(lambda x: x.clone())(torch.ones(4, device=backend.torch_device))
-    backend.synchronize()
-
-
-def warm_up_imports(torch: Any) -> None:
-    """The harness's imports without a device or a thread (the fork server's warm-up): the
-    same guarded call on a meta tensor, which computes nothing."""
-    from .guards import guarded
-
-    with torch.no_grad():
-        guarded(lambda x: x.clone())(torch.ones(4, device="meta"))
+        guarded(lambda x: x.clone())(torch.ones(4, device=device))
 
 
 class _Stop(Exception):

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import select
-import shutil
 import signal
 import socket
 import subprocess
@@ -24,7 +23,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any, Callable, Iterable, TypeVar
 
-from ..isolation.worker import WatchedProcess, kill_tree
+from ..isolation.worker import WatchedProcess
 from ..isolation.sandbox import CANDIDATE_NAMESPACE_PREFIX, CONFINE_WRITES_ENV, make_scratch, namespaces_available, process_tree, scrubbed_environment
 
 MAX_MESSAGE = 1 << 22
@@ -325,31 +324,29 @@ FORK_TIMEOUT_S = 10.0
 EXIT_STATUS_WAIT_S = 2.0  # the server reaps a child when it is told (SIGCHLD): moments after it ended
 
 
-class ForkServer:
-    """The judge's handle on its fork server; `fork` gives a Popen-like `ForkedProcess`, or None
-    when this server can't fork (not started, dead, or refusing): then start the client anew."""
+class ForkServer(WatchedProcess):
+    """The judge's handle on its fork server (spawned, logged, killed like any watched child);
+    `fork` gives a Popen-like `ForkedProcess`, or None when this server can't fork (not
+    started, dead, or refusing): then start the client anew."""
 
     def __init__(self, backend: str, env: dict[str, str]) -> None:
-        from ..isolation.processes import start_detached_child
-
-        self.scratch = make_scratch(Path(tempfile.mkdtemp(prefix="cuda-agent-forkserver-")))
+        scratch = make_scratch(Path(tempfile.mkdtemp(prefix="cuda-agent-forkserver-")))
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock = ours
-        self._log = tempfile.NamedTemporaryFile(prefix="cuda-agent-forkserver-", suffix=".log", delete=False)
         # the clients' own variables, so what torch, OpenMP and glibc's malloc read once at start
         # agree; numpy's OpenBLAS would start its thread pool at import (a thread: no fork)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "cuda_agent.evaluation.forkserver", str(theirs.fileno()), backend],
-            env=scrubbed_environment(env, self.scratch, {"OPENBLAS_NUM_THREADS": "1"}), pass_fds=(theirs.fileno(),), cwd=str(self.scratch),
-            stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT, preexec_fn=start_detached_child)
+        super().__init__([sys.executable, "-m", "cuda_agent.evaluation.forkserver", str(theirs.fileno()), backend],
+                         env=scrubbed_environment(env, scratch, {"OPENBLAS_NUM_THREADS": "1"}), scratch=scratch,
+                         log_prefix="cuda-agent-forkserver-", pass_fds=(theirs.fileno(),), who="the fork server")
         theirs.close()
+        self._closers = [self.sock.close]
         self.born = time.monotonic()
         self._ready = False
         self._broken = False
         self._exits: dict[int, int] = {}
 
     def alive(self) -> bool:
-        return not self._broken and self.proc.poll() is None
+        return not self._broken and super().alive()
 
     def ready(self, wait_s: float = 0.0) -> bool:
         """Whether it has said it is ready (waits up to `wait_s` for that)."""
@@ -415,23 +412,6 @@ class ForkServer:
                 for fd in fds:
                     os.close(fd)
             return msg
-
-    def close(self) -> None:
-        kill_tree(self.proc)  # its children die with it (PDEATHSIG)
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
-        self.sock.close()
-        self._log.close()
-        Path(self._log.name).unlink(missing_ok=True)
-        shutil.rmtree(self.scratch, ignore_errors=True)
-
-    def log_tail(self) -> str:
-        try:
-            return Path(self._log.name).read_bytes()[-4000:].decode(errors="replace")
-        except OSError:
-            return ""
 
 
 class ForkedProcess:

@@ -32,7 +32,7 @@ _CLONE_NEWNET = 0x40000000
 # ---- the server ---------------------------------------------------------------------------
 def main() -> None:
     ctrl_fd, backend_name = int(sys.argv[1]), sys.argv[2]
-    from .candidate import trusted_sys_path, warm_up_imports
+    from .candidate import trusted_sys_path, warm_up_harness
 
     trusted_sys_path()
     import torch
@@ -40,7 +40,7 @@ def main() -> None:
     from ..backends import get_backend
 
     get_backend(backend_name)  # imported, never started: a started device can't be forked
-    warm_up_imports(torch)
+    warm_up_harness(torch, "meta")  # the imports without a device or a thread: a meta tensor computes nothing
     ctrl = socket.socket(fileno=ctrl_fd)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_r, False)
@@ -84,6 +84,8 @@ def _report_exits(ctrl: socket.socket) -> None:
 
 
 def _fork(ctrl: socket.socket, request: dict[str, Any], fds: list[int], backend_name: str, wake: tuple[int, int]) -> None:
+    from ..isolation.sandbox import _thread_count
+
     threads = _thread_count()
     if request.get("type") != "fork" or len(fds) != 2 or threads != 1:
         why = f"{threads} threads" if threads != 1 else "malformed request"
@@ -147,13 +149,6 @@ def _unshare_network() -> None:
         err = ctypes.get_errno()
         print(f"cuda-agent client: unshare(CLONE_NEWNET) failed: {os.strerror(err)}", file=sys.stderr, flush=True)
         os._exit(71)
-
-
-def _thread_count() -> int:
-    try:
-        return len(os.listdir("/proc/self/task"))
-    except OSError:
-        return -1
 
 
 if __name__ == "__main__":
