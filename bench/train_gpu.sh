@@ -84,15 +84,28 @@ stage() {  # call 1: wheels, part 1, the code snapshot; a background check of th
   echo "staged in $ROOT at +$(el)s: send call 2 now (the machine stays warm ~30 s)"
 }
 
+assemble() {  # the GGUF from part 1 (staged) and part 2 (this call's carry), checked
+  if [ ! -f "$ROOT/$GGUF" ]; then
+    cat "$ROOT/model.xz.0" "$REPO/$CM/part2/model.xz.1" | python3 -c "import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.stdin.buffer), sys.stdout.buffer)" > "$ROOT/$GGUF.tmp" \
+      && echo "$SHA  $ROOT/$GGUF.tmp" | sha256sum -c --quiet - && mv "$ROOT/$GGUF.tmp" "$ROOT/$GGUF" || { echo "model assembly failed"; exit 4; }
+  fi
+}
+
+speed() {  # instead of call 2 (or before it, on the same warm machine): decoding speed per engine
+  ROOT=$1
+  [ -f "$ROOT/model.xz.0" ] || { echo "part 1 is not on this machine: run call 1 first"; exit 3; }
+  export PYTHONPATH=/tmp/site:$ROOT/code/src
+  assemble
+  python3 "$REPO/bench/generation_speed.py" "$ROOT/$GGUF" --out "$OUT" --engines "${ENGINES:-generate,static,cb,cb_noflash,cb_nograph}" \
+    --new-tokens "${NEW_TOKENS:-384}" --timeout-s "${ENGINE_S:-100}"
+}
+
 train() {  # call 2: assemble the model, then demos -> RFT -> RL -> held-out; every result into $OUT
   ROOT=$1 BACKEND=$2; shift 2
   [ -f "$ROOT/model.xz.0" ] || { echo "part 1 is not on this machine: it is a fresh one (call 2 came too late); run call 1 again, then call 2 at once"; exit 3; }
   export PYTHONPATH=/tmp/site:$ROOT/code/src
   cd "$ROOT/code" || exit 1
-  if [ ! -f "$ROOT/$GGUF" ]; then
-    cat "$ROOT/model.xz.0" "$REPO/$CM/part2/model.xz.1" | python3 -c "import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.stdin.buffer), sys.stdout.buffer)" > "$ROOT/$GGUF.tmp" \
-      && echo "$SHA  $ROOT/$GGUF.tmp" | sha256sum -c --quiet - && mv "$ROOT/$GGUF.tmp" "$ROOT/$GGUF" || { echo "model assembly failed"; exit 4; }
-  fi
+  assemble
   say "model assembled ($GGUF, sha256 ok); backend $BACKEND"
   cat "$ROOT/env.txt" >> "$OUT/run.log" 2>/dev/null
   [ -s "$ROOT/demos.jsonl" ] || $PY -m cuda_agent train demos $TRAIN_TASKS -o "$ROOT/demos.jsonl" --backend "$BACKEND" 2>&1 | tee -a "$OUT/run.log"
@@ -135,6 +148,7 @@ case "${1:-}" in
   prepare) prepare ;;
   stage) PY=python3; stage /root/t13 cuda ;;
   train) PY=python3; train /root/t13 cuda ;;
+  speed) speed /root/t13 ;;   # carry [".carry-model/part2"], timeout_s 570 (bench/generation_speed.py)
   cpu)  # rehearsal on this machine: the same two steps, CPU backend and solutions, tiny budgets; plain
         # `generate` (continuous batching sizes its cache in host RAM here, and is slow on a CPU)
     PY=${PYTHON:-$REPO/.venv/bin/python}
@@ -143,5 +157,5 @@ case "${1:-}" in
     RL_SET=${RL_SET:-"--set steps=2 --set prompts_per_step=1 --set num_generations=2 --set steps_per_rollout=1 --set max_completion_tokens=48 --set generation.max_new_tokens=48 --set heldout_max_new_tokens=48 --set max_tool_calls=1 --set eval_concurrency=1 --set eval.memory_limit_gb=3 --set heartbeat_s=10 --set generation.engine=generate"}
     DEADLINE=${CPU_DEADLINE:-3000} ROOT=$REPO/.scratch/t13cpu MIN_STEPS=${MIN_STEPS_CPU:-2}
     stage "$ROOT" cpu && (cd "$REPO" && train "$ROOT" cpu) ;;
-  *) echo "usage: $0 prepare|stage|train|cpu"; exit 2 ;;
+  *) echo "usage: $0 prepare|stage|train|speed|cpu"; exit 2 ;;
 esac
