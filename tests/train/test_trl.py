@@ -125,8 +125,9 @@ def test_training_runs_where_bubblewrap_is_missing(tmp_path, monkeypatch):
 
 
 def test_gpu_config_maps_to_fast_generation_settings_in_trl(tmp_path):
-    """The GPU default (issue 26): continuous batching without TRL's bf16 cast of the fp32 master
-    weights, no gradient checkpointing, a per-turn budget, two optimizer steps per rollout batch."""
+    """The GPU default (issue 26): plain `generate` over a large rollout batch, no gradient
+    checkpointing, a per-turn budget, ten optimizer steps per rollout batch; continuous batching
+    without TRL's bf16 cast of the fp32 master weights."""
     from pathlib import Path
 
     from trl import GRPOConfig
@@ -135,12 +136,17 @@ def test_gpu_config_maps_to_fast_generation_settings_in_trl(tmp_path):
 
     cfg = load_config(RLConfig, Path(__file__).resolve().parents[2] / "configs" / "train" / "rl_smollm2_gpu.yaml")
     kw = grpo_kwargs(cfg, tmp_path, [], gpu=True, n_heldout=len(cfg.heldout_tasks))
-    assert kw["use_transformers_continuous_batching"] is True and kw["bf16"] is False
-    assert kw["gradient_checkpointing"] is False and kw["steps_per_generation"] == 2
+    assert kw["use_transformers_continuous_batching"] is False and kw["bf16"] is True
+    assert kw["gradient_checkpointing"] is False and kw["steps_per_generation"] == 10
     assert kw["generation_kwargs"] == {"max_new_tokens": 1536} and kw["per_device_train_batch_size"] == 8
     assert kw["disable_tqdm"] is True
     args = GRPOConfig(**{**kw, "use_cpu": True})  # TRL accepts the combination
-    assert args.generation_batch_size == 16 and args.transformers_continuous_batching_config == {"num_blocks": 512}
+    assert args.generation_batch_size == 80
+    cb = grpo_kwargs(load_config(RLConfig, None, ["generation.engine=continuous_batching",
+                                                  "generation.continuous_batching.num_blocks=512"]),
+                     tmp_path, [], gpu=True, n_heldout=0)
+    assert cb["use_transformers_continuous_batching"] is True and cb["bf16"] is False
+    assert GRPOConfig(**{**cb, "use_cpu": True}).transformers_continuous_batching_config == {"num_blocks": 512}
     plain = grpo_kwargs(load_config(RLConfig, None, ["generation.cache=static"]), tmp_path, [], gpu=True, n_heldout=0)
     assert plain["bf16"] is True and plain["use_transformers_continuous_batching"] is False
     assert plain["cache_implementation"] == "static" and plain["generation_kwargs"] is None
@@ -182,8 +188,4 @@ def test_gpu_budgets_fit_the_demo_episodes_in_smollm2_tokens(tmp_path):
         assert kernel_turn + sum(rest) + 200 <= cfg.max_completion_tokens  # + tool results
     for task in cfg.heldout_tasks:
         assert turns(task)[0] <= cfg.heldout_max_new_tokens, task
-    # the continuous-batching KV cache holds a whole rollout batch, and the held-out batch
-    capacity = cfg.generation.continuous_batching["num_blocks"] * 256  # transformers' default page_size
-    episodes = cfg.prompts_per_step * cfg.num_generations * cfg.steps_per_rollout
-    assert capacity >= episodes * (prompt + cfg.max_completion_tokens), (capacity, prompt)
-    assert capacity >= len(cfg.heldout_tasks) * cfg.heldout_generations * (prompt + cfg.heldout_max_new_tokens + 512)
+    assert 3000 < prompt < cfg.max_completion_tokens + 2000  # the prompt the measured decoding speed assumed
