@@ -18,7 +18,7 @@ from ..agent.shell import ShellConfig
 from ..agent.tools import ToolConfig, ToolExecutor
 from ..tasks import Task
 from ..workspace import create_workspace
-from .prompting import initial_messages
+from .chat import initial_messages
 
 CLOSING = "Done: model_new.py calls the custom kernel."
 

@@ -22,10 +22,9 @@ from ..agent.tools import ToolConfig, tool_schemas
 from ..agent.trajectory import Message, ToolCall
 from ..evaluation import EvalResult
 from ..tasks import Task
-from .chat import token_ids, tool_suffix_ids
+from .chat import initial_messages, token_ids, tool_suffix_ids
 from .evaluator import Evaluator
 from .metrics import verdict
-from .prompting import initial_messages
 
 
 class TokenServer(Protocol):

@@ -13,10 +13,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..chat import task_prompt
 from ..config import RLConfig, start_run
 from ..metrics import JsonlLog, episode_metrics, merge_means, ratio_metrics
 from ..progress import PhaseClock, make_progress_callback
-from ..prompting import task_prompt
 
 
 def run_rl(cfg: RLConfig) -> Path:

@@ -13,7 +13,7 @@ from typing import Any
 
 from ...backends import PRIMARY_BACKEND
 from ...tasks import Task
-from ..prompting import task_prompt
+from ..chat import task_prompt
 from ..rft import load_sft_rows
 
 AGENT_LOOP_NAME = "cuda_agent"
