@@ -74,7 +74,7 @@ stage() {  # call 1: wheels, part 1, the code snapshot; a background check of th
   rm -rf "$ROOT" && mkdir -p "$ROOT/code" && cp "$CM/part1/model.xz.0" "$ROOT/" && tar xzf "$CM/part1/code.tgz" -C "$ROOT/code" || exit 1
   export PYTHONPATH=/tmp/site:$ROOT/code/src
   { [ "$BACKEND" = cuda ] && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-    $PY -c "import sys, torch, transformers, trl, datasets, gguf, pydantic, cuda_agent.train.trl_rl; print('python', sys.version.split()[0], 'torch', torch.__version__, 'transformers', transformers.__version__, 'trl', trl.__version__, 'datasets', datasets.__version__, 'cuda', torch.cuda.is_available())"
+    $PY -c "import sys, torch, transformers, trl, datasets, gguf, pydantic, cuda_agent.train.trl.rl; print('python', sys.version.split()[0], 'torch', torch.__version__, 'transformers', transformers.__version__, 'trl', trl.__version__, 'datasets', datasets.__version__, 'cuda', torch.cuda.is_available())"
     command -v bwrap || echo "no bubblewrap: episodes run bash unsealed (seal_shell=false)"; } 2>&1 | tee "$ROOT/env.txt"
   # the reference solutions through the judge: a check that the environment rewards them on this
   # device, and a warm build cache (an exact reproduction by the policy then builds in no time)

@@ -23,7 +23,7 @@ ALLOWED: dict[str, int] = {
     "data/compose.py": 1,  # `device="cpu"`: the torch default for host tensors
     "data/ops.py": 1,  # the same
     "suites/flashinfer.py": 2,  # FlashInfer-Bench's solution schema: "language": "cuda", target_hardware
-    "train/verl_data.py": 1,  # verl's dataset column `ability`: a label, not a backend
+    "train/verl/data.py": 1,  # verl's dataset column `ability`: a label, not a backend
     "languages/checks.py": 1,  # `at::cuda::` in C++ source: a namespace, not a backend
 }
 

@@ -267,10 +267,10 @@ def test_verl_reward_and_trl_reward_function_call_the_service(server: Server, mo
     import asyncio
 
     from cuda_agent.tasks import Task
-    from cuda_agent.train import eval_pool
-    from cuda_agent.train.service_reward import service_reward
-    from cuda_agent.train.verl_data import task_row
-    from cuda_agent.train.verl_reward import compute_score
+    from cuda_agent.train.trl.reward import service_reward
+    from cuda_agent.train.verl import eval_pool
+    from cuda_agent.train.verl.data import task_row
+    from cuda_agent.train.verl.reward import compute_score
 
     monkeypatch.setenv("CUDA_AGENT_SERVE_TOKEN", TOKEN)
     monkeypatch.setattr(eval_pool, "_EVALUATORS", {})

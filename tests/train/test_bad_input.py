@@ -98,7 +98,7 @@ def test_shipped_tiny_rft_config_keeps_every_demo_row(tmp_path):
     with 'conversation has no assistant tokens to learn from' at max_length 4096)."""
     from cuda_agent.train.config import RFTConfig, load_config
     from cuda_agent.train.models import load_tokenizer
-    from cuda_agent.train.trl_sft import encode_rows
+    from cuda_agent.train.trl.sft import encode_rows
 
     cfg = load_config(RFTConfig, CONFIGS / "rft_tiny_cpu.yaml", [f"dataset={_demo_rows(tmp_path)}"])
     encoded = encode_rows(cfg, load_tokenizer(cfg.model))

@@ -18,10 +18,11 @@ pytest.importorskip("trl")
 def test_both_engines_import_one_environment_one_evaluator_one_verdict():
     from cuda_agent.agent import environment
     from cuda_agent.evaluation import evaluate
-    from cuda_agent.train import episode, eval_pool, metrics, trl_env
+    from cuda_agent.train import episode, evaluator, metrics
+    from cuda_agent.train.trl import env as trl_env
 
     assert trl_env.Environment is episode.Environment is environment.Environment
-    assert environment.evaluate is eval_pool.evaluate is evaluate  # TRL's default evaluator = verl's local/pool one
+    assert environment.evaluate is evaluator.evaluate is evaluate  # TRL's default evaluator = verl's local/pool one
     assert trl_env.verdict is episode.verdict is metrics.verdict
     # the TRL tool methods are generated from the agent's tool specs, as verl's schemas are
     from cuda_agent.agent.tools import TOOL_NAMES, tool_schemas
@@ -39,10 +40,10 @@ def test_same_tool_calls_earn_the_same_verdict_in_trl_and_verl_episodes(fast_con
     from cuda_agent.agent.tools import ToolConfig
     from cuda_agent.tasks import Task
     from cuda_agent.train.episode import EpisodeConfig, TokenEpisode
-    from cuda_agent.train.eval_pool import LocalEvaluator
+    from cuda_agent.train.evaluator import LocalEvaluator
     from cuda_agent.train.tiny import build_tiny_tokenizer
-    from cuda_agent.train.trl_env import EpisodeLog, make_env_class
-    from tests.train.test_verl_loop import ScriptedServer
+    from cuda_agent.train.trl.env import EpisodeLog, make_env_class
+    from tests.train.test_episode import ScriptedServer
 
     task = Task.from_source(RELU_TASK, name="relu")
     # a candidate the judge refuses before any build (no kernel: PyTorch's own relu), so the test is fast

@@ -1,7 +1,7 @@
 """Which tasks a run covers, selected deterministically (a resumed run sees the same list),
 and which of them this machine cannot run at all (`unmet_requirements`: KernelBench level 4
 needs Hugging Face weights, and the evaluation has no network), so they are skipped with a
-reason instead of charged to the candidate. Loading itself is `cuda_agent.tasks.load_tasks`'s.
+reason instead of charged to the candidate. Loading itself is the suite registry's (`suites/registry.py`).
 """
 
 from __future__ import annotations
@@ -14,11 +14,10 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from pathlib import Path
 
-from ..tasks import Task, TaskError, load_tasks
+from ..suites.registry import load_suite_tasks
+from ..tasks import Task, TaskError
 from .records import by_level
 
-EXAMPLES = "examples"
-TASK_LIST_SUFFIX = ".txt"
 PRECISIONS = ("fp32", "fp16", "bf16")
 
 # KernelBench's curated subsets, level -> problem ids (ScalingIntelligence/KernelBench
@@ -49,16 +48,11 @@ class Suite:
         return {t.name: t.level for t in self.tasks}
 
 
-FLASHINFER_PREFIX = "flashinfer:"
-
-
 def load_suite(spec: str | Path, *, levels: Iterable[int] | None = None, only: Sequence[str] | None = None,
                per_level: int | None = None, interleave: bool = False, subset: str | None = None,
                precision: str | None = None) -> Suite:
-    """Resolve `spec`: "examples", "flashinfer:DIR" (a flashinfer-trace dataset folder, each
-    definition a multi-workload task), a `.txt` task list (one task path per line, relative to
-    the list, `#` comments), or anything `load_tasks` reads (a .py file, a directory or
-    KernelBench checkout, a parquet/JSONL table, a HF dataset id). Then keep the tasks of
+    """Resolve `spec` through the suite registry ("examples", "flashinfer:DIR", a `.txt` task list,
+    a KernelBench checkout or anything `load_tasks` reads: `suites/registry.py`). Then keep the tasks of
     `levels`, those of the curated `subset` (a name in SUBSETS; levels it does not cover are
     dropped), those matching `only` (names or shell globs), and at most `per_level` per
     level, spread evenly over each level's natural order. `interleave` orders the tasks
@@ -69,7 +63,8 @@ def load_suite(spec: str | Path, *, levels: Iterable[int] | None = None, only: S
         raise ValueError(f"unknown subset {subset!r}; known: {', '.join(SUBSETS)}")
     if precision is not None and precision not in PRECISIONS:
         raise ValueError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
-    tasks, rejected = _resolve(spec)
+    loaded = load_suite_tasks(spec, on_error="skip")
+    tasks, rejected = list(loaded), [str(e) for e in loaded.rejected]
     if levels is not None:
         wanted = set(levels)
         tasks = [t for t in tasks if t.level in wanted]
@@ -202,36 +197,3 @@ def interleave_levels(tasks: list[Task]) -> list[Task]:
     """Round-robin over levels, each level keeping its own order."""
     ordered = list(by_level(tasks, attrgetter("level")).values())
     return [g[i] for i in range(max(map(len, ordered), default=0)) for g in ordered if i < len(g)]
-
-
-def _resolve(spec: str) -> tuple[list[Task], list[str]]:
-    if spec == EXAMPLES:
-        from ..examples import list_examples
-
-        return [e.task for e in list_examples()], []
-    if spec.startswith(FLASHINFER_PREFIX):  # a flashinfer-trace dataset folder: one task per definition
-        from ..suites.flashinfer import flashinfer_tasks
-
-        loaded = flashinfer_tasks(spec[len(FLASHINFER_PREFIX):])
-        return list(loaded), [str(e) for e in loaded.rejected]
-    path = Path(spec)
-    if path.suffix == TASK_LIST_SUFFIX and path.is_file():
-        return _task_list(path)
-    loaded = load_tasks(spec, on_error="skip")
-    return list(loaded), [str(e) for e in loaded.rejected]
-
-
-def _task_list(path: Path) -> tuple[list[Task], list[str]]:
-    tasks: list[Task] = []
-    rejected: list[str] = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
-        entry = line.split("#", 1)[0].strip()
-        if not entry:
-            continue
-        target = Path(entry) if Path(entry).is_absolute() else path.parent / entry
-        if not target.exists():
-            raise TaskError(f"{path}:{n}", f"no such task file or directory: {entry}")
-        loaded = load_tasks(target, on_error="skip")
-        tasks += loaded
-        rejected += [str(e) for e in loaded.rejected]
-    return tasks, rejected

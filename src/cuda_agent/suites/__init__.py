@@ -1,1 +1,1 @@
-"""Benchmark suites read through their own packages: FlashInfer-Bench (`suites.flashinfer`)."""
+"""Task suites by name (`registry.py`: "name[:arg]" -> loader); FlashInfer-Bench (`flashinfer.py`)."""

@@ -1,5 +1,5 @@
-"""Training (SPEC §4): RFT data, a single-GPU path on TRL (SFT, multi-turn GRPO in our
-environment) and a cluster path on verl. The engines are optional extras, never imported here.
+"""Training (SPEC §4): RFT data and engine-neutral episodes here; a single-GPU path on TRL (`trl/`) and
+a cluster path on verl (`verl/`). The engines are optional extras, never imported here.
 """
 
 from .config import ModelConfig, RFTConfig, RLConfig, load_config

@@ -1,12 +1,30 @@
-"""Chat-template plumbing shared by the trainers: training must see the conversation exactly as
-inference renders it. ChatML + `<tool_call>` JSON (hermes / Qwen2.5) is the format for every
-ChatML model, as TRL and verl both parse and mask it; a tokenizer whose own template cannot
-render tool calls (SmolLM2's) gets this one.
+"""The conversation as every trainer renders it, exactly as inference does: its opening messages (the
+agent's own prompt builder, so RL optimises the policy run at inference) and the chat template.
+ChatML + `<tool_call>` JSON (hermes / Qwen2.5) is the format for every ChatML model, as TRL and verl
+both parse and mask it; a tokenizer whose own template cannot render tool calls (SmolLM2's) gets this one.
 """
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import Any
+
+from ..tasks import Task
+from ..workspace import Workspace, create_workspace
+
+
+def initial_messages(ws: Workspace) -> list[dict[str, Any]]:
+    """[system, user] in OpenAI format for a fresh workspace."""
+    from ..agent.prompts import initial_messages as agent_initial_messages
+
+    return [m.to_openai() for m in agent_initial_messages(ws)]
+
+
+def task_prompt(task: Task, backend: str) -> list[dict[str, Any]]:
+    """`initial_messages` for `task`, laid out in a throwaway workspace (dataset rows)."""
+    with tempfile.TemporaryDirectory(prefix="prompt-") as tmp:
+        return initial_messages(create_workspace(task, Path(tmp) / "ws", backend))
 
 
 def ensure_tool_template(tokenizer) -> bool:
@@ -75,4 +93,5 @@ def token_ids(out: Any) -> list[int]:
     return list(out["input_ids"] if hasattr(out, "keys") else out)
 
 
-__all__ = ["ensure_tool_template", "tokenize_conversation", "NothingToLearn", "tool_suffix_ids", "token_ids"]
+__all__ = ["initial_messages", "task_prompt", "ensure_tool_template", "tokenize_conversation", "NothingToLearn",
+           "tool_suffix_ids", "token_ids"]

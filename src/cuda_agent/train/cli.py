@@ -46,7 +46,7 @@ def filter_cmd(
     console.print(report.summary())
     console.print(f"wrote {out} and {out}.report.json")
     if verl_parquet:
-        from .verl_data import rft_rows_to_verl_parquet
+        from .verl.data import rft_rows_to_verl_parquet
 
         rft_rows_to_verl_parquet(out, verl_parquet)
         console.print(f"wrote {verl_parquet}")
@@ -79,7 +79,7 @@ def rft_cmd(config: Optional[Path] = typer.Option(None, "--config", "-c", help="
             overrides: Optional[list[str]] = _SET) -> None:
     """Stage 2 on one GPU: SFT on RFT rows (assistant tokens only) with TRL."""
     from .config import RFTConfig
-    from .trl_sft import run_rft
+    from .trl.sft import run_rft
 
     cfg = _load(RFTConfig, config, overrides)
     out = _run(run_rft, cfg)
@@ -91,7 +91,7 @@ def rl_cmd(config: Optional[Path] = typer.Option(None, "--config", "-c", help="Y
            overrides: Optional[list[str]] = _SET) -> None:
     """Stage 4 on one GPU: multi-turn critic-free RL in the real environment with TRL."""
     from .config import RLConfig
-    from .trl_rl import run_rl
+    from .trl.rl import run_rl
 
     cfg = _load(RLConfig, config, overrides)
     out = _run(run_rl, cfg)
@@ -110,7 +110,7 @@ def verl_data_cmd(
     """Tasks -> verl RL parquet (prompt, agent_name, the task in extra_info)."""
     from ..backends import PRIMARY_BACKEND
     from .models import resolve_tasks
-    from .verl_data import tasks_to_verl_parquet
+    from .verl.data import tasks_to_verl_parquet
 
     try:
         chosen = resolve_tasks(tasks, limit)
@@ -132,7 +132,7 @@ def verl_configs_cmd(
     rft_tasks: str = typer.Option("", help="tasks the stage-1 policy is rolled out on for RFT data (launch.sh)"),
 ) -> None:
     """Write the four stage configs (paper defaults) and a launch script for a Ray cluster."""
-    from .verl_recipe import RecipeConfig, write_recipe
+    from .verl.recipe import RecipeConfig, write_recipe
 
     paths = write_recipe(RecipeConfig(model_path=model, data_dir=str(data), nnodes=nnodes,
                                       gpus_per_node=gpus_per_node, eval_workers=eval_workers,
@@ -150,7 +150,7 @@ def verl_merge_cmd(
 ) -> None:
     """Resolve a verl stage's latest checkpoint (latest_checkpointed_iteration.txt -> global_step_N/ROLE)
     and merge it with verl's model merger: how launch.sh chains the stages."""
-    from .verl_ckpt import latest_checkpoint, merge_latest
+    from .verl.ckpt import latest_checkpoint, merge_latest
 
     try:
         path = latest_checkpoint(stage_dir, role)

@@ -18,7 +18,7 @@ from ..agent.shell import ShellConfig
 from ..agent.tools import ToolConfig, ToolExecutor
 from ..tasks import Task
 from ..workspace import create_workspace
-from .prompting import initial_messages
+from .chat import initial_messages
 
 CLOSING = "Done: model_new.py calls the custom kernel."
 
@@ -28,7 +28,7 @@ def env_tool_schemas(backend: str) -> list[dict[str, Any]]:
     from transformers.utils import get_json_schema
 
     from ..evaluation import EvalConfig
-    from .trl_env import make_env_class
+    from .trl.env import make_env_class
 
     env_cls = make_env_class([], backend=backend, eval_config=EvalConfig(backend=backend))
     names = [n for n, _ in inspect.getmembers(env_cls, predicate=inspect.isfunction)

@@ -1,10 +1,9 @@
-"""One multi-turn RL episode at the token level: the core of the verl agent loop.
-
-It follows verl's AgentLoop contract without importing verl: `server.generate` produces the
+"""One multi-turn RL episode at the token level, engine-neutral: an engine's agent loop gives `TokenEpisode`
+its `TokenServer` and an `Evaluator` (verl's: `verl/loop.py`). `server.generate` produces the
 assistant's tokens; their tool calls run in the agent's `Environment`; tool results are appended
 with mask 0 and log-prob 0 (never trained on); the final workspace's milestone reward is the
 episode's. Tokenisation goes through two hooks, `_initial_tokens` and `_append_tool_results`,
-which the verl subclass routes through verl's own builder; the default is the HF chat template.
+which an engine's subclass may route through its own builder; the default is the HF chat template.
 """
 
 from __future__ import annotations
@@ -23,14 +22,13 @@ from ..agent.tools import ToolConfig, tool_schemas
 from ..agent.trajectory import Message, ToolCall
 from ..evaluation import EvalResult
 from ..tasks import Task
-from .chat import token_ids, tool_suffix_ids
-from .eval_pool import Evaluator
+from .chat import initial_messages, token_ids, tool_suffix_ids
+from .evaluator import Evaluator
 from .metrics import verdict
-from .prompting import initial_messages
 
 
 class TokenServer(Protocol):
-    """verl's `server_manager.generate` contract (the result has `.token_ids` and `.log_probs`)."""
+    """The policy server's contract, verl's `server_manager.generate` (a result with `.token_ids`, `.log_probs`)."""
 
     async def generate(self, *, request_id: str, prompt_ids: list[int], sampling_params: dict[str, Any],
                        **kwargs: Any) -> Any: ...
@@ -48,7 +46,7 @@ class EpisodeConfig:
 
 @dataclass
 class EpisodeOutput:
-    """What verl's AgentLoopOutput needs, plus the environment's verdict and counters for metrics."""
+    """What an engine's rollout needs (verl's AgentLoopOutput), plus the environment's verdict and counters."""
 
     prompt_ids: list[int]
     response_ids: list[int]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..tasks import Task, load_tasks
+from ..tasks import Task
 from .config import ModelConfig, TrainInputError
 
 
@@ -128,20 +128,10 @@ def _locate(path: str) -> tuple[str, dict[str, Any]]:
 
 
 def resolve_tasks(specs: list[str], limit: int | None = None) -> list[Task]:
-    """'examples' (all bundled), 'examples:level=N', 'examples:NAME', or anything `load_tasks` reads."""
-    from ..examples import get_example, list_examples
+    """Each spec as the suite registry reads it: 'examples', 'examples:level=N', 'examples:NAME', a path..."""
+    from ..suites.registry import load_suite_tasks
 
-    tasks: list[Task] = []
-    for spec in specs:
-        if spec == "examples":
-            tasks += [e.task for e in list_examples()]
-        elif spec.startswith("examples:level="):
-            level = int(spec.split("=", 1)[1])
-            tasks += [e.task for e in list_examples() if e.level == level]
-        elif spec.startswith("examples:"):
-            tasks.append(get_example(spec.split(":", 1)[1]).task)
-        else:
-            tasks += list(load_tasks(spec))
+    tasks = [t for spec in specs for t in load_suite_tasks(spec)]
     seen: set[str] = set()
     unique = [t for t in tasks if not (t.name in seen or seen.add(t.name))]
     if not unique:

@@ -36,7 +36,7 @@ def tiny_model(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def recipe(tmp_path_factory, tiny_model):
-    from cuda_agent.train.verl_recipe import RecipeConfig, write_recipe
+    from cuda_agent.train.verl.recipe import RecipeConfig, write_recipe
 
     root = tmp_path_factory.mktemp("recipe")
     r = RecipeConfig(model_path=str(tiny_model), data_dir=str(root / "data"), ckpt_dir=str(root / "ckpt"),
@@ -144,7 +144,7 @@ def test_stage_settings_that_the_issue_names(recipe, tiny_model):
     assert not any(s3.trainer.critic_warmup <= step for step in range(1, s3.trainer.total_training_steps + 1))
     s2 = _compose(cfg_dir, "stage2_rft_sft")
     assert s2.trainer.nnodes == r.nnodes == 2 and s2.trainer.n_gpus_per_node == 8
-    assert s2.data.custom_cls.path == "pkg://cuda_agent.train.verl_sft_dataset"
+    assert s2.data.custom_cls.path == "pkg://cuda_agent.train.verl.sft_dataset"
     launch = (cfg_dir / "launch.sh").read_text()
     assert "verl.trainer.sft_trainer_ray" in launch and "--nnodes=1" not in launch and "/latest/" not in launch
     # RFT data comes from the stage-1 policy: stage 1, merge, rollouts, filter, then stage 2
@@ -165,12 +165,12 @@ def _relu_answer() -> str:
 def test_stage1_reward_loads_through_verls_loader_and_scores(recipe, tiny_model, fast_config):
     from verl.trainer.ppo.reward import get_custom_reward_fn
 
-    from cuda_agent.train.verl_data import task_row
+    from cuda_agent.train.verl.data import task_row
     r, cfg_dir = recipe
     cfg = _compose(cfg_dir, "stage1_single_turn_ppo",
                    [*_models(tiny_model), "reward.custom_reward_function.reward_kwargs.pool_workers=0"],
                    {"reward.custom_reward_function.reward_kwargs.eval": fast_config.model_dump(mode="json")})
-    assert cfg.reward.custom_reward_function.path == "pkg://cuda_agent.train.verl_reward"
+    assert cfg.reward.custom_reward_function.path == "pkg://cuda_agent.train.verl.reward"
     fn = get_custom_reward_fn(cfg)  # verl: load_extern_object(path, name) + reward_kwargs, async-aware
     row = task_row(Task.from_source(RELU_TASK, name="relu"), "cpu", single_turn=True)
     args = dict(data_source=row["data_source"], ground_truth="", extra_info=row["extra_info"])
@@ -207,7 +207,7 @@ def test_agent_loop_instantiated_like_verls_worker_runs_an_episode(recipe, tiny_
     from verl.utils.dataset.rl_dataset import RLHFDataset
     from verl.utils.import_utils import resolve_config_path
 
-    from cuda_agent.train.verl_data import task_row
+    from cuda_agent.train.verl.data import task_row
     r, cfg_dir = recipe
     cfg = _compose(cfg_dir, "stage4_agentic_ppo",
                    [*_models(tiny_model), "cuda_agent.pool_workers=0", f"+cuda_agent.workdir={tmp_path}",
@@ -273,7 +273,7 @@ def test_stages_chain_through_verls_checkpoint_layout_and_model_merger(recipe, t
     from transformers import AutoModelForCausalLM
     from verl.utils.checkpoint.checkpoint_manager import find_latest_ckpt_path
 
-    from cuda_agent.train.verl_ckpt import latest_checkpoint, main, merge_command
+    from cuda_agent.train.verl.ckpt import latest_checkpoint, main, merge_command
 
     r, cfg_dir = recipe
     stage1 = Path(r.ckpt_dir) / "stage1"
@@ -283,10 +283,10 @@ def test_stages_chain_through_verls_checkpoint_layout_and_model_merger(recipe, t
     assert latest_checkpoint(stage1, "actor") == Path(find_latest_ckpt_path(str(stage1))) / "actor"
     assert not (stage1 / "latest").exists()
 
-    # what launch.sh runs: python3 -m cuda_agent.train.verl_ckpt STAGE_DIR ROLE TARGET -> verl.model_merger
+    # what launch.sh runs: python3 -m cuda_agent.train.verl.ckpt STAGE_DIR ROLE TARGET -> verl.model_merger
     cmd = merge_command(stage1, "actor", stage1 / "hf")
     assert cmd[1:3] == ["-m", "verl.model_merger"] and cmd[cmd.index("--local_dir") + 1].endswith("global_step_4/actor")
-    proc = subprocess.run([sys.executable, "-m", "cuda_agent.train.verl_ckpt", str(stage1), "actor",
+    proc = subprocess.run([sys.executable, "-m", "cuda_agent.train.verl.ckpt", str(stage1), "actor",
                            str(stage1 / "hf")], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     merged = AutoModelForCausalLM.from_pretrained(stage1 / "hf")
@@ -314,7 +314,7 @@ def test_stages_chain_through_verls_checkpoint_layout_and_model_merger(recipe, t
 
 # ---- 5. one evaluation pool for N agent-loop workers ----------------------------------------------
 def test_pool_size_is_the_declared_resource_whatever_the_worker_count():
-    from cuda_agent.train.eval_pool import eval_pool_size
+    from cuda_agent.train.verl.eval_pool import eval_pool_size
 
     assert eval_pool_size(16) == 16 and eval_pool_size(16, pool_workers=4) == 4
     assert eval_pool_size(16, pool_workers=64) == 16 and eval_pool_size(8, resource_per_worker=2) == 4
@@ -325,20 +325,20 @@ def test_pool_size_is_the_declared_resource_whatever_the_worker_count():
 @pytest.mark.slow
 def test_n_agent_loop_workers_share_one_pool_that_holds_the_declared_resource(fast_config):
     ray = pytest.importorskip("ray")
-    from cuda_agent.train.eval_pool import EVAL_RESOURCE, PoolSettings
+    from cuda_agent.train.verl.eval_pool import EVAL_RESOURCE, PoolSettings
 
     if ray.is_initialized():
         pytest.skip("a Ray session is already running in this process")
     ray.init(num_cpus=2, resources={EVAL_RESOURCE: 3}, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).resolve().parents[2])}})
+             runtime_env={"env_vars": {"PYTHONPATH": str(Path(__file__).resolve().parents[3])}})
     try:
         settings = PoolSettings(pool_workers=None, pool_gpus_per_worker=0, pool_cpus_per_worker=0,
                                 eval=fast_config)
 
         @ray.remote(num_cpus=0)
         class FakeAgentLoopWorker:  # verl's agent-loop workers are long-lived actors like this one
-            def pool(self, cfg_json: str):  # what each does on its first episode (verl_loop.shared_evaluator)
-                from cuda_agent.train.eval_pool import shared_evaluator
+            def pool(self, cfg_json: str):  # what each does on its first episode (verl/loop.py: shared_evaluator)
+                from cuda_agent.train.verl.eval_pool import shared_evaluator
 
                 ev = shared_evaluator(json.loads(cfg_json))
                 return ev.service._actor_id.hex(), ray.get(ev.service.size.remote())
@@ -354,8 +354,8 @@ def test_n_agent_loop_workers_share_one_pool_that_holds_the_declared_resource(fa
         assert ray.available_resources().get(EVAL_RESOURCE, 0) == 0  # each actor holds one unit
 
         # stage 1's reward, from a (0-GPU) reward worker, evaluates on that pool
-        from cuda_agent.train.verl_data import task_row
-        from cuda_agent.train.verl_reward import compute_score
+        from cuda_agent.train.verl.data import task_row
+        from cuda_agent.train.verl.reward import compute_score
 
         row = task_row(Task.from_source(RELU_TASK, name="relu"), "cpu", single_turn=True)
         score = asyncio.run(compute_score("x", _relu_answer(), "", row["extra_info"], **settings.model_dump(mode="json")))

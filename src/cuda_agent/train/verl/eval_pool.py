@@ -1,4 +1,4 @@
-"""Where episode rewards are computed: in this process, or on a shared pool of GPU workers.
+"""Where verl's episode rewards are computed: on a shared pool of GPU workers (or a service, or in process).
 
 Why a pool: the rollout GPUs serve the policy, so evaluations there would queue behind one
 device and be timed under inference load. The pool ships the candidate's files (a few KB) to
@@ -10,48 +10,14 @@ share it instead of each building its own.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..agent.snapshots import candidate_files as agent_candidate_files
-from ..evaluation import EvalConfig, EvalResult, evaluate, evaluate_files
-from ..tasks import Task
-from ..workspace import Workspace
-
-
-class Evaluator(Protocol):
-    async def evaluate(self, ws: Workspace) -> EvalResult: ...
-
-    async def evaluate_files(self, task: Task, backend: str, files: dict[str, str]) -> EvalResult: ...
-
-
-MAX_FILE_BYTES = 2_000_000
-
-
-def candidate_files(ws: Workspace) -> dict[str, str]:
-    """The agent-owned files that define a candidate (the agent's own rule), as text."""
-    return {rel: (ws.root / rel).read_text(errors="replace") for rel in agent_candidate_files(ws.root)
-            if (ws.root / rel).stat().st_size < MAX_FILE_BYTES}  # no source is this big: junk stays home
-
-
-class LocalEvaluator:
-    """Evaluate in this process (a worker subprocess per evaluation, as `evaluate` does), at most
-    `max_concurrent` at a time so device timings do not overlap."""
-
-    def __init__(self, config: EvalConfig | None = None, max_concurrent: int = 1):
-        self.config = config or EvalConfig()
-        self._sem = asyncio.Semaphore(max_concurrent)
-
-    async def evaluate(self, ws: Workspace) -> EvalResult:
-        return await self._run(evaluate, ws, self.config)
-
-    async def evaluate_files(self, task: Task, backend: str, files: dict[str, str]) -> EvalResult:
-        return await self._run(evaluate_files, task, backend, files, self.config)
-
-    async def _run(self, fn: Any, *args: Any) -> EvalResult:
-        async with self._sem:
-            return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
+from ...evaluation import EvalConfig, EvalResult, evaluate_files
+from ...tasks import Task
+from ...workspace import Workspace
+from ..evaluator import Evaluator, LocalEvaluator, candidate_files
 
 
 EVAL_RESOURCE = "cuda_agent_eval"
@@ -155,7 +121,7 @@ class ServiceEvaluator:
     reward runs on the service's judges, outside the trainer's processes."""
 
     def __init__(self, settings: PoolSettings):
-        from ..serve.client import ServiceClient
+        from ...serve.client import ServiceClient
 
         self.settings = settings
         self.client = ServiceClient(settings.service_url)
@@ -198,5 +164,5 @@ class _EvalActor:
         return evaluate_files(task, backend, files, self.config).model_dump_json()
 
 
-__all__ = ["Evaluator", "LocalEvaluator", "ServiceEvaluator", "PoolSettings", "EvalPoolService", "SharedPoolEvaluator", "EVAL_RESOURCE",
-           "eval_pool_size", "shared_pool", "shared_evaluator", "candidate_files", "evaluate_files"]
+__all__ = ["ServiceEvaluator", "PoolSettings", "EvalPoolService", "SharedPoolEvaluator", "EVAL_RESOURCE",
+           "eval_pool_size", "shared_pool", "shared_evaluator"]

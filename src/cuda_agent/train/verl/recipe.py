@@ -5,7 +5,7 @@ stage-1 rollouts; 2. rejection fine-tuning with verl's multi-turn SFT trainer; 3
 
 Each stage is a Hydra config extending verl's own, so verl checks every field when it starts.
 `launch.sh` runs the stages on a Ray cluster and merges each stage's latest checkpoint into the
-Hugging Face folder the next one names (`verl_ckpt`).
+Hugging Face folder the next one names (`ckpt.py`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ..agent.limits import TRAIN_MAX_TURNS
+from ...agent.limits import TRAIN_MAX_TURNS
 
 CONTEXT_STAGE1 = 32_768
 CONTEXT_AGENTIC = 131_072
@@ -62,7 +62,7 @@ def stage_configs(r: RecipeConfig) -> dict[str, dict[str, Any]]:
         "actor_rollout_ref": {"model": {"path": r.model_path},
                               "rollout": {"agent": {"default_agent_loop": "single_turn_agent"},
                                           "multi_turn": {"enable": False}}},
-        "reward": {"custom_reward_function": {"path": "pkg://cuda_agent.train.verl_reward", "name": "compute_score",
+        "reward": {"custom_reward_function": {"path": "pkg://cuda_agent.train.verl.reward", "name": "compute_score",
                                               "reward_kwargs": _pool_section(r)}},
         "trainer": {"total_training_steps": r.stage1_steps, "experiment_name": "stage1_single_turn_ppo",
                     "default_local_dir": f"{r.ckpt_dir}/stage1"},
@@ -72,7 +72,7 @@ def stage_configs(r: RecipeConfig) -> dict[str, dict[str, Any]]:
                  "max_response_length": CONTEXT_AGENTIC - PROMPT_AGENTIC},
         "actor_rollout_ref": {"model": {"path": f"{r.ckpt_dir}/stage2/hf"},
                               "rollout": {"agent": {"default_agent_loop": "cuda_agent",
-                                                    "agent_loop_config_path": str(Path(__file__).with_name("verl_agent_loop.yaml"))},
+                                                    "agent_loop_config_path": str(Path(__file__).with_name("agent_loop.yaml"))},
                                           "multi_turn": {"enable": True, "max_assistant_turns": r.max_turns,
                                                          "max_tool_response_length": 30_000}}},
         "cuda_agent": {**_pool_section(r), "max_turns": r.max_turns},
@@ -93,7 +93,7 @@ def stage_configs(r: RecipeConfig) -> dict[str, dict[str, Any]]:
         "data": {"train_files": f"{r.data_dir}/rft.parquet", "messages_key": "messages", "tools_key": "tools",
                  "max_length": CONTEXT_AGENTIC, "truncation": "right", "train_batch_size": 64,
                  "micro_batch_size_per_gpu": 1, "max_token_len_per_gpu": CONTEXT_AGENTIC,
-                 "custom_cls": {"path": "pkg://cuda_agent.train.verl_sft_dataset", "name": "CudaAgentSFTDataset"}},
+                 "custom_cls": {"path": "pkg://cuda_agent.train.verl.sft_dataset", "name": "CudaAgentSFTDataset"}},
         "model": {"path": f"{r.ckpt_dir}/stage1/hf"},
         "optim": {"lr": r.sft_lr},
         "trainer": {"total_epochs": r.sft_epochs, "project_name": r.project, "experiment_name": "stage2_rft",
@@ -160,7 +160,7 @@ set -euo pipefail
 CFG={dir}
 CKPT={ckpt}
 PY=${{PYTHON:-python3}}
-merge() {{ "$PY" -m cuda_agent.train.verl_ckpt "$@"; }}
+merge() {{ "$PY" -m cuda_agent.train.verl.ckpt "$@"; }}
 
 # 1. single-turn PPO warm-up
 ray job submit --working-dir . -- python3 -m verl.trainer.main_ppo --config-path $CFG --config-name stage1_single_turn_ppo

@@ -15,13 +15,13 @@ import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
-from ..agent.environment import Environment
-from ..agent.tools import TOOLS, ToolConfig, ToolSpec
-from ..agent.trajectory import ToolCall
-from ..evaluation import EvalConfig, EvalResult
-from ..tasks import Task
-from .metrics import verdict
-from .progress import PhaseClock
+from ...agent.environment import Environment
+from ...agent.tools import TOOLS, ToolConfig, ToolSpec
+from ...agent.trajectory import ToolCall
+from ...evaluation import EvalConfig, EvalResult
+from ...tasks import Task
+from ..metrics import verdict
+from ..progress import PhaseClock
 
 
 class EpisodeLog:

@@ -1,11 +1,11 @@
 """A TRL reward function that scores completions on a `cuda-agent serve` service.
 
-    from cuda_agent.train.service_reward import service_reward
+    from cuda_agent.train.trl.reward import service_reward
     trainer = GRPOTrainer(..., reward_funcs=[service_reward("http://evalhost:8765")])
 
 Each dataset row names its task in a column (`task`: a name the server knows, or a task
 source); a completion carries the candidate as fenced code blocks (the stage-1 format,
-`verl_reward.candidate_from_response`). The rows of a batch are evaluated concurrently: the
+`train.evaluator.candidate_from_response`). The rows of a batch are evaluated concurrently: the
 service queues them on its judges."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
-from ..evaluation import EvalConfig
-from .verl_reward import candidate_from_response
+from ...evaluation import EvalConfig
+from ..evaluator import candidate_from_response
 
 
 def service_reward(url: str | None = None, token: str | None = None, *, task_column: str = "task",
@@ -22,7 +22,7 @@ def service_reward(url: str | None = None, token: str | None = None, *, task_col
                    timeout_s: float = 3600.0) -> Callable[..., list[float]]:
     """`reward(prompts, completions, **columns) -> list[float]`: the milestone reward per completion;
     -1 for a completion without `ModelNew` or one the service could not judge."""
-    from ..serve.client import ServiceClient, ServiceError
+    from ...serve.client import ServiceClient, ServiceError
 
     client = ServiceClient(url, token)
 

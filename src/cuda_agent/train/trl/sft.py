@@ -8,9 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .config import RFTConfig, TrainInputError, start_run
-from .metrics import JsonlLog
-from .rft import load_sft_rows
+from ..config import RFTConfig, TrainInputError, start_run
+from ..metrics import JsonlLog
+from ..rft import load_sft_rows
 
 
 def run_rft(cfg: RFTConfig) -> Path:
@@ -19,8 +19,8 @@ def run_rft(cfg: RFTConfig) -> Path:
     from transformers.trainer_utils import get_last_checkpoint
     from trl import SFTConfig, SFTTrainer
 
-    from ..backends import model_backend
-    from .models import load_model, load_tokenizer
+    from ...backends import model_backend
+    from ..models import load_model, load_tokenizer
 
     # the input is checked (model path, every row against max_length) before any weights load
     tokenizer = load_tokenizer(cfg.model)
@@ -63,7 +63,7 @@ def run_rft(cfg: RFTConfig) -> Path:
 def encode_rows(cfg: RFTConfig, tokenizer: Any) -> list[dict[str, list[int]]]:
     """Every row of `cfg.dataset` as `input_ids` + `assistant_masks`; a row with nothing to learn
     within `max_length` is a `TrainInputError` naming the row and the max_length that would keep it."""
-    from .chat import NothingToLearn, tokenize_conversation
+    from ..chat import NothingToLearn, tokenize_conversation
 
     if not Path(cfg.dataset).is_file():
         raise TrainInputError(f"dataset {cfg.dataset} does not exist (RFT rows: `cuda-agent train filter` "

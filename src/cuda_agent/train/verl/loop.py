@@ -14,11 +14,12 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
-from ..agent.limits import TRAIN_MAX_TURNS
-from ..agent.tools import ToolConfig
-from .episode import EpisodeConfig, TokenEpisode
-from .eval_pool import Evaluator, shared_evaluator
-from .verl_data import AGENT_LOOP_NAME, task_from_extra_info
+from ...agent.limits import TRAIN_MAX_TURNS
+from ...agent.tools import ToolConfig
+from ..episode import EpisodeConfig, TokenEpisode
+from ..evaluator import Evaluator
+from .data import AGENT_LOOP_NAME, task_from_extra_info
+from .eval_pool import shared_evaluator
 
 
 class _VerlEpisode(TokenEpisode):
