@@ -11,6 +11,7 @@ import ast
 import importlib
 import importlib.util
 import re
+import subprocess
 from functools import cache
 from pathlib import Path
 
@@ -26,13 +27,15 @@ NOT_PATHS = {"cuda_agent.pool_workers"}  # a key of the verl config's `cuda_agen
 
 
 def _scanned_files() -> list[Path]:
-    out = []
-    for name in SCANNED:
-        top = ROOT / name
-        candidates = [top] if top.is_file() else top.rglob("*")
-        out += [p for p in candidates if p.is_file() and p.suffix in SUFFIXES
-                and not RECORDS & set(p.relative_to(ROOT).parts)]
-    return out
+    """The project's own files: in a git checkout those git does not ignore (build outputs such as
+    an egg-info's SOURCES.txt keep the paths of their day)."""
+    try:
+        listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "--", *SCANNED], cwd=ROOT,
+                                capture_output=True, text=True, check=True).stdout.split("\n")
+        candidates = [ROOT / name for name in listed if name]
+    except (OSError, subprocess.CalledProcessError):
+        candidates = [p for name in SCANNED for p in ([ROOT / name] if (ROOT / name).is_file() else (ROOT / name).rglob("*"))]
+    return [p for p in candidates if p.is_file() and p.suffix in SUFFIXES and not RECORDS & set(p.relative_to(ROOT).parts)]
 
 
 def _defined_names(origin: str) -> set[str]:
