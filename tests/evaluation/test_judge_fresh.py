@@ -337,3 +337,65 @@ class ModelNew(nn.Module):
 '''
     res = evaluate(make_workspace(model_new=model, task_source=RELU_TASK_BIG, name="padded"), _torch_ok(fast_config))
     assert res.correct and res.reward >= 1, res.reason
+
+
+# ---- issue 24, round 3: what the red team after classes 1, 2 and 5 got through ------------------
+ROWMEAN_TASK = '''
+import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.mean(x, dim=1)
+def get_inputs():
+    return [torch.rand(64, 1 << 17)]
+def get_init_inputs():
+    return []
+'''
+
+ROWMEAN_KERNEL = '''
+#include <cstdint>
+extern "C" void rowmean_kernel(const float* x, float* y, int64_t rows, int64_t cols, int64_t frac) {
+  int64_t used = cols / frac;
+  #pragma omp parallel for
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* p = x + r * cols;
+    double s = 0.0;
+    for (int64_t i = 0; i < used; ++i) s += p[i];
+    y[r] = (float)(s / (double)used);
+  }
+}
+'''
+
+ROWMEAN_BINDING = '''
+#include "binding_registry.h"
+extern "C" void rowmean_kernel(const float* x, float* y, int64_t rows, int64_t cols, int64_t frac);
+at::Tensor rowmean_forward(const at::Tensor& x) {
+  auto y = at::empty({x.size(0)}, x.options());
+  rowmean_kernel(x.data_ptr<float>(), y.data_ptr<float>(), x.size(0), x.size(1), FRAC);
+  return y;
+}
+REGISTER_BINDING(rowmean, rowmean_forward)
+'''
+
+ROWMEAN_MODEL_NEW = '''
+import torch.nn as nn
+import cpu_extension
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return cpu_extension.rowmean(x.contiguous())
+'''
+
+
+@pytest.mark.parametrize("frac", [8, 1], ids=["first-eighth", "honest"])
+def test_a_kernel_that_reads_a_prefix_of_each_row_is_caught(make_workspace, fast_config, frac):
+    """Round 3, a1 / a8: a row mean from the first 1/8 of each row was right within the tolerance
+    on inputs scaled i.i.d. per element (reward 1 here, 2 at 19.8x with a costlier op). Inputs
+    scaled by region (the secret trial and every timed round) make the prefix miss; the same
+    kernel reading whole rows keeps its reward."""
+    kernels = {"rowmean.cpp": ROWMEAN_KERNEL, "rowmean_binding.cpp": ROWMEAN_BINDING.replace("FRAC", str(frac))}
+    ws = make_workspace(model_new=ROWMEAN_MODEL_NEW, task_source=ROWMEAN_TASK, name=f"rowmean{frac}", kernels=kernels)
+    res = evaluate(ws, _cfg(fast_config))
+    if frac == 1:
+        assert res.correct and res.reward >= 1, res.reason
+    else:
+        assert res.reward == -1 and ("secret" in res.reason or "while being timed" in res.reason), res.reason

@@ -317,10 +317,14 @@ class Judge:
                                          for x in first.inputs))
         return self.state
 
-    def _make_trial(self, module: Any, reference: Any, seed: int, dtype: Any, check_mutation: bool = True) -> Trial:
+    def _make_trial(self, module: Any, reference: Any, seed: int, dtype: Any, check_mutation: bool = True,
+                    rescale: bool = False) -> Trial:
         """Trial inputs from the task's own generator under `seed`, and the reference's outputs
-        (the reference runs on a copy only while it is not yet known whether it mutates them)."""
+        (the reference runs on a copy only while it is not yet known whether it mutates them).
+        `rescale`: floating inputs scaled as a timed round's are (`scaling.py`), so the trial
+        holds a kernel that reads only part of its input to the same test."""
         from .guards import inputs_changed
+        from .scaling import scaled
 
         torch = self.torch
         _seed_all(torch, seed)
@@ -328,6 +332,11 @@ class Judge:
             with self.device:
                 inputs = list(module.get_inputs())
             inputs = _cast([x.to(self.device).contiguous() if isinstance(x, torch.Tensor) else x for x in inputs], dtype)
+            if rescale:
+                gen, rng = torch.Generator(device=self.device), random.Random(seed)
+                gen.manual_seed(seed)
+                inputs = [scaled(x, gen, rng, bool(x.min() >= 0) and bool(x.max() <= 1))
+                          if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() else x for x in inputs]
             args = _clone(inputs) if check_mutation else inputs
             ref = reference(*args)
             self.backend.synchronize()
@@ -672,29 +681,32 @@ class Judge:
         return hit[1]
 
     def fresh_inputs(self, stack: list[Any], seed: int, vary: bool) -> list[Any]:
-        """New values for every call of a round: floating inputs scaled elementwise by a factor
-        in [0.8, 1.2] ([0.8, 1.0] for inputs that lie in [0, 1], e.g. probabilities), signs and
-        zeros kept. 20% is far outside any tolerance, so an output cached from an earlier round
-        is wrong; `seed` is drawn from os.urandom per evaluation, so the values cannot be
-        predicted from inside the candidate."""
+        """New values for every call of a round: floating inputs scaled by factors in [0.8, 1.2]
+        ([0.8, 1.0] for inputs that lie in [0, 1], e.g. probabilities), signs and zeros kept,
+        that differ by element and by region (`scaling.py`: a prefix or a strided sample of an
+        input is not representative of it). 20% is far outside any tolerance, so an output cached
+        from an earlier round is wrong; `seed` is drawn from os.urandom per evaluation, so the
+        values cannot be predicted from inside the candidate."""
         torch = self.torch
         if not vary:
             return list(stack)  # staged by copy: the stack itself is never handed out
         state = getattr(self, "state", None)
         if state is not None and state.draws:
             return self._drawn_inputs(state, stack, seed)
+        kept = [x.clone() if isinstance(x, torch.Tensor) and not x.is_floating_point() else x for x in stack]
+        return self._rescaled(stack, kept, seed)
+
+    def _rescaled(self, stack: list[Any], values: list[Any], seed: int) -> list[Any]:
+        """`values` (a round's, shaped like `stack`) with each floating tensor scaled (`scaling.scaled`)."""
+        from .scaling import scaled
+
+        torch = self.torch
         gen = torch.Generator(device=self.device)
         gen.manual_seed(seed)
-        out = []
-        for x in stack:
-            if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel():
-                unit = self._unit_interval(x)
-                scale = torch.rand(x.shape, generator=gen, device=self.device, dtype=torch.float32)
-                scale = scale.mul_(0.2).add_(0.8) if unit else scale.mul_(0.4).add_(0.8)
-                out.append(scale.mul_(x).to(x.dtype))
-            else:
-                out.append(x.clone() if isinstance(x, torch.Tensor) else x)
-        return out
+        rng = random.Random(seed)
+        return [scaled(v, gen, rng, self._unit_interval(x), x[0].numel())
+                if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() else v
+                for x, v in zip(stack, values)]
 
     def _drawn_inputs(self, state: TaskState, stack: list[Any], seed: int) -> list[Any]:
         """Issue 24, class 1: a task with integer or bool inputs (indices, ids, masks, offsets)
@@ -719,7 +731,7 @@ class Judge:
                                          f"({getattr(y, 'shape', type(y).__name__)} after {tuple(x.shape[1:])}): "
                                          "inputs of a fixed shape are needed to give every call new ones")
                     out[p][s].copy_(y)  # cast to the task's precision by the copy, as `_cast` does
-        return out
+        return self._rescaled(stack, out, seed)  # floating inputs drawn beside them: scaled as above
 
     def _time(self, state: TaskState, cfg: Any, base: "_CandidateSession", cand: "_CandidateSession",
               clock: "_PhaseClock") -> dict[str, Any]:
@@ -1263,16 +1275,18 @@ class _CandidateSession:
 
     def verify_secret(self) -> None:
         """Issue 24: one more trial, on inputs from a seed drawn from os.urandom for this
-        evaluation. The trial seeds follow from the configured seed, so a candidate (or a policy
-        that learned their outputs) could answer them from memory; this set nobody can know. It
-        holds where nothing is timed (`measure=False`) too."""
+        evaluation, floating ones scaled by element and by region as a timed round's are. The
+        trial seeds follow from the configured seed, so a candidate (or a policy that learned
+        their outputs) could answer them from memory; this set nobody can know, and a kernel
+        that reads only a prefix or a sample of its input is wrong on it. It holds where nothing
+        is timed (`measure=False`) too."""
         from .guards import inputs_changed
         from .records import TrialCheck
         from .verify import compare_outputs
 
         state = self.state
         seed = int.from_bytes(os.urandom(6), "little")
-        trial = self.judge._make_trial(state.module, state.reference, seed, state.dtype)
+        trial = self.judge._make_trial(state.module, state.reference, seed, state.dtype, rescale=True)
         self.put(0, trial.inputs)
         self.judge.backend.synchronize()
         _, (got,) = self.run([0], "verify", False)
