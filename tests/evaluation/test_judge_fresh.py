@@ -399,3 +399,31 @@ def test_a_kernel_that_reads_a_prefix_of_each_row_is_caught(make_workspace, fast
         assert res.correct and res.reward >= 1, res.reason
     else:
         assert res.reward == -1 and ("secret" in res.reason or "while being timed" in res.reason), res.reason
+
+
+# records what the five verification calls saw and fails on any later call that sees it again
+REPLAY_WATCH = '''
+import hashlib
+import torch.nn as nn
+import cpu_extension
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.seen, self.calls = set(), 0
+    def forward(self, x):
+        self.calls += 1
+        key = hashlib.sha1(x.contiguous().numpy().tobytes()).hexdigest()
+        if self.calls <= 5:
+            self.seen.add(key)
+        elif key in self.seen:
+            raise RuntimeError(f"call {self.calls} replays a verification set")
+        return cpu_extension.relu(x.contiguous())
+'''
+
+
+def test_no_batch_after_verification_replays_a_verification_set(make_workspace, fast_config):
+    """Round 3, a10c: the two warm-up batches before the timed rounds ran on the unscaled input
+    stack, which holds the verification sets; every batch the candidate runs after verification
+    gets new values."""
+    res = evaluate(make_workspace(model_new=REPLAY_WATCH, name="replay"), _cfg(fast_config))
+    assert res.correct and res.reward >= 1, res.reason

@@ -746,8 +746,9 @@ class Judge:
         names = ["eager"] + (["compile"] if base.compiles else []) + ["candidate"]
         owner = {"eager": base, "compile": base, "candidate": cand}
         self.quiet_spares()
-        warm = self.fresh_inputs(stack, cfg.seed, False)
-        cand.stage_inputs(warm, positions)
+        secret = int.from_bytes(os.urandom(6), "little")  # round values nobody can precompute
+        # the warm-up's values are new too: the stack holds the verification sets (issue 24, a10c)
+        cand.stage_inputs(self.fresh_inputs(stack, secret, cfg.guards.fresh_values), positions)
         cand.warm_up("candidate", cfg.timing.warmup_ms, 2)  # compile, caches, first calls: outside any timing
         for name in names[:-1]:  # the baselines sat idle while the candidate loaded: a batch each, discarded
             base.warm_up(name, 0.0, 1)
@@ -764,9 +765,8 @@ class Judge:
         level = 1 - (1 - cfg.timing.confidence) / (len(looks) + 1)  # each look, and the last round, get a share
         samples: dict[str, list[float]] = {n: [] for n in names}
         rng = random.Random(int.from_bytes(os.urandom(4), "little"))
-        secret = int.from_bytes(os.urandom(6), "little")  # round values nobody can precompute
         for r in range(cfg.timing.max_trials):
-            values = self.fresh_inputs(stack, secret + r, cfg.guards.fresh_values)
+            values = self.fresh_inputs(stack, secret + 1 + r, cfg.guards.fresh_values)
             base.stage_inputs(values, positions)
             cand.stage_inputs(values, positions)
             order = names[:]
