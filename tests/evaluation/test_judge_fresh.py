@@ -427,3 +427,35 @@ def test_no_batch_after_verification_replays_a_verification_set(make_workspace, 
     gets new values."""
     res = evaluate(make_workspace(model_new=REPLAY_WATCH, name="replay"), _cfg(fast_config))
     assert res.correct and res.reward >= 1, res.reason
+
+
+RELU_TASK_HUGE = RELU_TASK_BIG.replace("torch.randn(256, 1024)", "torch.randn(1152, 65536)")  # 288 MiB out
+
+STATIC_BINDING = '''
+#include "binding_registry.h"
+extern "C" void relu_kernel(const float* x, float* y, int64_t n);
+at::Tensor relu_forward(const at::Tensor& x) {
+  static at::Tensor pool;
+  if (!pool.defined() || pool.numel() != x.numel()) pool = at::empty_like(x);
+  relu_kernel(x.data_ptr<float>(), pool.data_ptr<float>(), x.numel());
+  return pool;
+}
+REGISTER_BINDING(relu, relu_forward)
+'''
+
+
+@pytest.mark.parametrize("binding", ["static", "honest"])
+def test_a_recycled_output_over_256_mib_is_refused(make_workspace, fast_config, binding):
+    """Round 3, a4: over 256 MiB of outputs per batch no earlier batch was held, so one static
+    output buffer went unseen (0.94x -> 3.86x on the CPU). Now a client holds at least the last
+    batch while a share of its memory allows (here 3 GiB / 4 for two models of 288 MiB), and the
+    second call already finds the buffer still held; `torch.empty` every call passes."""
+    from tests.conftest import RELU_BINDING
+
+    kernels = {"relu.cpp": RELU_KERNEL, "relu_binding.cpp": STATIC_BINDING if binding == "static" else RELU_BINDING}
+    ws = make_workspace(task_source=RELU_TASK_HUGE, name=f"huge_{binding}", kernels=kernels)
+    res = evaluate(ws, _cfg(fast_config, measure=False, trials=2))  # three calls (one secret): the second decides
+    if binding == "honest":
+        assert res.correct and res.reward >= 1, res.reason
+    else:
+        assert res.reward == -1 and "recycled" in res.reason and "earlier batch" in res.reason, res.reason

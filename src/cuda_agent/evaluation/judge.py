@@ -52,7 +52,7 @@ EARLY_SHARE = 0.25  # ... and once this share of the budget's wall time is spent
 PROBE_SAMPLE = 64  # marker latencies kept per role in the answer
 BASELINE_TIMEOUT_S = 900.0  # the baseline client's bound per evaluation (torch.compile's first call included)
 HOLD_GENERATIONS = 2  # earlier batches a client may be told to keep holding while it runs the next
-HOLD_BYTES = 256 << 20  # ... as long as they are within this much memory (per client)
+HOLD_SHARE = 0.25  # ... as long as they fit in this share of a client's memory (`Judge.hold_cap`)
 LAYOUT_SLACK = 64 << 10  # an output's strides may span twice its elements' bytes and this (padding)
 
 
@@ -408,7 +408,20 @@ class Judge:
             times.append((time.perf_counter() - t0) * 1000)
         return median(times)
 
-    def check_memory(self, state: TaskState, m: int, answer: JudgeAnswer) -> None:
+    def hold_cap(self, state: TaskState, m: int, cfg: Any) -> int:
+        """How many earlier batches a client may be told to keep holding (`next_batch`): up to
+        HOLD_GENERATIONS, as many as HOLD_SHARE of the memory a client may use holds for two
+        models (the baseline client's eager and compile). That memory is the device's (GPU) or
+        the client's resident limit (CPU), never what is free now: every client of a task gets
+        the same, and a large output is held too (issue 24: over a flat 256 MiB none was, and an
+        output buffer reused on every call went unseen)."""
+        if self.backend.gpu:
+            memory = int(self.torch.cuda.mem_get_info()[1])
+        else:
+            memory = min(int(cfg.memory_limit_gb * 2**30), os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+        return int(min(HOLD_GENERATIONS, HOLD_SHARE * memory // max(1, 2 * m * state.out_bytes)))
+
+    def check_memory(self, state: TaskState, m: int, cfg: Any, answer: JudgeAnswer) -> None:
         """One clear verdict for a task too large for the device, before anything is allocated
         for it: what an evaluation holds at once (the judge's stack, two arenas, the candidate's
         snapshot, a verification trial, and each client's outputs and working memory)."""
@@ -420,7 +433,7 @@ class Judge:
         # a round's new values, or a verification trial made again (inputs, a copy when the
         # reference mutates them, its outputs and working memory)
         passing = max(m * s, 0 if state.trials is not None else s * (2 if state.mutates else 1) + o + f)
-        hold = min(HOLD_GENERATIONS, HOLD_BYTES // max(1, m * o))  # earlier batches a client holds (`next_batch`)
+        hold = self.hold_cap(state, m, cfg)  # earlier batches a client holds (`next_batch`)
         clients = 2 * (m * o * (1 + hold) + f + CONTEXT_BYTES)  # each client's outputs, working memory, context
         need = held + passing + clients + self._allocated()
         free, total = torch.cuda.mem_get_info()
@@ -460,7 +473,7 @@ class Judge:
         m = self.batch_size(state, cfg) if timed else 1
         base = cand = None
         try:
-            self.check_memory(state, m, answer)
+            self.check_memory(state, m, cfg, answer)
             if timed:
                 base = self._baseline_session(state, cfg, req, answer, clock, m, measure_compile)
                 answer.solo = self._solo(state, cfg, base, clock)
@@ -501,7 +514,7 @@ class Judge:
                           clock: "_PhaseClock", m: int, compiles: bool) -> "_CandidateSession":
         """The baseline client (the task's own Model: trusted) for this task, batch and compile
         choice: the warm one when it matches, else a new one."""
-        key = (state.key, m, compiles, _isolation(req))
+        key = (state.key, m, compiles, _isolation(req), self.hold_cap(state, m, cfg))
         warm = self.baseline
         if warm is not None and warm.key == key and warm.link.alive():
             warm.rebind(cfg, req, answer, clock)
@@ -889,7 +902,7 @@ class _CandidateSession:
         self.held: dict[str, list[tuple[int, list[tuple[int, int, dict, int]]]]] = {}
         self.batches = 0
         self.hold_rng = random.Random(int.from_bytes(os.urandom(4), "little"))
-        self.hold_cap = min(HOLD_GENERATIONS, HOLD_BYTES // max(1, m * state.out_bytes))
+        self.hold_cap = judge.hold_cap(state, m, cfg)
         self.rebind(cfg, req, answer, clock)
 
     def rebind(self, cfg: Any, req: JudgeRequest, answer: JudgeAnswer, clock: _PhaseClock) -> None:
@@ -1113,11 +1126,12 @@ class _CandidateSession:
 
     def next_batch(self, model: str) -> tuple[int, list[int]]:
         """The next batch's id and the earlier batches the client lets go of before running it.
-        It keeps the newest k of them, k drawn anew each time in [0, hold_cap] (for every model
+        It keeps the newest k of them, k drawn anew each time in [1, hold_cap] (for every model
         alike, so eager and the candidate allocate alike): an output the judge still holds may
-        not be overwritten, and a candidate cannot know which earlier outputs those are."""
+        not be overwritten, a buffer returned on every call is caught on the second, and a
+        candidate cannot know how many earlier outputs are held."""
         held = self.held.setdefault(model, [])
-        keep = min(len(held), self.hold_rng.randint(0, self.hold_cap)) if self.hold_cap else 0
+        keep = min(len(held), self.hold_rng.randint(1, self.hold_cap)) if self.hold_cap else 0
         release = [b for b, _ in held[:len(held) - keep]]
         del held[:len(held) - keep]
         self.batches += 1
