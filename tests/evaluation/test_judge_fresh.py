@@ -424,7 +424,7 @@ class ModelNew(nn.Module):
 def test_no_batch_after_verification_replays_a_verification_set(make_workspace, fast_config):
     """Round 3, a10c: the two warm-up batches before the timed rounds ran on the unscaled input
     stack, which holds the verification sets; every batch the candidate runs after verification
-    gets new values."""
+    gets values no verification call saw."""
     res = evaluate(make_workspace(model_new=REPLAY_WATCH, name="replay"), _cfg(fast_config))
     assert res.correct and res.reward >= 1, res.reason
 
