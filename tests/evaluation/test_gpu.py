@@ -219,3 +219,25 @@ def test_threads_started_before_the_sandbox_cannot_write_outside(tmp_path, gpu_c
           f"before threads {res.sandbox.get('landlock_before_threads')}: {res.reason[:160]}")
     assert not target.exists(), "a thread started before the sandbox wrote outside the scratch dir"
     assert str(res.sandbox.get("landlock_before_threads", "")).startswith("abi"), res.sandbox
+
+
+def test_the_input_arena_is_an_allocation_of_its_own():
+    """Issue 24: the arena was a block of torch's caching allocator, and a client maps the whole
+    allocation an IPC handle names: a 3 MiB arena carved from a 20 MiB segment showed the client
+    every other judge tensor in that segment. Now the allocation holds the arena alone (its
+    slack zeroed), whatever the judge allocated before."""
+    import torch
+
+    from cuda_agent.backends import get_backend
+
+    backend = get_backend("cuda")
+    ipc = backend._ipc()
+    neighbour = torch.full((5 << 20,), 7, dtype=torch.uint8, device="cuda")  # judge data in a shared segment
+    for nbytes in (3 << 20, 100_000, (64 << 20) + 5):
+        arena = backend.make_arena(nbytes)
+        base, size = ipc.allocation_of(arena.raw.data_ptr())
+        assert base == arena.raw.data_ptr() and nbytes <= size < nbytes + (2 << 20), (nbytes, size)
+        mapped = ipc.tensor_at(arena.describe()["handle"])  # all that a client maps
+        assert mapped.numel() == size and not bool(mapped.any())
+        del arena, mapped
+    assert int(neighbour[0]) == 7

@@ -337,3 +337,125 @@ class ModelNew(nn.Module):
 '''
     res = evaluate(make_workspace(model_new=model, task_source=RELU_TASK_BIG, name="padded"), _torch_ok(fast_config))
     assert res.correct and res.reward >= 1, res.reason
+
+
+# ---- issue 24, round 3: what the red team after classes 1, 2 and 5 got through ------------------
+ROWMEAN_TASK = '''
+import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.mean(x, dim=1)
+def get_inputs():
+    return [torch.rand(64, 1 << 17)]
+def get_init_inputs():
+    return []
+'''
+
+ROWMEAN_KERNEL = '''
+#include <cstdint>
+extern "C" void rowmean_kernel(const float* x, float* y, int64_t rows, int64_t cols, int64_t frac) {
+  int64_t used = cols / frac;
+  #pragma omp parallel for
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* p = x + r * cols;
+    double s = 0.0;
+    for (int64_t i = 0; i < used; ++i) s += p[i];
+    y[r] = (float)(s / (double)used);
+  }
+}
+'''
+
+ROWMEAN_BINDING = '''
+#include "binding_registry.h"
+extern "C" void rowmean_kernel(const float* x, float* y, int64_t rows, int64_t cols, int64_t frac);
+at::Tensor rowmean_forward(const at::Tensor& x) {
+  auto y = at::empty({x.size(0)}, x.options());
+  rowmean_kernel(x.data_ptr<float>(), y.data_ptr<float>(), x.size(0), x.size(1), FRAC);
+  return y;
+}
+REGISTER_BINDING(rowmean, rowmean_forward)
+'''
+
+ROWMEAN_MODEL_NEW = '''
+import torch.nn as nn
+import cpu_extension
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return cpu_extension.rowmean(x.contiguous())
+'''
+
+
+@pytest.mark.parametrize("frac", [8, 1], ids=["first-eighth", "honest"])
+def test_a_kernel_that_reads_a_prefix_of_each_row_is_caught(make_workspace, fast_config, frac):
+    """Round 3, a1 / a8: a row mean from the first 1/8 of each row was right within the tolerance
+    on inputs scaled i.i.d. per element (reward 1 here, 2 at 19.8x with a costlier op). Inputs
+    scaled by region (the secret trial and every timed round) make the prefix miss; the same
+    kernel reading whole rows keeps its reward."""
+    kernels = {"rowmean.cpp": ROWMEAN_KERNEL, "rowmean_binding.cpp": ROWMEAN_BINDING.replace("FRAC", str(frac))}
+    ws = make_workspace(model_new=ROWMEAN_MODEL_NEW, task_source=ROWMEAN_TASK, name=f"rowmean{frac}", kernels=kernels)
+    res = evaluate(ws, _cfg(fast_config))
+    if frac == 1:
+        assert res.correct and res.reward >= 1, res.reason
+    else:
+        assert res.reward == -1 and ("secret" in res.reason or "while being timed" in res.reason), res.reason
+
+
+# records what the five verification calls saw and fails on any later call that sees it again
+REPLAY_WATCH = '''
+import hashlib
+import torch.nn as nn
+import cpu_extension
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.seen, self.calls = set(), 0
+    def forward(self, x):
+        self.calls += 1
+        key = hashlib.sha1(x.contiguous().numpy().tobytes()).hexdigest()
+        if self.calls <= 5:
+            self.seen.add(key)
+        elif key in self.seen:
+            raise RuntimeError(f"call {self.calls} replays a verification set")
+        return cpu_extension.relu(x.contiguous())
+'''
+
+
+def test_no_batch_after_verification_replays_a_verification_set(make_workspace, fast_config):
+    """Round 3, a10c: the two warm-up batches before the timed rounds ran on the unscaled input
+    stack, which holds the verification sets; every batch the candidate runs after verification
+    gets values no verification call saw."""
+    res = evaluate(make_workspace(model_new=REPLAY_WATCH, name="replay"), _cfg(fast_config))
+    assert res.correct and res.reward >= 1, res.reason
+
+
+RELU_TASK_HUGE = RELU_TASK_BIG.replace("torch.randn(256, 1024)", "torch.randn(1152, 65536)")  # 288 MiB out
+
+STATIC_BINDING = '''
+#include "binding_registry.h"
+extern "C" void relu_kernel(const float* x, float* y, int64_t n);
+at::Tensor relu_forward(const at::Tensor& x) {
+  static at::Tensor pool;
+  if (!pool.defined() || pool.numel() != x.numel()) pool = at::empty_like(x);
+  relu_kernel(x.data_ptr<float>(), pool.data_ptr<float>(), x.numel());
+  return pool;
+}
+REGISTER_BINDING(relu, relu_forward)
+'''
+
+
+@pytest.mark.parametrize("binding", ["static", "honest"])
+def test_a_recycled_output_over_256_mib_is_refused(make_workspace, fast_config, binding):
+    """Round 3, a4: over 256 MiB of outputs per batch no earlier batch was held, so one static
+    output buffer went unseen (0.94x -> 3.86x on the CPU). Now a client holds at least the last
+    batch while a share of its memory allows (here 3 GiB / 4 for two models of 288 MiB), and the
+    second call already finds the buffer still held; `torch.empty` every call passes."""
+    from tests.conftest import RELU_BINDING
+
+    kernels = {"relu.cpp": RELU_KERNEL, "relu_binding.cpp": STATIC_BINDING if binding == "static" else RELU_BINDING}
+    ws = make_workspace(task_source=RELU_TASK_HUGE, name=f"huge_{binding}", kernels=kernels)
+    res = evaluate(ws, _cfg(fast_config, measure=False, trials=2))  # three calls (one secret): the second decides
+    if binding == "honest":
+        assert res.correct and res.reward >= 1, res.reason
+    else:
+        assert res.reward == -1 and "recycled" in res.reason and "earlier batch" in res.reason, res.reason

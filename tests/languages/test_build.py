@@ -64,3 +64,29 @@ def test_trim_keeps_errors_and_drops_template_noise():
     assert "foo();" in out
     assert "required from" not in out and "/work/ws/" not in out
     assert len(out.splitlines()) <= 10
+
+
+def test_trim_never_quotes_a_file_outside_the_workspace():
+    """Issue 24: a file outside the workspace that the compiler may read (a toolchain file) keeps
+    its place and message in the log, never its bytes: no source line, no quoted token, no
+    `#error` text. The workspace's own lines are quoted as before."""
+    ws = Path("/work/ws")
+    raw = "\n".join([
+        "/venv/pyvenv.cfg:1:30: error: too many decimal points in number",
+        "    1 | home = /root/.pyenv/versions/3.11.7/bin",
+        "      |                              ^~~~~~",
+        "/venv/pyvenv.cfg:1:1: error: \u2018home\u2019 does not name a type",
+        "    1 | home = /root/.pyenv/versions/3.11.7/bin",
+        "/venv/secret.h(2): error: identifier \"SECRETWORD\" is undefined",
+        "  int x = SECRETWORD;",
+        "          ^",
+        "/venv/other.h:3:2: error: #error SECRETTEXT here",
+        "/work/ws/kernels/a.cpp:3:5: error: 'foo' was not declared in this scope",
+        "    3 |     foo();",
+    ])
+    out = trim_compiler_output(raw, ws)
+    for leaked in ("home", "pyenv", "SECRETWORD", "SECRETTEXT"):
+        assert leaked not in out, out
+    assert "/venv/pyvenv.cfg:1:30: error: too many decimal points in number" in out
+    assert "/venv/secret.h(2): error: identifier '…' is undefined" in out
+    assert "kernels/a.cpp:3:5: error: 'foo' was not declared" in out and "foo();" in out

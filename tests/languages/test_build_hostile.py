@@ -60,6 +60,23 @@ def test_an_absolute_include_of_a_host_file_never_reaches_the_log(make_workspace
     assert not res.ok and token not in res.log, res.log
 
 
+def test_a_toolchain_file_the_compiler_may_read_never_reaches_the_log(make_workspace, cache_dir):
+    """The venv is readable to the confined compiler (it is the toolchain); with the static
+    checks off (`build_workspace` runs none), including its pyvenv.cfg put the file's lines into
+    the log. The log says where the errors are, not what the file holds."""
+    import sys
+
+    cfg = Path(sys.prefix) / "pyvenv.cfg"
+    if not cfg.is_file():
+        pytest.skip("not in a venv")
+    ws = make_workspace(kernels={"relu.cpp": f'#include "{cfg}"\n' + RELU_KERNEL, "relu_binding.cpp": RELU_BINDING})
+    res = build_workspace(ws.root, get_backend("cpu"), cache_dir=cache_dir)
+    assert not res.ok and f"{cfg}:1:" in res.log, res.log
+    for line in cfg.read_text().splitlines():
+        key = line.split("=")[0].strip()
+        assert line.strip() not in res.log and (len(key) < 4 or key not in res.log), res.log
+
+
 def test_an_assembler_include_smuggled_in_a_section_name_never_reaches_the_log(make_workspace, cache_dir, tmp_path):
     secret, token = _secret(tmp_path)
     smuggle = (f'__attribute__((section(".text\\n.include \\"{secret}\\"\\n#"))) int smuggled(void) {{ return 1; }}\n')

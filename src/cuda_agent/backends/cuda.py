@@ -226,7 +226,8 @@ class _CudaArena(Arena):
     def __init__(self, ipc: CudaIpc, nbytes: int) -> None:
         import torch
 
-        self.raw = torch.empty(max(nbytes, 1), dtype=torch.uint8, device="cuda")[:nbytes]
+        # an allocation of its own (`CudaIpc.allocate`): the handle a client maps holds the arena only
+        self.raw = ipc.allocate(nbytes) if nbytes else torch.empty(0, dtype=torch.uint8, device="cuda")
         self.fds = []
         self._where = ipc.export(self.raw.data_ptr()) if nbytes else {"handle": "", "offset": 0}
 

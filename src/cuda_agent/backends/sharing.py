@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 ALIGN = 256
+OWN_PAGE = 2 << 20  # a device allocation of its own is made in whole pages of this size
 
 
 class SharingError(RuntimeError):
@@ -97,6 +98,18 @@ class _CudaArray:
         self.__cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (ptr, False), "version": 3}
 
 
+class _OwnedCudaMemory(_CudaArray):
+    """A device allocation made with cudaMalloc, freed when the last tensor over it goes
+    (`torch.as_tensor` keeps the object it wraps alive as long as any tensor made from it)."""
+
+    def __init__(self, free: Any, ptr: int, nbytes: int) -> None:
+        super().__init__(ptr, nbytes)
+        self._free, self._ptr = free, ptr
+
+    def __del__(self) -> None:
+        self._free(ctypes.c_void_p(self._ptr))
+
+
 def _loaded_library(fragment: str) -> str:
     for line in Path("/proc/self/maps").read_text().splitlines():
         path = line.split()[-1] if len(line.split()) >= 6 else ""
@@ -119,6 +132,8 @@ class CudaIpc:
         self.rt.cudaIpcCloseMemHandle.argtypes = [ctypes.c_void_p]
         self.drv.cuMemGetAddressRange_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_size_t),
                                                      ctypes.c_uint64]
+        self.rt.cudaMalloc.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
+        self.rt.cudaFree.argtypes = [ctypes.c_void_p]
         self._exported: dict[int, tuple[str, int]] = {}  # base -> (handle hex, size)
         self._opened: dict[str, tuple[int, int]] = {}  # handle hex -> (base, size)
 
@@ -127,6 +142,27 @@ class CudaIpc:
         if self.drv.cuMemGetAddressRange_v2(ctypes.byref(base), ctypes.byref(size), ctypes.c_uint64(ptr)) != 0:
             raise SharingError(f"pointer {ptr:#x} is not device memory")
         return int(base.value), int(size.value)
+
+    def allocate(self, nbytes: int) -> Any:
+        """A zeroed uint8 tensor of `nbytes` over a device allocation of its own (cudaMalloc, in
+        whole 2 MiB pages), not a block of torch's caching allocator: an IPC handle maps the
+        whole allocation its block lies in, and a block carved from a shared segment would show
+        the importer every other tensor of this process in that segment (issue 24)."""
+        import torch
+
+        size = max(1, -(-nbytes // OWN_PAGE)) * OWN_PAGE
+        ptr = ctypes.c_void_p()
+        err = self.rt.cudaMalloc(ctypes.byref(ptr), ctypes.c_size_t(size))
+        if err != 0:  # the caching allocator may hold what is free: give it back and try once more
+            self.rt.cudaGetLastError()  # (not left for torch's next launch check to find)
+            torch.cuda.empty_cache()
+            err = self.rt.cudaMalloc(ctypes.byref(ptr), ctypes.c_size_t(size))
+        if err != 0 or not ptr.value:
+            self.rt.cudaGetLastError()
+            raise torch.cuda.OutOfMemoryError(f"cudaMalloc of {size} bytes for the input arena failed ({err})")
+        raw = torch.as_tensor(_OwnedCudaMemory(self.rt.cudaFree, int(ptr.value), size), device="cuda")
+        raw.zero_()  # the pages may hold what an earlier allocation of this process left
+        return raw[:nbytes]
 
     def export(self, ptr: int) -> dict[str, Any]:
         """Where `ptr` lives: the IPC handle of its allocation and the offset inside it."""

@@ -52,7 +52,7 @@ EARLY_SHARE = 0.25  # ... and once this share of the budget's wall time is spent
 PROBE_SAMPLE = 64  # marker latencies kept per role in the answer
 BASELINE_TIMEOUT_S = 900.0  # the baseline client's bound per evaluation (torch.compile's first call included)
 HOLD_GENERATIONS = 2  # earlier batches a client may be told to keep holding while it runs the next
-HOLD_BYTES = 256 << 20  # ... as long as they are within this much memory (per client)
+HOLD_SHARE = 0.25  # ... as long as they fit in this share of a client's memory (`Judge.hold_cap`)
 LAYOUT_SLACK = 64 << 10  # an output's strides may span twice its elements' bytes and this (padding)
 
 
@@ -317,10 +317,14 @@ class Judge:
                                          for x in first.inputs))
         return self.state
 
-    def _make_trial(self, module: Any, reference: Any, seed: int, dtype: Any, check_mutation: bool = True) -> Trial:
+    def _make_trial(self, module: Any, reference: Any, seed: int, dtype: Any, check_mutation: bool = True,
+                    rescale: bool = False) -> Trial:
         """Trial inputs from the task's own generator under `seed`, and the reference's outputs
-        (the reference runs on a copy only while it is not yet known whether it mutates them)."""
+        (the reference runs on a copy only while it is not yet known whether it mutates them).
+        `rescale`: floating inputs scaled as a timed round's are (`scaling.py`), so the trial
+        holds a kernel that reads only part of its input to the same test."""
         from .guards import inputs_changed
+        from .scaling import scaled
 
         torch = self.torch
         _seed_all(torch, seed)
@@ -328,6 +332,11 @@ class Judge:
             with self.device:
                 inputs = list(module.get_inputs())
             inputs = _cast([x.to(self.device).contiguous() if isinstance(x, torch.Tensor) else x for x in inputs], dtype)
+            if rescale:
+                gen, rng = torch.Generator(device=self.device), random.Random(seed)
+                gen.manual_seed(seed)
+                inputs = [scaled(x, gen, rng, bool(x.min() >= 0) and bool(x.max() <= 1))
+                          if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() else x for x in inputs]
             args = _clone(inputs) if check_mutation else inputs
             ref = reference(*args)
             self.backend.synchronize()
@@ -399,7 +408,20 @@ class Judge:
             times.append((time.perf_counter() - t0) * 1000)
         return median(times)
 
-    def check_memory(self, state: TaskState, m: int, answer: JudgeAnswer) -> None:
+    def hold_cap(self, state: TaskState, m: int, cfg: Any) -> int:
+        """How many earlier batches a client may be told to keep holding (`next_batch`): up to
+        HOLD_GENERATIONS, as many as HOLD_SHARE of the memory a client may use holds for two
+        models (the baseline client's eager and compile). That memory is the device's (GPU) or
+        the client's resident limit (CPU), never what is free now: every client of a task gets
+        the same, and a large output is held too (issue 24: over a flat 256 MiB none was, and an
+        output buffer reused on every call went unseen)."""
+        if self.backend.gpu:
+            memory = int(self.torch.cuda.mem_get_info()[1])
+        else:
+            memory = min(int(cfg.memory_limit_gb * 2**30), os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+        return int(min(HOLD_GENERATIONS, HOLD_SHARE * memory // max(1, 2 * m * state.out_bytes)))
+
+    def check_memory(self, state: TaskState, m: int, cfg: Any, answer: JudgeAnswer) -> None:
         """One clear verdict for a task too large for the device, before anything is allocated
         for it: what an evaluation holds at once (the judge's stack, two arenas, the candidate's
         snapshot, a verification trial, and each client's outputs and working memory)."""
@@ -411,7 +433,7 @@ class Judge:
         # a round's new values, or a verification trial made again (inputs, a copy when the
         # reference mutates them, its outputs and working memory)
         passing = max(m * s, 0 if state.trials is not None else s * (2 if state.mutates else 1) + o + f)
-        hold = min(HOLD_GENERATIONS, HOLD_BYTES // max(1, m * o))  # earlier batches a client holds (`next_batch`)
+        hold = self.hold_cap(state, m, cfg)  # earlier batches a client holds (`next_batch`)
         clients = 2 * (m * o * (1 + hold) + f + CONTEXT_BYTES)  # each client's outputs, working memory, context
         need = held + passing + clients + self._allocated()
         free, total = torch.cuda.mem_get_info()
@@ -451,7 +473,7 @@ class Judge:
         m = self.batch_size(state, cfg) if timed else 1
         base = cand = None
         try:
-            self.check_memory(state, m, answer)
+            self.check_memory(state, m, cfg, answer)
             if timed:
                 base = self._baseline_session(state, cfg, req, answer, clock, m, measure_compile)
                 answer.solo = self._solo(state, cfg, base, clock)
@@ -492,7 +514,7 @@ class Judge:
                           clock: "_PhaseClock", m: int, compiles: bool) -> "_CandidateSession":
         """The baseline client (the task's own Model: trusted) for this task, batch and compile
         choice: the warm one when it matches, else a new one."""
-        key = (state.key, m, compiles, _isolation(req))
+        key = (state.key, m, compiles, _isolation(req), self.hold_cap(state, m, cfg))
         warm = self.baseline
         if warm is not None and warm.key == key and warm.link.alive():
             warm.rebind(cfg, req, answer, clock)
@@ -672,29 +694,32 @@ class Judge:
         return hit[1]
 
     def fresh_inputs(self, stack: list[Any], seed: int, vary: bool) -> list[Any]:
-        """New values for every call of a round: floating inputs scaled elementwise by a factor
-        in [0.8, 1.2] ([0.8, 1.0] for inputs that lie in [0, 1], e.g. probabilities), signs and
-        zeros kept. 20% is far outside any tolerance, so an output cached from an earlier round
-        is wrong; `seed` is drawn from os.urandom per evaluation, so the values cannot be
-        predicted from inside the candidate."""
+        """New values for every call of a round: floating inputs scaled by factors in [0.8, 1.2]
+        ([0.8, 1.0] for inputs that lie in [0, 1], e.g. probabilities), signs and zeros kept,
+        that differ by element and by region (`scaling.py`: a prefix or a strided sample of an
+        input is not representative of it). 20% is far outside any tolerance, so an output cached
+        from an earlier round is wrong; `seed` is drawn from os.urandom per evaluation, so the
+        values cannot be predicted from inside the candidate."""
         torch = self.torch
         if not vary:
             return list(stack)  # staged by copy: the stack itself is never handed out
         state = getattr(self, "state", None)
         if state is not None and state.draws:
             return self._drawn_inputs(state, stack, seed)
+        kept = [x.clone() if isinstance(x, torch.Tensor) and not x.is_floating_point() else x for x in stack]
+        return self._rescaled(stack, kept, seed)
+
+    def _rescaled(self, stack: list[Any], values: list[Any], seed: int) -> list[Any]:
+        """`values` (a round's, shaped like `stack`) with each floating tensor scaled (`scaling.scaled`)."""
+        from .scaling import scaled
+
+        torch = self.torch
         gen = torch.Generator(device=self.device)
         gen.manual_seed(seed)
-        out = []
-        for x in stack:
-            if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel():
-                unit = self._unit_interval(x)
-                scale = torch.rand(x.shape, generator=gen, device=self.device, dtype=torch.float32)
-                scale = scale.mul_(0.2).add_(0.8) if unit else scale.mul_(0.4).add_(0.8)
-                out.append(scale.mul_(x).to(x.dtype))
-            else:
-                out.append(x.clone() if isinstance(x, torch.Tensor) else x)
-        return out
+        rng = random.Random(seed)
+        return [scaled(v, gen, rng, self._unit_interval(x), x[0].numel())
+                if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() else v
+                for x, v in zip(stack, values)]
 
     def _drawn_inputs(self, state: TaskState, stack: list[Any], seed: int) -> list[Any]:
         """Issue 24, class 1: a task with integer or bool inputs (indices, ids, masks, offsets)
@@ -719,7 +744,7 @@ class Judge:
                                          f"({getattr(y, 'shape', type(y).__name__)} after {tuple(x.shape[1:])}): "
                                          "inputs of a fixed shape are needed to give every call new ones")
                     out[p][s].copy_(y)  # cast to the task's precision by the copy, as `_cast` does
-        return out
+        return self._rescaled(stack, out, seed)  # floating inputs drawn beside them: scaled as above
 
     def _time(self, state: TaskState, cfg: Any, base: "_CandidateSession", cand: "_CandidateSession",
               clock: "_PhaseClock") -> dict[str, Any]:
@@ -734,8 +759,9 @@ class Judge:
         names = ["eager"] + (["compile"] if base.compiles else []) + ["candidate"]
         owner = {"eager": base, "compile": base, "candidate": cand}
         self.quiet_spares()
-        warm = self.fresh_inputs(stack, cfg.seed, False)
-        cand.stage_inputs(warm, positions)
+        secret = int.from_bytes(os.urandom(6), "little")  # round values nobody can precompute
+        # the warm-up's values are new too: the stack holds the verification sets (issue 24, a10c)
+        cand.stage_inputs(self.fresh_inputs(stack, secret, cfg.guards.fresh_values), positions)
         cand.warm_up("candidate", cfg.timing.warmup_ms, 2)  # compile, caches, first calls: outside any timing
         for name in names[:-1]:  # the baselines sat idle while the candidate loaded: a batch each, discarded
             base.warm_up(name, 0.0, 1)
@@ -752,9 +778,8 @@ class Judge:
         level = 1 - (1 - cfg.timing.confidence) / (len(looks) + 1)  # each look, and the last round, get a share
         samples: dict[str, list[float]] = {n: [] for n in names}
         rng = random.Random(int.from_bytes(os.urandom(4), "little"))
-        secret = int.from_bytes(os.urandom(6), "little")  # round values nobody can precompute
         for r in range(cfg.timing.max_trials):
-            values = self.fresh_inputs(stack, secret + r, cfg.guards.fresh_values)
+            values = self.fresh_inputs(stack, secret + 1 + r, cfg.guards.fresh_values)
             base.stage_inputs(values, positions)
             cand.stage_inputs(values, positions)
             order = names[:]
@@ -877,7 +902,7 @@ class _CandidateSession:
         self.held: dict[str, list[tuple[int, list[tuple[int, int, dict, int]]]]] = {}
         self.batches = 0
         self.hold_rng = random.Random(int.from_bytes(os.urandom(4), "little"))
-        self.hold_cap = min(HOLD_GENERATIONS, HOLD_BYTES // max(1, m * state.out_bytes))
+        self.hold_cap = judge.hold_cap(state, m, cfg)
         self.rebind(cfg, req, answer, clock)
 
     def rebind(self, cfg: Any, req: JudgeRequest, answer: JudgeAnswer, clock: _PhaseClock) -> None:
@@ -1101,11 +1126,12 @@ class _CandidateSession:
 
     def next_batch(self, model: str) -> tuple[int, list[int]]:
         """The next batch's id and the earlier batches the client lets go of before running it.
-        It keeps the newest k of them, k drawn anew each time in [0, hold_cap] (for every model
+        It keeps the newest k of them, k drawn anew each time in [1, hold_cap] (for every model
         alike, so eager and the candidate allocate alike): an output the judge still holds may
-        not be overwritten, and a candidate cannot know which earlier outputs those are."""
+        not be overwritten, a buffer returned on every call is caught on the second, and a
+        candidate cannot know how many earlier outputs are held."""
         held = self.held.setdefault(model, [])
-        keep = min(len(held), self.hold_rng.randint(0, self.hold_cap)) if self.hold_cap else 0
+        keep = min(len(held), self.hold_rng.randint(1, self.hold_cap)) if self.hold_cap else 0
         release = [b for b, _ in held[:len(held) - keep]]
         del held[:len(held) - keep]
         self.batches += 1
@@ -1263,16 +1289,18 @@ class _CandidateSession:
 
     def verify_secret(self) -> None:
         """Issue 24: one more trial, on inputs from a seed drawn from os.urandom for this
-        evaluation. The trial seeds follow from the configured seed, so a candidate (or a policy
-        that learned their outputs) could answer them from memory; this set nobody can know. It
-        holds where nothing is timed (`measure=False`) too."""
+        evaluation, floating ones scaled by element and by region as a timed round's are. The
+        trial seeds follow from the configured seed, so a candidate (or a policy that learned
+        their outputs) could answer them from memory; this set nobody can know, and a kernel
+        that reads only a prefix or a sample of its input is wrong on it. It holds where nothing
+        is timed (`measure=False`) too."""
         from .guards import inputs_changed
         from .records import TrialCheck
         from .verify import compare_outputs
 
         state = self.state
         seed = int.from_bytes(os.urandom(6), "little")
-        trial = self.judge._make_trial(state.module, state.reference, seed, state.dtype)
+        trial = self.judge._make_trial(state.module, state.reference, seed, state.dtype, rescale=True)
         self.put(0, trial.inputs)
         self.judge.backend.synchronize()
         _, (got,) = self.run([0], "verify", False)

@@ -573,14 +573,19 @@ _NOISE = re.compile(
     r"^\d+ errors? detected in the compilation|In member function|In function )"
 )
 _ERROR = re.compile(r"\b(error|fatal error|undefined reference)\b", re.IGNORECASE)
+# a diagnostic's place: gcc's `file:line[:col]:`, nvcc's `file(line):`
+_PLACE = re.compile(r"^(?P<file>[^\s:(][^:(]*?)(?::\d+(?::\d+)?:|\(\d+\):)(?P<message>.*)$")
+_QUOTED = re.compile(r"‘[^’\n]*’|'[^'\n]*'|\"[^\"\n]*\"|`[^'\n]*'")
+_DIRECTIVE = re.compile(r"(#\s*(?:error|warning)\b).*")
 
 
 def trim_compiler_output(output: str, ws: Path) -> str:
     """Keep each error with a little context, drop template backtraces and include chains,
-    shorten paths to workspace-relative ones, and cap the length (saying what was cut)."""
+    shorten paths to workspace-relative ones, and cap the length (saying what was cut).
+    Nothing of a file outside the workspace is quoted (`_own_bytes_only`)."""
     text = output.replace(str(ws) + "/", "")
     kept: list[str] = []
-    lines = text.splitlines()
+    lines = _own_bytes_only(text.splitlines())
     for i, line in enumerate(lines):
         if _NOISE.search(line):
             continue
@@ -598,3 +603,24 @@ def trim_compiler_output(output: str, ws: Path) -> str:
         out += f"\n[... {cut} more lines cut]"
     return out
 
+
+def _own_bytes_only(lines: list[str]) -> list[str]:
+    """A diagnostic placed in a file outside the workspace (one the confined compiler may read:
+    a toolchain header, the venv's pyvenv.cfg) keeps its place and its message, never that
+    file's bytes: the source and caret lines after it are dropped (up to the next diagnostic),
+    and what its message quotes or an `#error` prints is elided. Issue 24: with the static
+    checks off, `#include` of pyvenv.cfg put the file's lines into the reason."""
+    out: list[str] = []
+    outside = False
+    for line in lines:
+        place = _PLACE.match(line)
+        if place:
+            name = place["file"]
+            outside = name.startswith(("/", "<", "{")) or ".." in Path(name).parts
+            if outside:
+                message = _DIRECTIVE.sub(r"\1 …", _QUOTED.sub("'…'", place["message"]))
+                line = line[:place.start("message")] + message
+        elif outside:
+            continue
+        out.append(line)
+    return out

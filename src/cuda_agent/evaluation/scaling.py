@@ -1,0 +1,63 @@
+"""New values for a task's floating inputs: positive scale factors, one per element, so signs
+and zeros are kept and the values stay within 20% of what the task's generator gave (within
+[0.8, 1.0] of it for inputs that lie in [0, 1], which then stay there).
+
+A factor drawn per element alone leaves the values i.i.d.: a kernel that reduces a prefix or a
+strided sample of each row is then right within the tolerance (issue 24, round 3: a row mean
+from the first 1/64 of each row, reward 2 at 19.8x). So only a quarter of a factor's spread is
+drawn per element; half is a step function along the flattened elements whose blocks have
+random lengths at every scale (as many elements in blocks of each octave of length, up to one
+call's input), and a quarter a pattern with a random power-of-two period. A prefix then sees
+other scales than the rest of its row, and a power-of-two stride one phase of the pattern: every
+element matters. Each part is drawn anew from the round's secret seed.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any
+
+ELEMENTWISE, BLOCKS, PERIODIC = 0.25, 0.5, 0.25  # shares of a factor's spread
+CELL = 16  # blocks are whole cells of this many elements: the step function is built per cell
+PERIOD_BITS = (1, 12)  # the periodic part repeats every 2**b elements, b drawn in this range
+
+
+def scaled(x: Any, gen: Any, rng: random.Random, unit: bool, per_call: int | None = None) -> Any:
+    """`x` times new factors (see the module), in x's dtype. `gen`: a torch generator on x's
+    device; `rng`: host-side choices (the period); `per_call`: the elements of one call's input
+    where `x` stacks several (the longest block), else all of x."""
+    f = factors(x.numel(), per_call or x.numel(), gen, rng.randint(*PERIOD_BITS), unit, x.device)
+    return f.view(x.shape).mul_(x).to(x.dtype)
+
+
+def factors(n: int, per_call: int, gen: Any, period_bits: int, unit: bool, device: Any) -> Any:
+    """n float32 factors in [0.8, 1.0] (`unit`) or [0.8, 1.2]: an elementwise, a block and a
+    periodic part (`ELEMENTWISE`, `BLOCKS`, `PERIODIC` of the spread)."""
+    import torch
+
+    spread = 0.2 if unit else 0.4
+    period = 1 << period_bits
+    row = max(period, CELL)  # both powers of two: a row of this many is whole periods and whole cells
+    padded = -(-n // row) * row
+    out = torch.rand(padded, generator=gen, device=device).mul_(ELEMENTWISE * spread).add_(0.8)
+    out.view(-1, period).add_(torch.rand(period, generator=gen, device=device).mul_(PERIODIC * spread))
+    steps = _steps(padded // CELL, max(1, per_call // CELL), gen, device)
+    out.view(-1, CELL).add_(steps.mul_(BLOCKS * spread).unsqueeze(1))
+    return out[:n]
+
+
+def _steps(cells: int, longest: int, gen: Any, device: Any) -> Any:
+    """A step function over `cells` with levels in [0, 1]: block lengths ceil(1/u) cells for u
+    uniform (at most `longest`), so each octave of length holds about as many cells as any other.
+    Built as a cumulative sum of the jumps between levels (no host sync on a GPU)."""
+    import torch
+
+    count = int(2 * cells / (1 + math.log(longest))) + 8  # about twice the blocks that fill `cells`
+    u = torch.rand(count, generator=gen, device=device).clamp_(min=1 / longest)
+    starts = torch.ceil(1 / u).to(torch.int64).cumsum_(0).clamp_(max=cells)  # past the end: the spare slot
+    levels = torch.rand(count + 1, generator=gen, device=device)
+    jumps = torch.zeros(cells + 1, device=device)
+    jumps[:1] = levels[:1]
+    jumps.index_put_((starts,), levels[1:] - levels[:-1], accumulate=True)
+    return jumps[:cells].cumsum_(0).clamp_(0, 1)  # (rounding in the sum: a few ulps)
