@@ -390,8 +390,8 @@ class ModelNew(nn.Module):
 def test_a_kernel_that_reads_a_prefix_of_each_row_is_caught(make_workspace, fast_config, frac):
     """Round 3, a1 / a8: a row mean from the first 1/8 of each row was right within the tolerance
     on inputs scaled i.i.d. per element (reward 1 here, 2 at 19.8x with a costlier op). Inputs
-    scaled by region (the secret trial and every timed round) make the prefix miss; the same
-    kernel reading whole rows keeps its reward."""
+    scaled by region (the secret trial and the hidden check rounds) make the prefix miss; the
+    same kernel reading whole rows keeps its reward."""
     kernels = {"rowmean.cpp": ROWMEAN_KERNEL, "rowmean_binding.cpp": ROWMEAN_BINDING.replace("FRAC", str(frac))}
     ws = make_workspace(model_new=ROWMEAN_MODEL_NEW, task_source=ROWMEAN_TASK, name=f"rowmean{frac}", kernels=kernels)
     res = evaluate(ws, _cfg(fast_config))
@@ -399,6 +399,31 @@ def test_a_kernel_that_reads_a_prefix_of_each_row_is_caught(make_workspace, fast
         assert res.correct and res.reward >= 1, res.reason
     else:
         assert res.reward == -1 and ("secret" in res.reason or "while being timed" in res.reason), res.reason
+
+
+ROWMEAN_ADAPTIVE_BINDING = '''
+#include "binding_registry.h"
+extern "C" void rowmean_kernel(const float* x, float* y, int64_t rows, int64_t cols, int64_t frac);
+static int64_t calls = 0;
+at::Tensor rowmean_forward(const at::Tensor& x) {
+  auto y = at::empty({x.size(0)}, x.options());
+  // whole rows while the judge verifies (single calls), then a prefix of each row
+  rowmean_kernel(x.data_ptr<float>(), y.data_ptr<float>(), x.size(0), x.size(1), ++calls <= 16 ? 1 : 8);
+  return y;
+}
+REGISTER_BINDING(rowmean, rowmean_forward)
+'''
+
+
+def test_a_kernel_that_reads_a_prefix_only_once_verification_is_over_is_caught(make_workspace, fast_config):
+    """Round 3, the adaptive a8: exact on every verification call (the secret trial included), a
+    prefix of each row afterwards, where the timed rounds' values are scaled i.i.d. (a prefix is
+    right within the tolerance there). The hidden check rounds among the timed ones scale by
+    region, and the candidate cannot tell them apart: the prefix is wrong in one of them."""
+    kernels = {"rowmean.cpp": ROWMEAN_KERNEL, "rowmean_binding.cpp": ROWMEAN_ADAPTIVE_BINDING}
+    ws = make_workspace(model_new=ROWMEAN_MODEL_NEW, task_source=ROWMEAN_TASK, name="rowmean-adaptive", kernels=kernels)
+    res = evaluate(ws, _cfg(fast_config))
+    assert res.reward == -1 and "while being timed" in res.reason, res.reason
 
 
 # records what the five verification calls saw and fails on any later call that sees it again

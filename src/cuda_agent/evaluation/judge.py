@@ -49,6 +49,8 @@ SOLO_ROUNDS = 7  # baseline batches timed before the candidate is loaded
 CONTEXT_BYTES = 600 << 20  # a CUDA context and its allocator's slack, per client process
 EARLY_LOOKS = (24, 48, 96)  # rounds after which the timing may stop once its decisions are settled
 EARLY_SHARE = 0.25  # ... and once this share of the budget's wall time is spent (drift averages over it)
+CHECK_SHARE = 1 / 8  # rounds that are check rounds (inputs scaled by region, compared, not timed), beside
+# one among the first EARLY_LOOKS[0]: the candidate cannot tell them from timed rounds (issue 24, a8)
 PROBE_SAMPLE = 64  # marker latencies kept per role in the answer
 BASELINE_TIMEOUT_S = 900.0  # the baseline client's bound per evaluation (torch.compile's first call included)
 HOLD_GENERATIONS = 2  # earlier batches a client may be told to keep holding while it runs the next
@@ -414,9 +416,12 @@ class Judge:
         models (the baseline client's eager and compile). That memory is the device's (GPU) or
         the client's resident limit (CPU), never what is free now: every client of a task gets
         the same, and a large output is held too (issue 24: over a flat 256 MiB none was, and an
-        output buffer reused on every call went unseen)."""
+        output buffer reused on every call went unseen). On a GPU a client's memory is a quarter
+        of the device, which the judge and both clients share: with the whole device counted,
+        the clients held up to 20 GB each on an H100 and level1/92_cumsum_exclusive peaked at
+        63.5 GiB, its timing 4x slower (allocations near the device's end)."""
         if self.backend.gpu:
-            memory = int(self.torch.cuda.mem_get_info()[1])
+            memory = int(self.torch.cuda.mem_get_info()[1]) // 4
         else:
             memory = min(int(cfg.memory_limit_gb * 2**30), os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
         return int(min(HOLD_GENERATIONS, HOLD_SHARE * memory // max(1, 2 * m * state.out_bytes)))
@@ -693,35 +698,41 @@ class Judge:
             hit = self._unit_cache[id(x)] = (weakref.ref(x), bool(x.min() >= 0) and bool(x.max() <= 1))
         return hit[1]
 
-    def fresh_inputs(self, stack: list[Any], seed: int, vary: bool) -> list[Any]:
+    def fresh_inputs(self, stack: list[Any], seed: int, vary: bool, region: bool = False) -> list[Any]:
         """New values for every call of a round: floating inputs scaled by factors in [0.8, 1.2]
-        ([0.8, 1.0] for inputs that lie in [0, 1], e.g. probabilities), signs and zeros kept,
-        that differ by element and by region (`scaling.py`: a prefix or a strided sample of an
-        input is not representative of it). 20% is far outside any tolerance, so an output cached
-        from an earlier round is wrong; `seed` is drawn from os.urandom per evaluation, so the
-        values cannot be predicted from inside the candidate."""
+        ([0.8, 1.0] for inputs that lie in [0, 1], e.g. probabilities), signs and zeros kept.
+        20% is far outside any tolerance, so an output cached from an earlier round is wrong;
+        `seed` is drawn from os.urandom per evaluation, so the values cannot be predicted from
+        inside the candidate. `region`: factors that also differ by region (`scaling.py`), so a
+        prefix or a strided sample of an input is not representative of it (check rounds only)."""
         torch = self.torch
         if not vary:
             return list(stack)  # staged by copy: the stack itself is never handed out
         state = getattr(self, "state", None)
         if state is not None and state.draws:
-            return self._drawn_inputs(state, stack, seed)
+            return self._drawn_inputs(state, stack, seed, region)
         kept = [x.clone() if isinstance(x, torch.Tensor) and not x.is_floating_point() else x for x in stack]
-        return self._rescaled(stack, kept, seed)
+        return self._rescaled(stack, kept, seed, region)
 
-    def _rescaled(self, stack: list[Any], values: list[Any], seed: int) -> list[Any]:
-        """`values` (a round's, shaped like `stack`) with each floating tensor scaled (`scaling.scaled`)."""
-        from .scaling import scaled
+    def _rescaled(self, stack: list[Any], values: list[Any], seed: int, region: bool = False) -> list[Any]:
+        """`values` (a round's, shaped like `stack`) with each floating tensor scaled
+        (`scaling.scaled` where `region`, else `scaling.scaled_elementwise`)."""
+        from .scaling import scaled, scaled_elementwise
 
         torch = self.torch
         gen = torch.Generator(device=self.device)
         gen.manual_seed(seed)
         rng = random.Random(seed)
-        return [scaled(v, gen, rng, self._unit_interval(x), x[0].numel())
-                if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() else v
+
+        def scale(x: Any, v: Any) -> Any:
+            if region:
+                return scaled(v, gen, rng, self._unit_interval(x), x[0].numel())
+            return scaled_elementwise(v, gen, self._unit_interval(x))
+
+        return [scale(x, v) if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() else v
                 for x, v in zip(stack, values)]
 
-    def _drawn_inputs(self, state: TaskState, stack: list[Any], seed: int) -> list[Any]:
+    def _drawn_inputs(self, state: TaskState, stack: list[Any], seed: int, region: bool = False) -> list[Any]:
         """Issue 24, class 1: a task with integer or bool inputs (indices, ids, masks, offsets)
         gets every call's inputs from its own `get_inputs()` under a seed derived from the round's
         secret one: new and unpredictable on every call (scaling cannot move an index), and valid
@@ -744,7 +755,7 @@ class Judge:
                                          f"({getattr(y, 'shape', type(y).__name__)} after {tuple(x.shape[1:])}): "
                                          "inputs of a fixed shape are needed to give every call new ones")
                     out[p][s].copy_(y)  # cast to the task's precision by the copy, as `_cast` does
-        return self._rescaled(stack, out, seed)  # floating inputs drawn beside them: scaled as above
+        return self._rescaled(stack, out, seed, region)  # floating inputs drawn beside them: scaled as above
 
     def _time(self, state: TaskState, cfg: Any, base: "_CandidateSession", cand: "_CandidateSession",
               clock: "_PhaseClock") -> dict[str, Any]:
@@ -778,8 +789,13 @@ class Judge:
         level = 1 - (1 - cfg.timing.confidence) / (len(looks) + 1)  # each look, and the last round, get a share
         samples: dict[str, list[float]] = {n: [] for n in names}
         rng = random.Random(int.from_bytes(os.urandom(4), "little"))
+        # check rounds: inputs scaled by region as well (a kernel that reads a sample of its input is
+        # wrong there), every output compared, nothing timed (region scaling slows and spreads the
+        # intervals of honest kernels on a GPU: scaling.py); with fresh values off, none
+        first_check = rng.randrange(EARLY_LOOKS[0]) if cfg.guards.fresh_values else -1
         for r in range(cfg.timing.max_trials):
-            values = self.fresh_inputs(stack, secret + 1 + r, cfg.guards.fresh_values)
+            check = cfg.guards.fresh_values and (r == first_check or rng.random() < CHECK_SHARE)
+            values = self.fresh_inputs(stack, secret + 1 + r, cfg.guards.fresh_values, region=check)
             base.stage_inputs(values, positions)
             cand.stage_inputs(values, positions)
             order = names[:]
@@ -790,15 +806,20 @@ class Judge:
                     if state.mutates:  # the reference changes its inputs: each model starts from the round's values
                         base.stage_inputs(values, positions)
                     cand.before_own_interval()
-                samples[name].append(session.timed_batch(m, name) / m)
+                ms = session.timed_batch(m, name) / m
+                if not check:
+                    samples[name].append(ms)
                 if session is base:
                     cand.after_own_interval()
             cand.check_round(base.outputs["eager"], r)
             cand.check_inputs_untouched(values, positions, r)
             del values
-            if r + 1 >= fewest and time.monotonic() > soft_end:
+            n = len(samples["candidate"])
+            if check or not n:
+                continue
+            if n >= fewest and time.monotonic() > soft_end:
                 break
-            if r + 1 in looks and time.monotonic() > early_from and settled(samples, cfg.margin, level):
+            if n in looks and time.monotonic() > early_from and settled(samples, cfg.margin, level):
                 break
         clock.mark("time")
         return {"samples": samples, "batch": m}
