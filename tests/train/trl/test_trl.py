@@ -89,7 +89,7 @@ def test_config_files_load_and_bad_overrides_are_named(tmp_path):
     # the smoke config trains a 135M model for a few steps: a larger step than the paper's 3e-6 (stated in the file)
     assert gpu.learning_rate == 5e-5 and (gpu.epsilon_low, gpu.epsilon_high) == (0.2, 0.28)
     assert gpu.seal_shell is False  # the lent GPU has no bubblewrap (bench/train_gpu.sh)
-    assert load_config(RFTConfig, root / "rft_smollm2_gpu.yaml").stop_at_loss == 0.1
+    assert load_config(RFTConfig, root / "rft_smollm2_gpu.yaml").stop_at_loss == 0.02
     assert load_config(RLConfig, root / "rl_tiny_cpu.yaml").backend == "cpu"
     with pytest.raises(ValueError, match="key=value"):
         load_config(RLConfig, None, ["steps"])
