@@ -103,6 +103,18 @@ def test_tampering_with_a_fixed_file_is_caught(make_workspace, fast_config):
     assert "binding_registry.h" in res.reason
 
 
+def test_code_nested_too_deeply_to_check_is_a_verdict_not_a_crash(make_workspace, fast_config):
+    """Round 4: a 1,000-term sum in forward made the static checks raise RecursionError, and
+    evaluate() raised instead of answering (a trainer calling it in-process lost the rollout)."""
+    from tests.conftest import RELU_MODEL_NEW
+
+    deep = RELU_MODEL_NEW.replace("    def forward(self, x):\n",
+                                  "    def forward(self, x):\n        k = " + "+".join(["1"] * 1000) + "\n")
+    assert deep != RELU_MODEL_NEW
+    res = evaluate(make_workspace(model_new=deep, name="deep"), fast_config)
+    assert res.reward == -1 and "nests too deeply" in res.reason, res.reason
+
+
 def test_missing_model_new_class_is_a_load_failure(make_workspace, fast_config):
     res = evaluate(make_workspace(model_new="import cpu_extension\nclass Other: pass\n"), fast_config)
     assert res.reward == -1 and "ModelNew" in res.reason

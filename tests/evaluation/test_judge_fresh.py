@@ -390,8 +390,8 @@ class ModelNew(nn.Module):
 def test_a_kernel_that_reads_a_prefix_of_each_row_is_caught(make_workspace, fast_config, frac):
     """Round 3, a1 / a8: a row mean from the first 1/8 of each row was right within the tolerance
     on inputs scaled i.i.d. per element (reward 1 here, 2 at 19.8x with a costlier op). Inputs
-    scaled by region (the secret trial and the hidden check rounds) make the prefix miss; the
-    same kernel reading whole rows keeps its reward."""
+    scaled by region (the secret trial and every timed round) make the prefix miss; the same
+    kernel reading whole rows keeps its reward."""
     kernels = {"rowmean.cpp": ROWMEAN_KERNEL, "rowmean_binding.cpp": ROWMEAN_BINDING.replace("FRAC", str(frac))}
     ws = make_workspace(model_new=ROWMEAN_MODEL_NEW, task_source=ROWMEAN_TASK, name=f"rowmean{frac}", kernels=kernels)
     res = evaluate(ws, _cfg(fast_config))
@@ -417,9 +417,9 @@ REGISTER_BINDING(rowmean, rowmean_forward)
 
 def test_a_kernel_that_reads_a_prefix_only_once_verification_is_over_is_caught(make_workspace, fast_config):
     """Round 3, the adaptive a8: exact on every verification call (the secret trial included), a
-    prefix of each row afterwards, where the timed rounds' values are scaled i.i.d. (a prefix is
-    right within the tolerance there). The hidden check rounds among the timed ones scale by
-    region, and the candidate cannot tell them apart: the prefix is wrong in one of them."""
+    prefix of each row afterwards. Timed rounds scaled i.i.d. let it through (reward 1 at 1.31x);
+    every round is scaled by region, as the secret trial is (hidden check rounds among i.i.d.
+    ones were told apart by their statistics: round 4), so the prefix is wrong while timed."""
     kernels = {"rowmean.cpp": ROWMEAN_KERNEL, "rowmean_binding.cpp": ROWMEAN_ADAPTIVE_BINDING}
     ws = make_workspace(model_new=ROWMEAN_MODEL_NEW, task_source=ROWMEAN_TASK, name="rowmean-adaptive", kernels=kernels)
     res = evaluate(ws, _cfg(fast_config))

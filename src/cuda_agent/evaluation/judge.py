@@ -49,8 +49,6 @@ SOLO_ROUNDS = 7  # baseline batches timed before the candidate is loaded
 CONTEXT_BYTES = 600 << 20  # a CUDA context and its allocator's slack, per client process
 EARLY_LOOKS = (24, 48, 96)  # rounds after which the timing may stop once its decisions are settled
 EARLY_SHARE = 0.25  # ... and once this share of the budget's wall time is spent (drift averages over it)
-CHECK_SHARE = 1 / 8  # rounds that are check rounds (inputs scaled by region, compared, not timed), beside
-# one among the first EARLY_LOOKS[0]: the candidate cannot tell them from timed rounds (issue 24, a8)
 PROBE_SAMPLE = 64  # marker latencies kept per role in the answer
 BASELINE_TIMEOUT_S = 900.0  # the baseline client's bound per evaluation (torch.compile's first call included)
 HOLD_GENERATIONS = 2  # earlier batches a client may be told to keep holding while it runs the next
@@ -698,41 +696,36 @@ class Judge:
             hit = self._unit_cache[id(x)] = (weakref.ref(x), bool(x.min() >= 0) and bool(x.max() <= 1))
         return hit[1]
 
-    def fresh_inputs(self, stack: list[Any], seed: int, vary: bool, region: bool = False) -> list[Any]:
+    def fresh_inputs(self, stack: list[Any], seed: int, vary: bool) -> list[Any]:
         """New values for every call of a round: floating inputs scaled by factors in [0.8, 1.2]
-        ([0.8, 1.0] for inputs that lie in [0, 1], e.g. probabilities), signs and zeros kept.
-        20% is far outside any tolerance, so an output cached from an earlier round is wrong;
-        `seed` is drawn from os.urandom per evaluation, so the values cannot be predicted from
-        inside the candidate. `region`: factors that also differ by region (`scaling.py`), so a
-        prefix or a strided sample of an input is not representative of it (check rounds only)."""
+        ([0.8, 1.0] for inputs that lie in [0, 1], e.g. probabilities), signs and zeros kept,
+        that differ by element and by region (`scaling.py`: a prefix or a strided sample of an
+        input is not representative of it). Every round alike: rounds scaled otherwise (hidden
+        check rounds) were told apart by their statistics (issue 24, round 4). 20% is far outside
+        any tolerance, so an output cached from an earlier round is wrong; `seed` is drawn from
+        os.urandom per evaluation, so the values cannot be predicted from inside the candidate."""
         torch = self.torch
         if not vary:
             return list(stack)  # staged by copy: the stack itself is never handed out
         state = getattr(self, "state", None)
         if state is not None and state.draws:
-            return self._drawn_inputs(state, stack, seed, region)
+            return self._drawn_inputs(state, stack, seed)
         kept = [x.clone() if isinstance(x, torch.Tensor) and not x.is_floating_point() else x for x in stack]
-        return self._rescaled(stack, kept, seed, region)
+        return self._rescaled(stack, kept, seed)
 
-    def _rescaled(self, stack: list[Any], values: list[Any], seed: int, region: bool = False) -> list[Any]:
-        """`values` (a round's, shaped like `stack`) with each floating tensor scaled
-        (`scaling.scaled` where `region`, else `scaling.scaled_elementwise`)."""
-        from .scaling import scaled, scaled_elementwise
+    def _rescaled(self, stack: list[Any], values: list[Any], seed: int) -> list[Any]:
+        """`values` (a round's, shaped like `stack`) with each floating tensor scaled (`scaling.scaled`)."""
+        from .scaling import scaled
 
         torch = self.torch
         gen = torch.Generator(device=self.device)
         gen.manual_seed(seed)
         rng = random.Random(seed)
-
-        def scale(x: Any, v: Any) -> Any:
-            if region:
-                return scaled(v, gen, rng, self._unit_interval(x), x[0].numel())
-            return scaled_elementwise(v, gen, self._unit_interval(x))
-
-        return [scale(x, v) if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() else v
+        return [scaled(v, gen, rng, self._unit_interval(x), x[0].numel())
+                if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() else v
                 for x, v in zip(stack, values)]
 
-    def _drawn_inputs(self, state: TaskState, stack: list[Any], seed: int, region: bool = False) -> list[Any]:
+    def _drawn_inputs(self, state: TaskState, stack: list[Any], seed: int) -> list[Any]:
         """Issue 24, class 1: a task with integer or bool inputs (indices, ids, masks, offsets)
         gets every call's inputs from its own `get_inputs()` under a seed derived from the round's
         secret one: new and unpredictable on every call (scaling cannot move an index), and valid
@@ -755,7 +748,7 @@ class Judge:
                                          f"({getattr(y, 'shape', type(y).__name__)} after {tuple(x.shape[1:])}): "
                                          "inputs of a fixed shape are needed to give every call new ones")
                     out[p][s].copy_(y)  # cast to the task's precision by the copy, as `_cast` does
-        return self._rescaled(stack, out, seed, region)  # floating inputs drawn beside them: scaled as above
+        return self._rescaled(stack, out, seed)  # floating inputs drawn beside them: scaled as above
 
     def _time(self, state: TaskState, cfg: Any, base: "_CandidateSession", cand: "_CandidateSession",
               clock: "_PhaseClock") -> dict[str, Any]:
@@ -789,13 +782,8 @@ class Judge:
         level = 1 - (1 - cfg.timing.confidence) / (len(looks) + 1)  # each look, and the last round, get a share
         samples: dict[str, list[float]] = {n: [] for n in names}
         rng = random.Random(int.from_bytes(os.urandom(4), "little"))
-        # check rounds: inputs scaled by region as well (a kernel that reads a sample of its input is
-        # wrong there), every output compared, nothing timed (region scaling slows and spreads the
-        # intervals of honest kernels on a GPU: scaling.py); with fresh values off, none
-        first_check = rng.randrange(EARLY_LOOKS[0]) if cfg.guards.fresh_values else -1
         for r in range(cfg.timing.max_trials):
-            check = cfg.guards.fresh_values and (r == first_check or rng.random() < CHECK_SHARE)
-            values = self.fresh_inputs(stack, secret + 1 + r, cfg.guards.fresh_values, region=check)
+            values = self.fresh_inputs(stack, secret + 1 + r, cfg.guards.fresh_values)
             base.stage_inputs(values, positions)
             cand.stage_inputs(values, positions)
             order = names[:]
@@ -806,20 +794,15 @@ class Judge:
                     if state.mutates:  # the reference changes its inputs: each model starts from the round's values
                         base.stage_inputs(values, positions)
                     cand.before_own_interval()
-                ms = session.timed_batch(m, name) / m
-                if not check:
-                    samples[name].append(ms)
+                samples[name].append(session.timed_batch(m, name) / m)
                 if session is base:
                     cand.after_own_interval()
             cand.check_round(base.outputs["eager"], r)
             cand.check_inputs_untouched(values, positions, r)
             del values
-            n = len(samples["candidate"])
-            if check or not n:
-                continue
-            if n >= fewest and time.monotonic() > soft_end:
+            if r + 1 >= fewest and time.monotonic() > soft_end:
                 break
-            if n in looks and time.monotonic() > early_from and settled(samples, cfg.margin, level):
+            if r + 1 in looks and time.monotonic() > early_from and settled(samples, cfg.margin, level):
                 break
         clock.mark("time")
         return {"samples": samples, "batch": m}
@@ -892,9 +875,13 @@ def _candidate_env() -> dict[str, str]:
     env = child_environment()
     # one allocator policy for both clients: freed memory is kept and reused (no trimming, no
     # threshold that moves with the heap's history), else whether a client's outputs fault in
-    # fresh pages on every call depends on its heap layout: measured 44 vs 105 us for one op
+    # fresh pages on every call depends on its heap layout: measured 44 vs 105 us for one op.
+    # No mmap'd chunks at all: over glibc's largest threshold (32 MiB) every eager output was a
+    # fresh mapping whose pages faulted in on each call, while a candidate's pool of buffers
+    # never paid that (reward 3 for a relu at 5.5x: issue 24, round 4)
     env.setdefault("MALLOC_TRIM_THRESHOLD_", str(1 << 40))
     env.setdefault("MALLOC_MMAP_THRESHOLD_", str(32 << 20))
+    env.setdefault("MALLOC_MMAP_MAX_", "0")
     return env
 
 

@@ -11,11 +11,10 @@ call's input), and a quarter a pattern with a random power-of-two period. A pref
 other scales than the rest of its row, and a power-of-two stride one phase of the pattern: every
 element matters. Each part is drawn anew from the round's secret seed.
 
-Rounds that are timed use `scaled_elementwise` instead: on an H100 the region factors made honest
-intervals wider and slower (swish's warm evaluation 1.0 s -> 1.8 s, its interval on eager
-0.05-0.14 wide -> 0.15-0.40, an A/B on one machine; cause not found), so the judge scales by
-region only where nothing is timed: the secret verification trial and hidden check rounds among
-the timed ones, which look the same to the candidate (`judge._time`).
+Every round is scaled this way. On an H100 that made honest intervals wider and slower than
+i.i.d. factors did (swish's warm evaluation 1.0 -> 1.8 s in an A/B on one machine; cause not
+found), but rounds scaled otherwise were told apart by their statistics (issue 24, round 4): a
+check the candidate can tell from what it checks checks nothing.
 """
 
 from __future__ import annotations
@@ -35,15 +34,6 @@ def scaled(x: Any, gen: Any, rng: random.Random, unit: bool, per_call: int | Non
     where `x` stacks several (the longest block), else all of x."""
     f = factors(x.numel(), per_call or x.numel(), gen, rng.randint(*PERIOD_BITS), unit, x.device)
     return f.view(x.shape).mul_(x).to(x.dtype)
-
-
-def scaled_elementwise(x: Any, gen: Any, unit: bool) -> Any:
-    """`x` times one factor per element, i.i.d. in [0.8, 1.0] (`unit`) or [0.8, 1.2]: cheap, and
-    enough to make an output cached from an earlier round wrong."""
-    import torch
-
-    f = torch.rand(x.shape, generator=gen, device=x.device, dtype=torch.float32)
-    return f.mul_(0.2 if unit else 0.4).add_(0.8).mul_(x).to(x.dtype)
 
 
 def factors(n: int, per_call: int, gen: Any, period_bits: int, unit: bool, device: Any) -> Any:
