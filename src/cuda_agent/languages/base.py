@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from ..tasks import Task
-    from .build import BuildResult
-    from .checks import Finding
+    from .records import BuildResult, Finding
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 """Files every workspace of a language gets verbatim (headers, scripts, SKILL.md)."""

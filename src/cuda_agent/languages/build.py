@@ -32,23 +32,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, Field
-
 from ..backends import Backend
 from ..backends.base import digest, host_compiler
 from ..isolation.paths import default_cache_dir
 from .base import TEMPLATES_DIR
+from .records import BuildResult
 from .snapshot import Snapshot, SnapshotError, checked_digest, take_snapshot
-
-
-class BuildResult(BaseModel):
-    ok: bool
-    library: str | None = Field(default=None, description="path of the linked extension")
-    log: str = Field(default="", description="compiler output trimmed to what fixes the error")
-    seconds: float = 0.0
-    compiled_units: int = 0
-    cached_units: int = 0
-    timed_out: bool = False
 
 
 FLAGS_LINE = re.compile(r"^\s*//\s*@flags:\s*(.*)$", re.MULTILINE)

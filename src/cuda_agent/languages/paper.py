@@ -110,7 +110,7 @@ class PaperLanguage(Language):
 
     def check_artifact(self, artifact: str, backend: str, root: Path, *, rules: str = "paper") -> list[Any]:
         from . import symbols
-        from .checks import Finding
+        from .records import Finding
 
         found = []
         names = symbols.undefined_symbols(Path(artifact))

@@ -18,7 +18,7 @@ from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 
 from ..backends import backend_class
-from .checks import Finding
+from .records import Finding
 from .vendor import DEFAULT_RULES, check_rules, vendor_allowed
 
 # ---- denied, with a reason ------------------------------------------------------------------

@@ -43,7 +43,8 @@ class TritonLanguage(Language):
 
     def check(self, root: Path, backend: str, *, disabled_rules: frozenset[str] = frozenset(),
               cache_dir: Path | None = None, rules: str = "paper") -> list[Any]:
-        from .checks import Finding, check_model_new  # (no vendor library can be reached from Triton: `rules` is moot)
+        from .model_new_rules import check_model_new  # (no vendor library can be reached from Triton: `rules` is moot)
+        from .records import Finding
         from .triton_checks import check_triton_workspace
 
         root = Path(root)
@@ -58,7 +59,7 @@ class TritonLanguage(Language):
         return sorted((f for f in found if f.rule not in disabled_rules), key=lambda f: (f.file, f.line))
 
     def build(self, root: Path, backend: Any, *, cache_dir: Path, timeout_s: float) -> Any:
-        from .build import BuildResult
+        from .records import BuildResult
 
         t0 = time.monotonic()
         kdir = Path(root) / "kernels"
