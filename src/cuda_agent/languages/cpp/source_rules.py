@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .model_new_rules import _SAFE_METHODS, _torch_facts, check_model_new
-from .records import RULES, Finding, dedupe
+from ..model_new_rules import _SAFE_METHODS, _torch_facts, check_model_new
+from ..records import RULES, Finding, dedupe
 from .vendor import DEFAULT_RULES, LT_EPILOGUE, check_rules, header_allowed, vendor_allowed
 
 _VENDOR_SCOPE = {"paper": "cuBLAS GEMM and cuDNN convolution only", "strict": "no vendor libraries"}
@@ -106,7 +106,7 @@ def _strip_cpp(text: str) -> tuple[str, str]:
 def _include_problem(n: str, angle: bool, backend: str, local_files: frozenset[str] | None,
                      rules: str = DEFAULT_RULES) -> tuple[str, str] | None:
     """(rule, message) for one #include, or None when it is allowed."""
-    from ..backends import backend_class
+    from ...backends import backend_class
 
     be = backend_class(backend)
     name = f"<{n}>" if angle else f'"{n}"'
@@ -144,7 +144,7 @@ def check_kernel_source(text: str, filename: str, backend: str, *, local_files: 
                         rules: str = DEFAULT_RULES) -> list[Finding]:
     """Check one file from kernels/. `local_files`: names a quoted #include may use (None: any plain
     name); `torch_visible`: whether it is a binding or a header a binding includes (None: guess);
-    `rules`: the rules profile deciding which cuBLAS / cuDNN calls are allowed (languages/vendor.py)."""
+    `rules`: the rules profile deciding which cuBLAS / cuDNN calls are allowed (vendor.py)."""
     check_rules(rules)
     nc, code = _strip_cpp(text)
     starts = [0] + [m.end() for m in re.finditer(r"\n", text)]
@@ -222,7 +222,7 @@ def check_workspace(root: Path, backend: str, extension_name: str, *,
                     rules: str = DEFAULT_RULES) -> list[Finding]:
     """All findings for model_new.py and kernels/ (as written and as preprocessed), minus the
     rules switched off. `cache_dir`: the build cache holding the bindings' precompiled header;
-    `rules`: the rules profile (`paper` / `strict`, languages/vendor.py)."""
+    `rules`: the rules profile (`paper` / `strict`, vendor.py)."""
     check_rules(rules)
     unknown = set(disabled_rules) - RULES.keys()
     if unknown:
@@ -264,8 +264,8 @@ def check_checked_bytes(root: Path, backend: str, extension_name: str, templates
                         rules: str = DEFAULT_RULES) -> list[Finding]:
     """`check_workspace` on a snapshot of the workspace (`snapshot.py`), recorded as what the
     next build of this workspace must compile: the build refuses any other bytes."""
-    from ..isolation.paths import default_cache_dir
-    from .snapshot import SnapshotError, record_checked, take_snapshot
+    from ...isolation.paths import default_cache_dir
+    from ..snapshot import SnapshotError, record_checked, take_snapshot
 
     cache = (cache_dir or default_cache_dir()).resolve()
     try:
@@ -341,11 +341,11 @@ def check_preprocessed(root: Path, backend: str, *, cache_dir: Path | None = Non
     import time
     from concurrent.futures import ThreadPoolExecutor
 
-    from ..backends import get_backend
-    from ..isolation.paths import default_cache_dir
-    from .base import TEMPLATES_DIR
+    from ...backends import get_backend
+    from ...isolation.paths import default_cache_dir
+    from ..snapshot import SnapshotError, take_snapshot
+    from . import TEMPLATES_DIR
     from .build import BuildError, Layout, _plan_units, ensure_pch, run_confined, unit_command
-    from .snapshot import SnapshotError, take_snapshot
 
     be = get_backend(backend)
     cache = (cache_dir or default_cache_dir()).resolve()

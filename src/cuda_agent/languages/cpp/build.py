@@ -32,18 +32,18 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..backends import Backend
-from ..backends.base import digest, host_compiler
-from ..isolation.paths import default_cache_dir
-from .base import TEMPLATES_DIR
-from .records import BuildResult
-from .snapshot import Snapshot, SnapshotError, checked_digest, take_snapshot
+from ...backends import Backend
+from ...backends.base import digest, host_compiler
+from ...isolation.paths import default_cache_dir
+from ..records import BuildResult
+from ..snapshot import Snapshot, SnapshotError, checked_digest, take_snapshot
+from . import TEMPLATES_DIR
 
 
 FLAGS_LINE = re.compile(r"^\s*//\s*@flags:\s*(.*)$", re.MULTILINE)
 MAX_LOG_LINES = 40
 MAX_LOG_CHARS = 4000
-_WRAPPER = str(Path(__file__).resolve().parents[1] / "isolation" / "sandboxed_exec.py")
+_WRAPPER = str(Path(__file__).resolve().parents[2] / "isolation" / "sandboxed_exec.py")
 _READ_LOG_BYTES = 1 << 20
 
 
@@ -454,7 +454,7 @@ def _signal_name(rc: int) -> str | None:
 
 def _kill_group(proc: subprocess.Popen) -> None:
     """Everything the toolchain started, then reaped (isolation's one kill, and a bounded wait)."""
-    from ..isolation.worker import kill_tree
+    from ...isolation.worker import kill_tree
 
     kill_tree(proc)
     try:
@@ -475,13 +475,13 @@ def _landlock_ok() -> bool:
     hosts without it (then only the static checks stand between a build and the host's files)."""
     if os.environ.get("CUDA_AGENT_BUILD_SANDBOX", "auto") == "off":
         return False
-    from ..isolation.sandbox import landlock_abi
+    from ...isolation.sandbox import landlock_abi
 
     return landlock_abi() >= 1
 
 
 def _seccomp_ok() -> bool:
-    from ..isolation.sandbox import seccomp_supported
+    from ...isolation.sandbox import seccomp_supported
 
     with _probe_lock:
         return seccomp_supported()
