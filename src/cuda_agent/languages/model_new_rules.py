@@ -1,7 +1,6 @@
 """The grammar every language holds `model_new.py` to, read with `ast` before anything in the workspace
-runs: its imports, torch use, tensor arithmetic, dynamic code, and the shape of its module and classes
-(`_PyChecker.grammar`). docs/guards.md ("Static rules") states the allow-lists below in prose.
-"""
+runs: imports, torch use, tensor arithmetic, dynamic code, the shape of its module and classes
+(`_PyChecker.grammar`). docs/guards.md ("Static rules") states the allow-lists below in prose."""
 
 from __future__ import annotations
 

@@ -61,14 +61,10 @@ RULES: dict[str, str] = {
 
 def dedupe(found: list[Finding]) -> list[Finding]:
     """One finding per file, line and rule: the first says enough."""
-    seen: set[tuple] = set()
-    out = []
+    first: dict[tuple, Finding] = {}
     for f in found:
-        k = (f.file, f.line, f.rule)
-        if k not in seen:
-            seen.add(k)
-            out.append(f)
-    return out
+        first.setdefault((f.file, f.line, f.rule), f)
+    return list(first.values())
 
 
 class BuildResult(BaseModel):

@@ -3,5 +3,4 @@ paper's workspace layout (`paper.py`) over the same rules (`source_rules.py`, `s
 
 from pathlib import Path
 
-TEMPLATES_DIR = Path(__file__).parent / "templates"
-"""What a workspace gets verbatim: SKILL.md per backend, binding.cpp, binding_registry.h (the paper's: `paper/`)."""
+TEMPLATES_DIR = Path(__file__).parent / "templates"  # SKILL.md per backend, binding.cpp, binding_registry.h, paper/

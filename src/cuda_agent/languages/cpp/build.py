@@ -36,7 +36,7 @@ from ...backends import Backend
 from ...backends.base import digest, host_compiler
 from ...isolation.paths import default_cache_dir
 from ..records import BuildResult
-from ..snapshot import Snapshot, SnapshotError, checked_digest, take_snapshot
+from ..snapshot import Snapshot, SnapshotError, checked_digest, take_snapshot, touch
 from . import TEMPLATES_DIR
 
 
@@ -81,7 +81,6 @@ class Layout:
     link_flags: tuple[str, ...] = ()
     library_name: str | None = None  # None: the backend's extension name + ".so"
     precompiled: bool = True  # the registry header as a PCH
-    staged: bool = False  # (every build now compiles a snapshot holding `templates`; kept for callers)
 
     @property
     def salt(self) -> tuple[str, ...]:
@@ -281,7 +280,7 @@ def _compile_all(units: list[_Unit], backend: Backend, cache: Path, pch_dir: Pat
     todo = [u for u in units if not (obj_dir / f"{u.key}.o").exists()]
     for u in units:
         if u not in todo:
-            _touch(obj_dir / f"{u.key}.o")
+            touch(obj_dir / f"{u.key}.o")
 
     def compile_one(unit: _Unit) -> None:
         out = obj_dir / f"{unit.key}.o"
@@ -311,7 +310,7 @@ def _link(objects: list[Path], backend: Backend, cache: Path, libraries: list[st
     lib_dir = cache / "libraries" / key[:32]
     library = lib_dir / name
     if library.exists():
-        _touch(lib_dir)
+        touch(lib_dir)
         return library
     lib_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=lib_dir) as tmp:
@@ -485,13 +484,6 @@ def _seccomp_ok() -> bool:
 
     with _probe_lock:
         return seccomp_supported()
-
-
-def _touch(path: Path) -> None:
-    try:
-        os.utime(path)
-    except OSError:
-        pass
 
 
 # ---- the cache's size ---------------------------------------------------------------------

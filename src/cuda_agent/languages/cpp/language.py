@@ -11,6 +11,8 @@ from typing import Any
 
 from ..base import Language, tool_scripts
 from . import TEMPLATES_DIR
+from .extension import install_extension_module
+from .vendor import libraries_text
 
 
 class CppLanguage(Language):
@@ -24,8 +26,6 @@ class CppLanguage(Language):
         return get_backend(backend).extension_name
 
     def fixed_files(self, task: Any, backend: str, rules: str = "paper") -> dict[str, str]:
-        from .vendor import libraries_text
-
         ext = self.extension_name(backend)
         return {
             "SKILL.md": (TEMPLATES_DIR / f"SKILL.{backend}.md").read_text().replace(
@@ -60,8 +60,6 @@ class CppLanguage(Language):
         publish_library(artifact, Path(root) / "build" / f"{backend.extension_name}.so")
 
     def install(self, extension: str, artifact: str, workspace: Path) -> Any:
-        from .extension import install_extension_module
-
         return install_extension_module(extension, artifact)
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..base import Language
 from . import TEMPLATES_DIR
+from .vendor import libraries_text
 
 EXTENSION = "cuda_extension"
 TEMPLATE = TEMPLATES_DIR / "paper"
@@ -78,8 +79,6 @@ class PaperLanguage(Language):
         return EXTENSION
 
     def fixed_files(self, task: Any, backend: str, rules: str = "paper") -> dict[str, str]:
-        from .vendor import libraries_text
-
         files = {rel: (TEMPLATE / rel).read_text() for rel in PAPER_FIXED}
         files["SKILL.md"] = files["SKILL.md"].replace("@LIBRARIES@", libraries_text(rules, backend))
         files["utils/_run.py"] = (TEMPLATE / "utils" / "_run.py").read_text().replace("@PYTHON@", sys.executable)
@@ -102,7 +101,7 @@ class PaperLanguage(Language):
         from ...backends.base import torch_include_dirs, torch_lib_dir
         from .build import Layout, build_workspace
 
-        layout = Layout(name="paper", templates=TEMPLATE, precompiled=False, staged=True,
+        layout = Layout(name="paper", templates=TEMPLATE, precompiled=False,
                         host_flags=("-fvisibility=hidden", f"-I{sysconfig.get_paths()['include']}",
                                     f"-DTORCH_EXTENSION_NAME={EXTENSION}", *[f"-isystem{d}" for d in torch_include_dirs()]),
                         link_flags=(f"-L{torch_lib_dir()}", "-ltorch_python", "-ltorch"),

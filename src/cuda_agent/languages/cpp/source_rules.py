@@ -1,20 +1,26 @@
-"""The C++ rules: `kernels/` as written (includes, ATen compute, streams, threads, processes, I/O,
-vendor libraries) and again after the real preprocessor (`check_preprocessed`), and the whole
-workspace (`check_workspace`: these plus the `model_new.py` grammar, on the snapshot the build will
-compile in `check_checked_bytes`). A first layer only, the runtime checks stay the backstop;
-docs/guards.md ("Static rules") states the allow-lists below in prose.
-"""
+"""The C++ rules: `kernels/` as written and again after the real preprocessor (`check_preprocessed`);
+a workspace's findings with the `model_new.py` grammar's (`check_workspace`), on the snapshot the build
+will compile (`check_checked_bytes`). A first layer only, the runtime checks stay the backstop;
+docs/guards.md ("Static rules") states the allow-lists below in prose."""
 
 from __future__ import annotations
 
 import bisect
 import os
 import re
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...backends import backend_class, get_backend
+from ...isolation.paths import default_cache_dir
 from ..model_new_rules import _SAFE_METHODS, _torch_facts, check_model_new
 from ..records import RULES, Finding, dedupe
+from ..snapshot import SnapshotError, record_checked, take_snapshot
+from . import TEMPLATES_DIR
+from .build import BuildError, Layout, _plan_units, ensure_pch, run_confined, unit_command
 from .vendor import DEFAULT_RULES, LT_EPILOGUE, check_rules, header_allowed, vendor_allowed
 
 _VENDOR_SCOPE = {"paper": "cuBLAS GEMM and cuDNN convolution only", "strict": "no vendor libraries"}
@@ -106,8 +112,6 @@ def _strip_cpp(text: str) -> tuple[str, str]:
 def _include_problem(n: str, angle: bool, backend: str, local_files: frozenset[str] | None,
                      rules: str = DEFAULT_RULES) -> tuple[str, str] | None:
     """(rule, message) for one #include, or None when it is allowed."""
-    from ...backends import backend_class
-
     be = backend_class(backend)
     name = f"<{n}>" if angle else f'"{n}"'
     if (n in _HEAVY or n.startswith("ATen/native/") or (n.startswith("ATen/ops/") and not _ALLOC_OPS.fullmatch(n))
@@ -264,9 +268,6 @@ def check_checked_bytes(root: Path, backend: str, extension_name: str, templates
                         rules: str = DEFAULT_RULES) -> list[Finding]:
     """`check_workspace` on a snapshot of the workspace (`snapshot.py`), recorded as what the
     next build of this workspace must compile: the build refuses any other bytes."""
-    from ...isolation.paths import default_cache_dir
-    from ..snapshot import SnapshotError, record_checked, take_snapshot
-
     cache = (cache_dir or default_cache_dir()).resolve()
     try:
         snap = take_snapshot(root, cache, templates)
@@ -337,16 +338,6 @@ def check_preprocessed(root: Path, backend: str, *, cache_dir: Path | None = Non
     build compiles (`root` itself when it is one), each unit through `build.unit_command` run by
     `build.run_confined`: the build's own command, working directory, include paths and
     confinement, so `__has_include` and friends show the scan exactly what the build sees."""
-    import tempfile
-    import time
-    from concurrent.futures import ThreadPoolExecutor
-
-    from ...backends import get_backend
-    from ...isolation.paths import default_cache_dir
-    from ..snapshot import SnapshotError, take_snapshot
-    from . import TEMPLATES_DIR
-    from .build import BuildError, Layout, _plan_units, ensure_pch, run_confined, unit_command
-
     be = get_backend(backend)
     cache = (cache_dir or default_cache_dir()).resolve()
     try:
