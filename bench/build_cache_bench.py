@@ -20,7 +20,7 @@ from pathlib import Path
 from cuda_agent.backends import get_backend
 from cuda_agent.examples import get_example
 from cuda_agent.languages import get_language
-from cuda_agent.languages.build import build_workspace, ensure_pch
+from cuda_agent.languages.cpp.build import build_workspace, ensure_pch
 from cuda_agent.workspace import create_workspace
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from cuda_agent.backends import default_backend_name, get_backend
 from cuda_agent.evaluation import EvalConfig, evaluate
 from cuda_agent.evaluation.config import GuardConfig
-from cuda_agent.languages.build import build_workspace, ensure_pch
+from cuda_agent.languages.cpp.build import build_workspace, ensure_pch
 from cuda_agent.examples import get_example, list_examples
 from cuda_agent.workspace import create_workspace
 

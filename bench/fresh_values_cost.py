@@ -16,7 +16,7 @@ import time
 import torch
 
 from cuda_agent.evaluation.scaling import scaled
-from cuda_agent.languages.build import trim_compiler_output
+from cuda_agent.languages.cpp.build import trim_compiler_output
 
 
 def elementwise(x: torch.Tensor, gen: torch.Generator) -> torch.Tensor:

@@ -20,7 +20,7 @@ from cuda_agent.evaluation import EvalConfig, GuardConfig, evaluate  # noqa: E40
 from cuda_agent.examples import get_example  # noqa: E402
 from cuda_agent.tasks import Task  # noqa: E402
 from cuda_agent.workspace import adopt_workspace, create_workspace  # noqa: E402
-from tests.languages.triton_catalogue import RUNTIME_ATTACKS  # noqa: E402
+from tests.languages.triton.catalogue import RUNTIME_ATTACKS  # noqa: E402
 
 EXAMPLES = ("swish", "softmax", "layernorm", "sum_reduction")
 

@@ -10,10 +10,10 @@ export PYTHONPATH=/tmp/site:$PWD/src:$PWD PYTHONUNBUFFERED=1 CUDA_AGENT_CACHE=/r
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   python3 -c "import torch, triton, sys; print(torch.__version__, torch.version.cuda, triton.__version__, sys.version.split()[0])"
-  python3 -c "from cuda_agent.languages.triton import triton_executables as t; print(*t(), sep='\n')"
+  python3 -c "from cuda_agent.languages.triton.language import triton_executables as t; print(*t(), sep='\n')"
   nproc; } 2>&1 | tee "$OUT/gpu.txt"
 echo "== $(date -u +%T) static + sandbox tests" | tee -a "$OUT/log.txt"
-timeout 120 python3 -m pytest -q -p no:cacheprovider tests/languages/test_attacks_triton.py tests/languages/test_registry.py 2>&1 | tail -15 | tee "$OUT/cpu_tests.log"
+timeout 120 python3 -m pytest -q -p no:cacheprovider tests/languages/triton tests/languages/test_registry.py 2>&1 | tail -15 | tee "$OUT/cpu_tests.log"
 echo "== $(date -u +%T) evaluations" | tee -a "$OUT/log.txt"
 timeout "${LANG_S:-420}" python3 bench/languages_gpu.py --out "$OUT" ${ONLY:+--only $ONLY} 2>&1 | tee -a "$OUT/log.txt"
 echo "== $(date -u +%T) done t=${SECONDS}s" | tee -a "$OUT/log.txt"

@@ -39,10 +39,10 @@ VERIFY = ["tests/evaluation/test_verify_rules.py", "tests/evaluation/test_verify
 BASELINE = ["tests/evaluation/test_baseline_cache.py"]
 JUDGE = ["tests/evaluation/test_judge_rules.py", "tests/evaluation/test_baseline_cache.py"]
 SANDBOX = ["tests/isolation/test_sandbox_rights.py", "tests/isolation/test_seccomp_program.py"]
-SYMBOLS = ["tests/languages/test_symbol_rules.py"]
+SYMBOLS = ["tests/languages/cpp/test_symbols.py"]
 
 R, T, V = "src/cuda_agent/evaluation/reward.py", "src/cuda_agent/evaluation/timing.py", "src/cuda_agent/evaluation/verify.py"
-SB, SY = "src/cuda_agent/isolation/sandbox.py", "src/cuda_agent/languages/symbols.py"
+SB, SY = "src/cuda_agent/isolation/sandbox.py", "src/cuda_agent/languages/cpp/symbols.py"
 
 
 @dataclass

@@ -13,8 +13,8 @@ import tempfile
 from pathlib import Path
 
 from cuda_agent.backends import get_backend
-from cuda_agent.languages.build import build_workspace
-from cuda_agent.languages.symbols import check_library, undefined_symbols
+from cuda_agent.languages.cpp.build import build_workspace
+from cuda_agent.languages.cpp.symbols import check_library, undefined_symbols
 from cuda_agent.examples import list_examples
 from cuda_agent.workspace import create_workspace
 

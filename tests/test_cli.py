@@ -464,7 +464,7 @@ def test_a_closed_pipe_does_not_turn_into_an_error(tmp_path: Path) -> None:
 def _paper_workdir(tmp_path: Path, cpu: bool) -> Path:
     import shutil
 
-    from tests.languages.test_paper import CPU_BINDING, CPU_KERNEL, FIXTURE
+    from tests.languages.cpp.test_paper import CPU_BINDING, CPU_KERNEL, FIXTURE
 
     root = tmp_path / "agent_workdir"
     shutil.copytree(FIXTURE, root)
@@ -478,7 +478,7 @@ def _paper_workdir(tmp_path: Path, cpu: bool) -> Path:
 def test_adopted_fixed_files_are_checked_against_the_release(tmp_path: Path) -> None:
     import hashlib
 
-    from cuda_agent.languages.paper import RELEASE_SHA256, differs_from_release
+    from cuda_agent.languages.cpp.paper import RELEASE_SHA256, differs_from_release
 
     root = _paper_workdir(tmp_path, cpu=True)
     differ = differs_from_release(root)

@@ -87,7 +87,7 @@ def _string_paths() -> dict[str, set[str]]:
         for m in PKG.finditer(text):
             found.setdefault("pkg://" + m.group(1), set()).add(where)
         for m in FILE.finditer(text):
-            if text[m.end():m.end() + 1] not in ("<", "{"):  # `test_attacks_<lang>.py` is a pattern, not a path
+            if text[m.end():m.end() + 1] not in ("<", "{"):  # `tests/languages/<name>/` is a pattern, not a path
                 found.setdefault(m.group(1), set()).add(where)
     return found
 

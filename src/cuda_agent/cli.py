@@ -248,7 +248,7 @@ def _adopted(directory: Path):  # type: ignore[no-untyped-def]
                                and backend_class(n).kernel_suffix in suffixes), HOST_BACKEND))
     task = Task.from_source((directory / "model.py").read_text(), name=f"paper/{directory.resolve().name}",
                             origin=str(directory / "model.py"))
-    from .languages.paper import RELEASE, differs_from_release
+    from .languages.cpp.paper import RELEASE, differs_from_release
 
     changed = differs_from_release(directory)
     ws = adopt_workspace(directory, task, be, "paper")

@@ -24,7 +24,7 @@ ALLOWED: dict[str, int] = {
     "data/ops.py": 1,  # the same
     "suites/flashinfer.py": 2,  # FlashInfer-Bench's solution schema: "language": "cuda", target_hardware
     "train/verl/data.py": 1,  # verl's dataset column `ability`: a label, not a backend
-    "languages/checks.py": 1,  # `at::cuda::` in C++ source: a namespace, not a backend
+    "languages/cpp/source_rules.py": 1,  # `at::cuda::` in C++ source: a namespace, not a backend
 }
 
 
@@ -99,7 +99,7 @@ def test_data_defaults_come_from_the_backend() -> None:
 
 
 def test_symbol_allow_lists_come_from_the_backend() -> None:
-    from cuda_agent.languages.symbols import classify
+    from cuda_agent.languages.cpp.symbols import classify
 
     assert classify("cudaMalloc", "cuda") is None
     assert classify("cudaMalloc", "cpu")[0] == "symbol-not-allowed"

@@ -150,7 +150,7 @@ def reference_config(cfg: EvalConfig) -> EvalConfig:
 def single_file_config(cfg: EvalConfig, workspace: Path, backend: str, extension: str) -> EvalConfig:
     """Relax exactly what `load_inline` needs, and only when the static checks' sole
     `forbidden-import` findings are imports of torch.utils.cpp_extension."""
-    from ..languages.checks import check_workspace
+    from ..languages.cpp.source_rules import check_workspace
 
     guards = cfg.guards
     if guards.static_checks:

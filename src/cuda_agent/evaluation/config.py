@@ -62,13 +62,13 @@ class StageTimeouts(BaseModel):
 
 TOLERANCE_PROFILES = ("paper", "kernelbench")
 class RulesProfile(str, Enum):
-    """The vendor-library rule (languages/vendor.py has the table; a command-line choice)."""
+    """The vendor-library rule (languages/cpp/vendor.py has the table; a command-line choice)."""
 
     paper = "paper"
     strict = "strict"
 
 
-RULES_PROFILES = tuple(p.value for p in RulesProfile)  # the same as languages/vendor.py's (checked by a test)
+RULES_PROFILES = tuple(p.value for p in RulesProfile)  # the same as languages/cpp/vendor.py's (checked by a test)
 RULES_HELP = ("rules profile: 'paper' (the paper's rule: cuBLAS / cuBLASLt GEMM and cuDNN convolution allowed, "
               "nothing else of them) or 'strict' (no vendor library)")
 

@@ -8,7 +8,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, Field
 
-from ..languages.build import BuildResult  # noqa: F401  (a build's record is part of every result)
+from ..languages.records import BuildResult  # noqa: F401  (a build's record is part of every result)
 
 Stage = Literal["tamper", "guard", "build", "load", "verify", "time", "worker", "done"]
 LoadStep = Literal["import", "construct"]

@@ -26,7 +26,7 @@ _ENV_ALLOWED = (
     "LD_LIBRARY_PATH", "OMP_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_MMAP_MAX_",
     "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "CC", "CXX",
     "CUDA_AGENT_CACHE", "VIRTUAL_ENV", "CONDA_PREFIX", "PYTHONPATH",
-    # Triton's tools and where its cache may live (languages/triton.py reads them)
+    # Triton's tools and where its cache may live (languages/triton/language.py reads them)
     "TRITON_PTXAS_PATH", "TRITON_LIBCUDA_PATH", "CUDA_AGENT_TRITON_CACHE_DIR", "CUDA_AGENT_TRITON_EXEC",
 )
 

@@ -18,11 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from ..tasks import Task
-    from .build import BuildResult
-    from .checks import Finding
-
-TEMPLATES_DIR = Path(__file__).parent / "templates"
-"""Files every workspace of a language gets verbatim (headers, scripts, SKILL.md)."""
+    from .records import BuildResult, Finding
 
 
 @dataclass(frozen=True)
@@ -82,7 +78,7 @@ class Language(ABC):
     def check(self, root: Path, backend: str, *, disabled_rules: frozenset[str] = frozenset(),
               cache_dir: Path | None = None, rules: str = "paper") -> list["Finding"]:
         """Static allowlist findings for the workspace's sources, before anything builds;
-        `rules`: the rules profile (`paper` / `strict`, languages/vendor.py)."""
+        `rules`: the rules profile (`paper` / `strict`, languages/cpp/vendor.py)."""
 
     @abstractmethod
     def build(self, root: Path, backend: Any, *, cache_dir: Path, timeout_s: float) -> "BuildResult":
@@ -111,9 +107,9 @@ class Language(ABC):
 
 # name -> "module:Class", imported on first use so a language's heavy deps stay optional
 _REGISTRY: dict[str, str] = {
-    "cpp": "cuda_agent.languages.cpp:CppLanguage",
-    "triton": "cuda_agent.languages.triton:TritonLanguage",
-    "paper": "cuda_agent.languages.paper:PaperLanguage",
+    "cpp": "cuda_agent.languages.cpp.language:CppLanguage",
+    "triton": "cuda_agent.languages.triton.language:TritonLanguage",
+    "paper": "cuda_agent.languages.cpp.paper:PaperLanguage",
 }
 LANGUAGE_NAMES = tuple(_REGISTRY)
 DEFAULT_LANGUAGE = "cpp"
@@ -177,13 +173,3 @@ def tool_scripts() -> dict[str, str]:
             "fi\n")
     return {script: f'{header}{find}exec "$py" -m cuda_agent {verb} "$(dirname "$0")" "$@"\n'
             for script, verb in verbs.items()}
-
-
-def loader_module(name: str) -> str:
-    return (
-        f'"""FIXED FILE (protected). `import {name}` loads the library ./compile.sh built from kernels/."""\n'
-        "import os as _os\n\n"
-        "from cuda_agent.languages.extension import install_extension_module as _install\n\n"
-        f'_lib = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "build", "{name}.so")\n'
-        "_install(__name__, _lib)\n"
-    )

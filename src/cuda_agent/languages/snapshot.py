@@ -70,7 +70,7 @@ def take_snapshot(workspace: str | Path, cache: Path, templates: Path) -> Snapsh
     if not (root / MARKER).exists():
         _materialise(root, contents)
     else:
-        _touch(root)
+        touch(root)
     files = tuple(sorted(r for r in contents if r.startswith("kernels/")))
     return Snapshot(root=root, digest=digest, files=files)
 
@@ -146,7 +146,7 @@ def _materialise(root: Path, contents: dict[str, bytes]) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _touch(path: Path) -> None:
+def touch(path: Path) -> None:
     try:
         os.utime(path)
     except OSError:

@@ -21,10 +21,11 @@ def tool_chat_template() -> str:
 
 
 def _training_corpus() -> list[str]:
+    from .. import languages
     from ..examples import list_examples
-    from ..languages.base import TEMPLATES_DIR
 
-    texts = [p.read_text() for p in sorted(TEMPLATES_DIR.glob("*")) if p.is_file()]
+    templates = Path(languages.__file__).parent.glob("*/templates/*")  # every language's, by file name
+    texts = [p.read_text() for p in sorted(templates, key=lambda p: p.name) if p.is_file()]
     for ex in list_examples():
         texts.append(ex.task.source)
         for f in sorted(ex.root.rglob("*")):

@@ -51,7 +51,7 @@ class Workspace(BaseModel):
 def create_workspace(task: Task, directory: str | Path, backend: str, *, cache_dir: Path | None = None,
                      overwrite: bool = False, language: str = "cpp", rules: str = "paper") -> Workspace:
     """Lay out a fresh workspace for `task` in `directory`, in `language` (see languages/);
-    `rules`: the rules profile its SKILL.md states (`paper` / `strict`, languages/vendor.py)."""
+    `rules`: the rules profile its SKILL.md states (`paper` / `strict`, languages/cpp/vendor.py)."""
     from ..backends import get_backend
     from ..languages import get_language
 

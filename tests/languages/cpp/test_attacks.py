@@ -12,13 +12,15 @@ from pathlib import Path
 import pytest
 
 from cuda_agent.backends import get_backend
-from cuda_agent.languages.build import build_workspace
-from cuda_agent.languages.checks import RULES, check_model_new, check_workspace
-from cuda_agent.languages.symbols import check_library, classify, qualname
+from cuda_agent.languages.cpp.build import build_workspace
+from cuda_agent.languages.cpp.source_rules import check_workspace
+from cuda_agent.languages.cpp.symbols import check_library, classify, qualname
+from cuda_agent.languages.model_new_rules import check_model_new
+from cuda_agent.languages.records import RULES
 
 from tests.conftest import RELU_BINDING, RELU_KERNEL
 
-PKG = Path(__file__).resolve().parents[2] / "src" / "cuda_agent"
+PKG = Path(__file__).resolve().parents[3] / "src" / "cuda_agent"
 
 # ---- the built library's imports -----------------------------------------------------------
 # Each kernel computes relu but also reaches for something the allow-list forbids, spelled so

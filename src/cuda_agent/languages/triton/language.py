@@ -19,7 +19,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from .base import Language, SandboxNeeds
+from ..base import Language, SandboxNeeds, tool_scripts
 
 EXTENSION = "triton_extension"
 MANIFEST = "manifest.triton.json"
@@ -36,15 +36,14 @@ class TritonLanguage(Language):
         return EXTENSION
 
     def fixed_files(self, task: Any, backend: str, rules: str = "paper") -> dict[str, str]:
-        from .base import TEMPLATES_DIR, tool_scripts
-
-        return {"SKILL.md": (TEMPLATES_DIR / "SKILL.triton.md").read_text(), "model.py": task.source,
-                f"{EXTENSION}.py": _loader_module(), **tool_scripts()}
+        return {"SKILL.md": (Path(__file__).parent / "templates" / "SKILL.triton.md").read_text(),
+                "model.py": task.source, f"{EXTENSION}.py": _loader_module(), **tool_scripts()}
 
     def check(self, root: Path, backend: str, *, disabled_rules: frozenset[str] = frozenset(),
               cache_dir: Path | None = None, rules: str = "paper") -> list[Any]:
-        from .checks import Finding, check_model_new  # (no vendor library can be reached from Triton: `rules` is moot)
-        from .triton_checks import check_triton_workspace
+        from ..model_new_rules import check_model_new  # (no vendor library can be reached from Triton: `rules` is moot)
+        from ..records import Finding
+        from .rules import check_triton_workspace
 
         root = Path(root)
         found: list[Finding] = []
@@ -58,7 +57,7 @@ class TritonLanguage(Language):
         return sorted((f for f in found if f.rule not in disabled_rules), key=lambda f: (f.file, f.line))
 
     def build(self, root: Path, backend: Any, *, cache_dir: Path, timeout_s: float) -> Any:
-        from .build import BuildResult
+        from ..records import BuildResult
 
         t0 = time.monotonic()
         kdir = Path(root) / "kernels"
@@ -209,7 +208,7 @@ def _loader_module() -> str:
     return (
         f'"""FIXED FILE (protected). `import {EXTENSION}` exposes the launchers in kernels/*.py."""\n'
         "import os as _os\n\n"
-        "from cuda_agent.languages.triton import install_triton_package as _install\n\n"
+        "from cuda_agent.languages.triton.language import install_triton_package as _install\n\n"
         "_dir = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), \"kernels\")\n"
         f"_install(__name__, __import__(\"pathlib\").Path(_dir))\n"
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from .checks import Finding
+from ..records import Finding
 
 _IMPORTS = frozenset("triton triton.language triton.language.extra triton.language.extra.libdevice "
                      "triton.language.extra.cuda triton.language.extra.cuda.libdevice torch math typing "

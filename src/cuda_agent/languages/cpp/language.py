@@ -9,7 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .base import Language
+from ..base import Language, tool_scripts
+from . import TEMPLATES_DIR
+from .extension import install_extension_module
+from .vendor import libraries_text
 
 
 class CppLanguage(Language):
@@ -18,14 +21,11 @@ class CppLanguage(Language):
     artifact_suffix = ".so"
 
     def extension_name(self, backend: str) -> str:
-        from ..backends import get_backend
+        from ...backends import get_backend
 
         return get_backend(backend).extension_name
 
     def fixed_files(self, task: Any, backend: str, rules: str = "paper") -> dict[str, str]:
-        from .base import TEMPLATES_DIR, loader_module, tool_scripts
-        from .vendor import libraries_text
-
         ext = self.extension_name(backend)
         return {
             "SKILL.md": (TEMPLATES_DIR / f"SKILL.{backend}.md").read_text().replace(
@@ -33,14 +33,13 @@ class CppLanguage(Language):
             "model.py": task.source,
             "binding.cpp": (TEMPLATES_DIR / "binding.cpp").read_text(),
             "binding_registry.h": (TEMPLATES_DIR / "binding_registry.h").read_text(),
-            f"{ext}.py": loader_module(ext),
+            f"{ext}.py": _loader_module(ext),
             **tool_scripts(),
         }
 
     def check(self, root: Path, backend: str, *, disabled_rules: frozenset[str] = frozenset(),
               cache_dir: Path | None = None, rules: str = "paper") -> list[Any]:
-        from .base import TEMPLATES_DIR
-        from .checks import check_checked_bytes
+        from .source_rules import check_checked_bytes
 
         return check_checked_bytes(root, backend, self.extension_name(backend), TEMPLATES_DIR,
                                    disabled_rules=disabled_rules, cache_dir=cache_dir, rules=rules)
@@ -61,6 +60,14 @@ class CppLanguage(Language):
         publish_library(artifact, Path(root) / "build" / f"{backend.extension_name}.so")
 
     def install(self, extension: str, artifact: str, workspace: Path) -> Any:
-        from .extension import install_extension_module
-
         return install_extension_module(extension, artifact)
+
+
+def _loader_module(name: str) -> str:
+    return (
+        f'"""FIXED FILE (protected). `import {name}` loads the library ./compile.sh built from kernels/."""\n'
+        "import os as _os\n\n"
+        "from cuda_agent.languages.cpp.extension import install_extension_module as _install\n\n"
+        f'_lib = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "build", "{name}.so")\n'
+        "_install(__name__, _lib)\n"
+    )

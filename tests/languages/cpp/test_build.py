@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from cuda_agent.backends import get_backend
-from cuda_agent.languages.build import build_workspace, trim_compiler_output
+from cuda_agent.languages.cpp.build import build_workspace, trim_compiler_output
 
 from tests.conftest import RELU_BINDING, RELU_KERNEL
 

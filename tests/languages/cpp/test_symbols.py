@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cuda_agent.languages.symbols import check_library, classify
+from cuda_agent.languages.cpp.symbols import check_library, classify
 
 BACKENDS = ["cpu", "cuda"]
 

@@ -16,7 +16,7 @@ from cuda_agent.languages import get_language
 from cuda_agent.tasks import Task
 from cuda_agent.workspace import WorkspaceError, adopt_workspace
 
-FIXTURE = Path(__file__).parents[1] / "fixtures" / "paper_agent_workdir"
+FIXTURE = Path(__file__).parents[2] / "fixtures" / "paper_agent_workdir"
 
 CPU_KERNEL = '''extern "C" void axpby_launcher(float* out, const float* a, const float* b, float alpha, int n) {
   for (int i = 0; i < n; ++i) out[i] = alpha * a[i] + b[i];

@@ -17,8 +17,8 @@ from pathlib import Path
 from elftools.elf.constants import SH_FLAGS
 from elftools.elf.elffile import ELFFile
 
-from ..backends import backend_class
-from .checks import Finding
+from ...backends import backend_class
+from ..records import Finding
 from .vendor import DEFAULT_RULES, check_rules, vendor_allowed
 
 # ---- denied, with a reason ------------------------------------------------------------------
@@ -111,7 +111,7 @@ def _denied(backend: str) -> re.Pattern[str] | None:
 def classify(symbol: str, backend: str, rules: str = DEFAULT_RULES) -> tuple[str, str] | None:
     """(rule, reason) for one demangled undefined symbol, or None when it is allowed. `rules`:
     the rules profile; under `paper` the cuBLAS GEMM / cuDNN convolution entry points and their
-    setup calls are allowed (languages/vendor.py), under `strict` no vendor library is."""
+    setup calls are allowed (vendor.py), under `strict` no vendor library is."""
     name = qualname(symbol)
     if vendor_allowed(name, rules, backend):
         return None

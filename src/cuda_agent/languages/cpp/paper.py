@@ -14,7 +14,9 @@ import sysconfig
 from pathlib import Path
 from typing import Any
 
-from .base import TEMPLATES_DIR, Language
+from ..base import Language
+from . import TEMPLATES_DIR
+from .vendor import libraries_text
 
 EXTENSION = "cuda_extension"
 TEMPLATE = TEMPLATES_DIR / "paper"
@@ -59,7 +61,7 @@ _PY_SYMBOL = re.compile(r"^(?:_?Py\w+|THP\w+|torch::autograd::\w+|torch::utils::
 _PY_DENIED = re.compile(r"^_?Py(?:Run|Import|Eval_Eval|_CompileString|_RunMain|Exec|Sys_)|^Py_Compile|"
                         r"^PyObject_CallMethod")
 # what pybind11's module init and torch's tensor casters (THPVariable_Wrap, inlined) import,
-# read off a built CPU module (tests/languages/test_paper.py): named, not a pattern
+# read off a built CPU module (tests/languages/cpp/test_paper.py): named, not a pattern
 _CASTER_SYMBOLS = frozenset((
     "c10::AutogradMetaInterface::~AutogradMetaInterface()", "c10::impl::getGlobalPyInterpreter()",
     "c10::impl::ExcludeDispatchKeyGuard::ExcludeDispatchKeyGuard(c10::DispatchKeySet)",
@@ -77,8 +79,6 @@ class PaperLanguage(Language):
         return EXTENSION
 
     def fixed_files(self, task: Any, backend: str, rules: str = "paper") -> dict[str, str]:
-        from .vendor import libraries_text
-
         files = {rel: (TEMPLATE / rel).read_text() for rel in PAPER_FIXED}
         files["SKILL.md"] = files["SKILL.md"].replace("@LIBRARIES@", libraries_text(rules, backend))
         files["utils/_run.py"] = (TEMPLATE / "utils" / "_run.py").read_text().replace("@PYTHON@", sys.executable)
@@ -90,7 +90,7 @@ class PaperLanguage(Language):
 
     def check(self, root: Path, backend: str, *, disabled_rules: frozenset[str] = frozenset(),
               cache_dir: Path | None = None, rules: str = "paper") -> list[Any]:
-        from .checks import Dialect, check_checked_bytes
+        from .source_rules import Dialect, check_checked_bytes
 
         # its bindings include torch's and pybind11's full headers: no preprocessed pass (PCH)
         return check_checked_bytes(root, backend, EXTENSION, TEMPLATE, preprocess=False, disabled_rules=disabled_rules,
@@ -98,10 +98,10 @@ class PaperLanguage(Language):
                                    dialect=Dialect(_PAPER_INCLUDES, (("dynamic-code", _PYTHON_FROM_CPP, _PYTHON_MESSAGE),)))
 
     def build(self, root: Path, backend: Any, *, cache_dir: Path, timeout_s: float) -> Any:
-        from ..backends.base import torch_include_dirs, torch_lib_dir
+        from ...backends.base import torch_include_dirs, torch_lib_dir
         from .build import Layout, build_workspace
 
-        layout = Layout(name="paper", templates=TEMPLATE, precompiled=False, staged=True,
+        layout = Layout(name="paper", templates=TEMPLATE, precompiled=False,
                         host_flags=("-fvisibility=hidden", f"-I{sysconfig.get_paths()['include']}",
                                     f"-DTORCH_EXTENSION_NAME={EXTENSION}", *[f"-isystem{d}" for d in torch_include_dirs()]),
                         link_flags=(f"-L{torch_lib_dir()}", "-ltorch_python", "-ltorch"),
@@ -110,7 +110,7 @@ class PaperLanguage(Language):
 
     def check_artifact(self, artifact: str, backend: str, root: Path, *, rules: str = "paper") -> list[Any]:
         from . import symbols
-        from .checks import Finding
+        from ..records import Finding
 
         found = []
         names = symbols.undefined_symbols(Path(artifact))

@@ -14,7 +14,7 @@ import pytest
 
 from cuda_agent.backends import get_backend
 from cuda_agent.languages import get_language
-from cuda_agent.languages.build import build_workspace, publish_library
+from cuda_agent.languages.cpp.build import build_workspace, publish_library
 
 from tests.conftest import RELU_BINDING, RELU_KERNEL
 
@@ -189,8 +189,8 @@ def _compile_cuda_kernel(ws_root: Path, cache: Path):
     """The build's own compile of each .cu unit (no PCH, no binding: nvcc only)."""
     import tempfile
 
-    from cuda_agent.languages.build import BuildError, Layout, _plan_units, run_confined, unit_command
-    from cuda_agent.languages.base import TEMPLATES_DIR
+    from cuda_agent.languages.cpp import TEMPLATES_DIR
+    from cuda_agent.languages.cpp.build import BuildError, Layout, _plan_units, run_confined, unit_command
     from cuda_agent.languages.snapshot import take_snapshot
 
     be = get_backend("cuda")

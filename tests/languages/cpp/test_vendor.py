@@ -1,4 +1,4 @@
-"""The rules profile for vendor libraries (languages/vendor.py), from both sides: honest cuBLAS
+"""The rules profile for vendor libraries (languages/cpp/vendor.py), from both sides: honest cuBLAS
 GEMM and cuDNN convolution pass the source scan, the preprocessed scan and the symbol check
 under `paper` and are refused under `strict`; everything else of those libraries is refused
 under both."""
@@ -14,9 +14,9 @@ import pytest
 
 from cuda_agent.evaluation import EvalConfig, EvalResult
 from cuda_agent.evaluation.config import RULES_PROFILES as CONFIG_PROFILES
-from cuda_agent.languages.checks import _scan_pp_line, check_kernel_source, check_preprocessed
-from cuda_agent.languages.symbols import check_library, classify
-from cuda_agent.languages.vendor import RULES_PROFILES, libraries_text, vendor_allowed
+from cuda_agent.languages.cpp.source_rules import _scan_pp_line, check_kernel_source, check_preprocessed
+from cuda_agent.languages.cpp.symbols import check_library, classify
+from cuda_agent.languages.cpp.vendor import RULES_PROFILES, libraries_text, vendor_allowed
 
 CUBLAS_GEMM = r"""
 #include <cublas_v2.h>

@@ -32,29 +32,18 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, Field
-
-from ..backends import Backend
-from ..backends.base import digest, host_compiler
-from ..isolation.paths import default_cache_dir
-from .base import TEMPLATES_DIR
-from .snapshot import Snapshot, SnapshotError, checked_digest, take_snapshot
-
-
-class BuildResult(BaseModel):
-    ok: bool
-    library: str | None = Field(default=None, description="path of the linked extension")
-    log: str = Field(default="", description="compiler output trimmed to what fixes the error")
-    seconds: float = 0.0
-    compiled_units: int = 0
-    cached_units: int = 0
-    timed_out: bool = False
+from ...backends import Backend
+from ...backends.base import digest, host_compiler
+from ...isolation.paths import default_cache_dir
+from ..records import BuildResult
+from ..snapshot import Snapshot, SnapshotError, checked_digest, take_snapshot, touch
+from . import TEMPLATES_DIR
 
 
 FLAGS_LINE = re.compile(r"^\s*//\s*@flags:\s*(.*)$", re.MULTILINE)
 MAX_LOG_LINES = 40
 MAX_LOG_CHARS = 4000
-_WRAPPER = str(Path(__file__).resolve().parents[1] / "isolation" / "sandboxed_exec.py")
+_WRAPPER = str(Path(__file__).resolve().parents[2] / "isolation" / "sandboxed_exec.py")
 _READ_LOG_BYTES = 1 << 20
 
 
@@ -92,7 +81,6 @@ class Layout:
     link_flags: tuple[str, ...] = ()
     library_name: str | None = None  # None: the backend's extension name + ".so"
     precompiled: bool = True  # the registry header as a PCH
-    staged: bool = False  # (every build now compiles a snapshot holding `templates`; kept for callers)
 
     @property
     def salt(self) -> tuple[str, ...]:
@@ -292,7 +280,7 @@ def _compile_all(units: list[_Unit], backend: Backend, cache: Path, pch_dir: Pat
     todo = [u for u in units if not (obj_dir / f"{u.key}.o").exists()]
     for u in units:
         if u not in todo:
-            _touch(obj_dir / f"{u.key}.o")
+            touch(obj_dir / f"{u.key}.o")
 
     def compile_one(unit: _Unit) -> None:
         out = obj_dir / f"{unit.key}.o"
@@ -322,7 +310,7 @@ def _link(objects: list[Path], backend: Backend, cache: Path, libraries: list[st
     lib_dir = cache / "libraries" / key[:32]
     library = lib_dir / name
     if library.exists():
-        _touch(lib_dir)
+        touch(lib_dir)
         return library
     lib_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=lib_dir) as tmp:
@@ -465,7 +453,7 @@ def _signal_name(rc: int) -> str | None:
 
 def _kill_group(proc: subprocess.Popen) -> None:
     """Everything the toolchain started, then reaped (isolation's one kill, and a bounded wait)."""
-    from ..isolation.worker import kill_tree
+    from ...isolation.worker import kill_tree
 
     kill_tree(proc)
     try:
@@ -486,23 +474,16 @@ def _landlock_ok() -> bool:
     hosts without it (then only the static checks stand between a build and the host's files)."""
     if os.environ.get("CUDA_AGENT_BUILD_SANDBOX", "auto") == "off":
         return False
-    from ..isolation.sandbox import landlock_abi
+    from ...isolation.sandbox import landlock_abi
 
     return landlock_abi() >= 1
 
 
 def _seccomp_ok() -> bool:
-    from ..isolation.sandbox import seccomp_supported
+    from ...isolation.sandbox import seccomp_supported
 
     with _probe_lock:
         return seccomp_supported()
-
-
-def _touch(path: Path) -> None:
-    try:
-        os.utime(path)
-    except OSError:
-        pass
 
 
 # ---- the cache's size ---------------------------------------------------------------------

@@ -78,7 +78,7 @@ def check_rules(rules: str) -> str:
 
 
 def _shipped(backend: str) -> list[str]:
-    from ..backends import backend_class
+    from ...backends import backend_class
 
     return [h for h in _LIBRARIES if h in backend_class(backend).runtime_headers]
 

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from cuda_agent.languages.checks import RULES
 from cuda_agent.languages import get_language
-from cuda_agent.languages.triton_checks import check_triton_file
+from cuda_agent.languages.records import RULES
+from cuda_agent.languages.triton.rules import check_triton_file
 
-from .triton_catalogue import HONEST, RUNTIME_ATTACKS, STATIC_ATTACKS
+from .catalogue import HONEST, RUNTIME_ATTACKS, STATIC_ATTACKS
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "src" / "cuda_agent" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[3] / "src" / "cuda_agent" / "examples"
 SWISH_MODEL_NEW = "import torch.nn as nn\nimport triton_extension\n\n\nclass ModelNew(nn.Module):\n" \
                   "    def forward(self, x):\n        return triton_extension.swish(x.contiguous())\n"
 
