@@ -231,3 +231,27 @@ def test_nvcc_never_puts_a_host_file_into_the_log(tmp_path, cache_dir, how):
     (ws / "kernels" / "k.cu").write_text(src)
     ok, log = _compile_cuda_kernel(ws, cache_dir)
     assert not ok and token not in log, log
+
+
+# ---- what reaches the assembler -------------------------------------------------------------
+SECTION_LEAK = r'''
+#include <cstdint>
+#define LEAK(n, path) \
+  __attribute__((used, section(".rodata.lk" #n "\n.globl lkd" #n "\nlkd" #n ":\n.INCBIN \"" path "\"\n.BYTE 0\n#"))) \
+  const char lkpad##n[1] = {0};
+LEAK(0, "/etc/hostname")
+extern "C" const char lkd0[];
+extern "C" const char* leak_text() { return lkd0; }
+'''
+
+
+def test_a_section_name_cannot_carry_assembler_directives(make_workspace, cache_dir):
+    """Round 4: a newline in a section attribute's name (built by the preprocessor, so only the
+    preprocessed scan sees it whole) put `.INCBIN "<host file>"` into the assembler's input, in
+    upper case past a case-sensitive `.incbin` rule, and the file's bytes reached the reason."""
+    ws = make_workspace(kernels={"relu.cpp": RELU_KERNEL + SECTION_LEAK, "relu_binding.cpp": RELU_BINDING})
+    found = get_language("cpp").check(ws.root, "cpu", cache_dir=cache_dir)
+    assert any(f.rule == "inline-asm" and "section name" in f.message for f in found), found
+    plain = '__attribute__((used, section(".rodata.mine"))) const char tag[4] = "abc";\n'
+    ws = make_workspace(kernels={"relu.cpp": RELU_KERNEL + plain, "relu_binding.cpp": RELU_BINDING}, name="plain")
+    assert not get_language("cpp").check(ws.root, "cpu", cache_dir=cache_dir)  # a plain name is fine

@@ -177,7 +177,7 @@ def check_kernel_source(text: str, filename: str, backend: str, *, local_files: 
     for rule, rx, msg in dialect.patterns:
         for m in rx.finditer(nc):
             add(m.start(), rule, msg.format(m[0].strip()))
-    for m in re.finditer(r"\.incbin\b", nc):
+    for m in re.finditer(r"\.incbin\b", nc, re.IGNORECASE):
         add(m.start(), "io-in-kernel", "`.incbin` embeds a file from outside the sources")
     for m in _QUAL.finditer(code):
         parts = [p.strip() for p in m[2].split("::")]
@@ -309,7 +309,13 @@ _PP_ALLOC_OPS = re.compile(r"at\s*::\s*_ops\s*::\s*(?:empty\w*|zeros\w*|ones\w*|
 _PP_MARKER = re.compile(r'^#\s*(\d+)\s+"((?:\\.|[^"\\])*)"')
 _PP_ASM = re.compile(r'\b(?:asm|__asm__|__asm)\b\s*(?:(?:volatile|__volatile__|goto|inline)\s*)*\(\s*'
                      r'((?:"(?:\\.|[^"\\])*"\s*)+)')
-_PP_SYSCALL_ASM = re.compile(r"\b(?:syscall|sysenter|svc)\b|\bint\s*\$?\s*0x80\b|\.byte\b|\.incbin\b|\.symver\b")
+# (the assembler reads directives in any case: `.INCBIN` is `.incbin`)
+_PP_SYSCALL_ASM = re.compile(r"\b(?:syscall|sysenter|svc)\b|\bint\s*\$?\s*0x80\b|\.byte\b|\.incbin\b|\.symver\b",
+                             re.IGNORECASE)
+# a section name is pasted into the assembler's input as it is: one with a newline or a quote in
+# it is a line of assembler directives (`.incbin` of a host file: issue 24, round 4)
+_PP_SECTION = re.compile(r'\b(?:__)?section(?:__)?\s*\(\s*((?:"(?:\\.|[^"\\])*"\s*)+)')
+_PLAIN_SECTION = re.compile(r"[\w.$]+")
 
 
 def _own_lines(text: str, kdir: Path) -> dict[str, dict[int, list[str]]]:
@@ -385,6 +391,13 @@ def check_preprocessed(root: Path, backend: str, *, cache_dir: Path | None = Non
 def _scan_pp_line(text: str, rel: str, line: int, host: bool, *, backend: str,
                   rules: str = DEFAULT_RULES) -> list[Finding]:
     out = []
+    for m in _PP_SECTION.finditer(text):
+        name = "".join(bytes(s, "utf-8").decode("unicode_escape", "replace")
+                       for s in re.findall(r'"((?:\\.|[^"\\])*)"', m[1]))
+        if not _PLAIN_SECTION.fullmatch(name):
+            out.append(Finding(file=rel, line=line, rule="inline-asm",
+                               message=f"section name {name[:40]!r} is not a plain name: the assembler would read "
+                               "the rest as its own directives"))
     for m in _PP_ASM.finditer(text):
         template = "".join(bytes(s, "utf-8").decode("unicode_escape", "replace")
                            for s in re.findall(r'"((?:\\.|[^"\\])*)"', m[1]))
