@@ -876,12 +876,11 @@ def _candidate_env() -> dict[str, str]:
     # one allocator policy for both clients: freed memory is kept and reused (no trimming, no
     # threshold that moves with the heap's history), else whether a client's outputs fault in
     # fresh pages on every call depends on its heap layout: measured 44 vs 105 us for one op.
-    # No mmap'd chunks at all: over glibc's largest threshold (32 MiB) every eager output was a
-    # fresh mapping whose pages faulted in on each call, while a candidate's pool of buffers
-    # never paid that (reward 3 for a relu at 5.5x: issue 24, round 4)
+    # (Outputs over 32 MiB, glibc's largest threshold, are still fresh mappings on every call:
+    # MALLOC_MMAP_MAX_=0 would keep them, but made an honest candidate 34x slower in its
+    # sandbox; issue 24, round 4, docs/guards.md)
     env.setdefault("MALLOC_TRIM_THRESHOLD_", str(1 << 40))
     env.setdefault("MALLOC_MMAP_THRESHOLD_", str(32 << 20))
-    env.setdefault("MALLOC_MMAP_MAX_", "0")
     return env
 
 
