@@ -324,7 +324,6 @@ class Judge:
         `rescale`: floating inputs scaled as a timed round's are (`scaling.py`), so the trial
         holds a kernel that reads only part of its input to the same test."""
         from .guards import inputs_changed
-        from .scaling import scaled
 
         torch = self.torch
         _seed_all(torch, seed)
@@ -333,10 +332,7 @@ class Judge:
                 inputs = list(module.get_inputs())
             inputs = _cast([x.to(self.device).contiguous() if isinstance(x, torch.Tensor) else x for x in inputs], dtype)
             if rescale:
-                gen, rng = torch.Generator(device=self.device), random.Random(seed)
-                gen.manual_seed(seed)
-                inputs = [scaled(x, gen, rng, bool(x.min() >= 0) and bool(x.max() <= 1))
-                          if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() else x for x in inputs]
+                inputs = self._rescaled(inputs, inputs, seed, stacked=False)
             args = _clone(inputs) if check_mutation else inputs
             ref = reference(*args)
             self.backend.synchronize()
@@ -713,15 +709,17 @@ class Judge:
         kept = [x.clone() if isinstance(x, torch.Tensor) and not x.is_floating_point() else x for x in stack]
         return self._rescaled(stack, kept, seed)
 
-    def _rescaled(self, stack: list[Any], values: list[Any], seed: int) -> list[Any]:
-        """`values` (a round's, shaped like `stack`) with each floating tensor scaled (`scaling.scaled`)."""
+    def _rescaled(self, stack: list[Any], values: list[Any], seed: int, stacked: bool = True) -> list[Any]:
+        """`values` (a round's, shaped like `stack`) with each floating tensor scaled (`scaling.scaled`);
+        `stacked`: each tensor holds a batch's calls along its first dimension (one call's
+        input is then the longest block), else it is one call's input (a trial's)."""
         from .scaling import scaled
 
         torch = self.torch
         gen = torch.Generator(device=self.device)
         gen.manual_seed(seed)
         rng = random.Random(seed)
-        return [scaled(v, gen, rng, self._unit_interval(x), x[0].numel())
+        return [scaled(v, gen, rng, self._unit_interval(x), x[0].numel() if stacked else None)
                 if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() else v
                 for x, v in zip(stack, values)]
 

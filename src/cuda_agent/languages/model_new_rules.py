@@ -11,7 +11,7 @@ import inspect
 import re
 import types
 
-from .records import Finding, dedupe
+from .records import Finding, dedupe, python_findings
 
 
 # ---- model_new.py policy ------------------------------------------------------------------
@@ -634,8 +634,4 @@ class _PyChecker:
 
 def check_model_new(source: str, extension_name: str, filename: str = "model_new.py") -> list[Finding]:
     """Check model_new.py's source against the allow-lists (docs/guards.md, "Static rules")."""
-    try:
-        tree = ast.parse(source, filename=filename)
-    except SyntaxError as e:
-        return [Finding(file=filename, line=e.lineno or 1, rule="syntax-error", message=f"cannot parse: {e.msg}")]
-    return dedupe(_PyChecker(tree, extension_name, filename).run())
+    return python_findings(source, filename, lambda tree: dedupe(_PyChecker(tree, extension_name, filename).run()))

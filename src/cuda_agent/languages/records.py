@@ -4,6 +4,9 @@ rule ids a finding may carry (`RULES`; docs/guards.md, "Static rules", says each
 
 from __future__ import annotations
 
+import ast
+from typing import Callable
+
 from pydantic import BaseModel, Field
 
 
@@ -14,6 +17,19 @@ class Finding(BaseModel):
     line: int
     rule: str
     message: str
+
+
+def python_findings(text: str, filename: str, check: Callable[[ast.AST], list[Finding]]) -> list[Finding]:
+    """`check` run on `text`'s syntax tree. Code that does not parse, or nests deeper than the
+    parser or a checker can recurse (a 1,000-term sum: issue 24, round 4), is a finding, never
+    an exception out of the checks."""
+    try:
+        return check(ast.parse(text, filename=filename))
+    except SyntaxError as e:
+        return [Finding(file=filename, line=e.lineno or 1, rule="syntax-error", message=f"does not parse: {e.msg}")]
+    except RecursionError:
+        return [Finding(file=filename, line=1, rule="syntax-error",
+                        message="nests too deeply to be checked (an expression or statement nested hundreds of levels)")]
 
 
 RULES: dict[str, str] = {

@@ -388,19 +388,23 @@ def check_preprocessed(root: Path, backend: str, *, cache_dir: Path | None = Non
     return dedupe(found)
 
 
+def _string_value(literals: str) -> str:
+    """What adjacent C string literals ("a" "b\\n") say, escapes decoded: what the assembler reads."""
+    return "".join(bytes(s, "utf-8").decode("unicode_escape", "replace")
+                   for s in re.findall(r'"((?:\\.|[^"\\])*)"', literals))
+
+
 def _scan_pp_line(text: str, rel: str, line: int, host: bool, *, backend: str,
                   rules: str = DEFAULT_RULES) -> list[Finding]:
     out = []
     for m in _PP_SECTION.finditer(text):
-        name = "".join(bytes(s, "utf-8").decode("unicode_escape", "replace")
-                       for s in re.findall(r'"((?:\\.|[^"\\])*)"', m[1]))
+        name = _string_value(m[1])
         if not _PLAIN_SECTION.fullmatch(name):
             out.append(Finding(file=rel, line=line, rule="inline-asm",
                                message=f"section name {name[:40]!r} is not a plain name: the assembler would read "
                                "the rest as its own directives"))
     for m in _PP_ASM.finditer(text):
-        template = "".join(bytes(s, "utf-8").decode("unicode_escape", "replace")
-                           for s in re.findall(r'"((?:\\.|[^"\\])*)"', m[1]))
+        template = _string_value(m[1])
         if _PP_SYSCALL_ASM.search(template):
             out.append(Finding(file=rel, line=line, rule="raw-syscall",
                                message=f"inline asm `{template.strip()[:40]}` talks to the OS or emits raw bytes"))

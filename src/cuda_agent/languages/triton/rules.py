@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from ..records import Finding
+from ..records import Finding, python_findings
 
 _IMPORTS = frozenset("triton triton.language triton.language.extra triton.language.extra.libdevice "
                      "triton.language.extra.cuda triton.language.extra.cuda.libdevice torch math typing "
@@ -35,11 +35,7 @@ _SCALAR_ANNOTATIONS = frozenset("int float bool str".split())
 
 def check_triton_file(text: str, filename: str, siblings: frozenset[str] = frozenset()) -> list[Finding]:
     """Findings for one kernels/*.py file; `siblings` are the other files' module names."""
-    try:
-        tree = ast.parse(text, filename=filename)
-    except SyntaxError as e:
-        return [Finding(file=filename, line=e.lineno or 1, rule="syntax-error", message=f"does not parse: {e.msg}")]
-    return _TritonChecker(tree, filename, siblings).run()
+    return python_findings(text, filename, lambda tree: _TritonChecker(tree, filename, siblings).run())
 
 
 def check_triton_workspace(root: Path, *, disabled_rules: frozenset[str] = frozenset()) -> list[Finding]:
