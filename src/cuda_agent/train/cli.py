@@ -81,9 +81,7 @@ def rft_cmd(config: Optional[Path] = typer.Option(None, "--config", "-c", help="
     from .config import RFTConfig
     from .trl.sft import run_rft
 
-    cfg = _load(RFTConfig, config, overrides)
-    out = _run(run_rft, cfg)
-    console.print(f"done: checkpoints and metrics in {out}")
+    _train(run_rft, RFTConfig, config, overrides)
 
 
 @train_app.command("rl")
@@ -93,9 +91,7 @@ def rl_cmd(config: Optional[Path] = typer.Option(None, "--config", "-c", help="Y
     from .config import RLConfig
     from .trl.rl import run_rl
 
-    cfg = _load(RLConfig, config, overrides)
-    out = _run(run_rl, cfg)
-    console.print(f"done: checkpoints and metrics in {out}")
+    _train(run_rl, RLConfig, config, overrides)
 
 
 @train_app.command("verl-data")
@@ -161,23 +157,19 @@ def verl_merge_cmd(
     console.print(f"{path}" + (f" -> {target}" if target is not None else ""))
 
 
-def _run(run, cfg):
-    """A training run whose bad input (config key, model path, dataset row) is one line and exit 2,
-    found before any weights load."""
-    from .config import TrainInputError
-
-    try:
-        return run(cfg)
-    except TrainInputError as exc:
-        raise fail(str(exc))
-
-
-def _load(cls, config: Optional[Path], overrides: Optional[list[str]]):
+def _train(run, cls, config: Optional[Path], overrides: Optional[list[str]]) -> None:
+    """A training run from its config file and overrides; its bad input (config key, model path, dataset
+    row) is one line and exit 2, found before any weights load."""
     from pydantic import ValidationError
 
-    from .config import load_config
+    from .config import TrainInputError, load_config
 
     try:
-        return load_config(cls, config, overrides)
+        cfg = load_config(cls, config, overrides)
     except (FileNotFoundError, ValueError, ValidationError) as exc:
         raise fail(describe(exc))
+    try:
+        out = run(cfg)
+    except TrainInputError as exc:
+        raise fail(str(exc))
+    console.print(f"done: checkpoints and metrics in {out}")

@@ -3,12 +3,13 @@ overrides from the command line. Defaults follow the paper (SPEC §4) where it g
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..agent.limits import TRAIN_MAX_TURNS
 from ..evaluation import EvalConfig, TimingConfig
@@ -168,8 +169,6 @@ def load_config(cls: type[C], path: str | Path | None, overrides: list[str] | No
             if not isinstance(node, dict):
                 raise ValueError(f"override {item!r}: {part} is not a mapping")
         node[parts[-1]] = _yaml().safe_load(raw)
-    from pydantic import ValidationError
-
     try:
         return cls.model_validate(data)
     except ValidationError as exc:
@@ -179,8 +178,6 @@ def load_config(cls: type[C], path: str | Path | None, overrides: list[str] | No
 def _explain(exc: Any, cls: type[BaseModel], path: str | Path | None, overrides: list[str]) -> str:
     """One line for the first validation error: where the key came from (the file or --set), and for
     a key that does not exist, the nearest real ones."""
-    import difflib
-
     err = exc.errors()[0]
     loc = [str(x) for x in err.get("loc", ())]
     key = ".".join(loc)

@@ -12,7 +12,7 @@ from the logged metrics, so the line and `metrics.jsonl` say the same thing.
 from __future__ import annotations
 
 import contextlib
-import sys
+import functools
 import threading
 import time
 from typing import Any, Callable, Iterator
@@ -133,12 +133,8 @@ def step_line(step: int, max_steps: int, logs: dict[str, Any], elapsed_s: float 
     return " | ".join(parts)
 
 
-def _default_emit(line: str) -> None:
-    print(line, file=sys.stdout, flush=True)
-
-
 def make_progress_callback(clock: PhaseClock, *, heartbeat_s: float = 30.0,
-                           emit: Callable[[str], None] = _default_emit) -> Any:
+                           emit: Callable[[str], None] = functools.partial(print, flush=True)) -> Any:
     """A `TrainerCallback`: marks each step's start on `clock`, prints `step_line` when the step's
     metrics are logged, and runs a heartbeat thread that, when nothing was printed for
     `heartbeat_s` seconds during a step, prints the running phase, its detail and how long."""

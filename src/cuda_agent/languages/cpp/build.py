@@ -397,7 +397,7 @@ def run_confined(cmd: list[str], deadline: float, snap: Snapshot, scratch: Path,
     spec = {"read": [str(p) for p in [*toolchain_paths(cmd, snap), *reads]], "list": [str(p) for p in listable],
             "write": [str(scratch), "/dev/null"], "cpu_seconds": int(remaining) + 5,
             "require_seccomp": _seccomp_ok(), **build_limits()}
-    argv = [*_confinement_prefix(), json.dumps(spec), "--", *cmd] if _landlock_ok() else cmd
+    argv = [sys.executable, "-I", "-S", _WRAPPER, json.dumps(spec), "--", *cmd] if _landlock_ok() else cmd
     env = {k: v for k, v in os.environ.items() if k in _BUILD_ENV}
     env.update({"TMPDIR": str(scratch), "HOME": str(scratch)})
     out_path = stdout_to or scratch / ".stdout"
@@ -411,11 +411,10 @@ def run_confined(cmd: list[str], deadline: float, snap: Snapshot, scratch: Path,
         try:
             rc = proc.wait(timeout=remaining)
         except subprocess.TimeoutExpired:
-            _kill_group(proc)
             raise BuildError(f"build timed out (limit reached while running {Path(cmd[0]).name})",
                              timed_out=True) from None
         finally:
-            _kill_group(proc)  # anything the compiler left running
+            _kill_group(proc)  # the compiler when it timed out, and anything it left running
     if rc == 0:
         return
     text = _head(err_path) + ("" if stdout_to else _head(out_path))
@@ -460,10 +459,6 @@ def _kill_group(proc: subprocess.Popen) -> None:
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
         pass
-
-
-def _confinement_prefix() -> list[str]:
-    return [sys.executable, "-I", "-S", _WRAPPER]
 
 
 _probe_lock = threading.Lock()

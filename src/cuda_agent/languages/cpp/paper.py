@@ -6,6 +6,7 @@ The build stages kernels/ beside our interface-compatible `binding.cpp` / `bindi
 
 from __future__ import annotations
 
+import hashlib
 import importlib.machinery
 import importlib.util
 import re
@@ -41,8 +42,6 @@ RELEASE_SHA256 = {
 
 def differs_from_release(root: Path) -> list[str]:
     """The fixed files of `root` whose bytes are not the release's (missing ones included)."""
-    import hashlib
-
     return [rel for rel, sha in RELEASE_SHA256.items()
             if not (root / rel).is_file() or hashlib.sha256((root / rel).read_bytes()).hexdigest() != sha]
 

@@ -287,13 +287,12 @@ def check_checked_bytes(root: Path, backend: str, extension_name: str, templates
 # that uses the macro); the same flags as the build are used, nvcc's own host-side preprocessing
 # command for .cu files (taken from `nvcc --dryrun`; device code cannot call the OS), and the
 # build's precompiled header for bindings (`-fpch-preprocess`: 70 ms instead of 650 ms).
-_PP_NOT_MEMBER = r"(?<![\w.])(?<!->)"
 _PP_PATTERNS: list[tuple[str, re.Pattern[str], str]] = [(rule, re.compile(rx), msg) for rule, rx, msg in [
     ("dynamic-loading", r"\b(?:dlopen|dlmopen|dlsym|dlvsym|dlinfo|_dl_\w+|__libc_dl\w+|cuGetProcAddress\w*"
      r"|cudaGetDriverEntryPoint\w*|cu(?:da)?GetExportTable|cuModuleLoad\w*|cuLibraryLoad\w*|cudaLibraryLoad\w*"
      r"|nvrtc\w+|nvJitLink\w+)\b", "looks up or loads code by name at run time"),
     ("raw-syscall", r"\b(?:syscall|__syscall\w*|__libc_syscall)\b", "makes raw system calls"),
-    ("process-creation", _PP_NOT_MEMBER + r"\b(?:fork|vfork|_Fork|execl|execle|execlp|execv|execve|execvp|execvpe"
+    ("process-creation", _NOT_AFTER + r"\b(?:fork|vfork|_Fork|execl|execle|execlp|execv|execve|execvp|execvpe"
      r"|execveat|fexecve|posix_spawnp?|popen|system|wordexp|daemon|ptrace)\b", "starts or controls processes"),
     ("thread-creation", r"\b(?:pthread_create|thrd_create|cudaLaunchHostFunc|cudaStreamAddCallback)\b"
      r"|\bstd\s*::\s*(?:j?thread|async)\b", "starts threads or host callbacks"),

@@ -7,6 +7,8 @@ static allowlist read. What Triton needs while it compiles, and why: `docs/langu
 from __future__ import annotations
 
 import hashlib
+import importlib
+import importlib.util
 import json
 import os
 import re
@@ -113,8 +115,6 @@ class TritonLanguage(Language):
 def install_triton_package(name: str, directory: Path) -> types.ModuleType:
     """Import every kernels file as `<name>.<stem>` and expose each public launcher (a plain
     function defined in that file) as `<name>.<launcher>`; two files defining one name fail."""
-    import importlib
-
     package = types.ModuleType(name, f"Triton launchers from {directory}")
     package.__path__ = [str(directory)]  # type: ignore[attr-defined]
     package.__file__ = str(directory / "__init__.py")
@@ -140,8 +140,6 @@ def triton_executables() -> list[Path]:
     """The binaries Triton may start while compiling (and their ELF interpreters): its bundled
     NVIDIA tools (or TRITON_PTXAS_PATH), the C compiler's driver, cc1, as, collect2, ld, plus
     CUDA_AGENT_TRITON_EXEC (os.pathsep-separated) for anything a site adds."""
-    import importlib.util
-
     found: list[Path] = []
     spec = importlib.util.find_spec("triton")
     if spec and spec.origin:

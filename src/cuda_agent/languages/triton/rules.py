@@ -38,7 +38,7 @@ def check_triton_file(text: str, filename: str, siblings: frozenset[str] = froze
     return python_findings(text, filename, lambda tree: _TritonChecker(tree, filename, siblings).run())
 
 
-def check_triton_workspace(root: Path, *, disabled_rules: frozenset[str] = frozenset()) -> list[Finding]:
+def check_triton_workspace(root: Path) -> list[Finding]:
     """Every kernels/*.py file (and nothing else runnable in kernels/)."""
     kdir = Path(root) / "kernels"
     files = sorted(p for p in kdir.iterdir()) if kdir.is_dir() else []
@@ -54,7 +54,7 @@ def check_triton_workspace(root: Path, *, disabled_rules: frozenset[str] = froze
         elif p.suffix in {".so", ".pyc", ".cu", ".cpp", ".c", ".ptx", ".cubin"}:
             found.append(Finding(file=rel, line=1, rule="forbidden-import",
                                  message=f"{p.name}: a Triton workspace's kernels/ holds Python files only"))
-    return [f for f in found if f.rule not in disabled_rules]
+    return found
 
 
 class _TritonChecker:
@@ -240,17 +240,18 @@ class _Device:
         if root == "sibling":
             return  # a jit function imported from a sibling file (checked there)
         what = f"{n} ({root})" if root else n
-        rule = "triton-device-call"
-        top.add(node, rule, f"{what} in a @triton.jit kernel: device code uses tl.*, libdevice and jit functions")
+        top.add(node, "triton-device-call", f"{what} in a @triton.jit kernel: device code uses tl.*, libdevice and "
+                                            "jit functions")
 
 
 class _Host:
     """A launcher (or a grid / heuristics lambda): allocate, read shapes, launch; nothing else."""
 
-    def __init__(self, top: _TritonChecker, fn: ast.FunctionDef | ast.Lambda) -> None:
+    def __init__(self, top: _TritonChecker, fn: ast.FunctionDef | ast.Lambda, outer: _Host | None = None) -> None:
         self.top, self.fn = top, fn
-        self.scalar: set[str] = set()
-        self.meta: set[str] = set()  # subscriptable non-tensors (shape tuples, a lambda's meta dict)
+        # a nested function or lambda starts from what its enclosing launcher knows
+        self.scalar: set[str] = set(outer.scalar) if outer else set()
+        self.meta: set[str] = set(outer.meta) if outer else set()  # subscriptable non-tensors: shape tuples, meta dicts
 
     # ---- entry points -----------------------------------------------------------------
     def check_function(self) -> None:
@@ -399,9 +400,7 @@ class _Host:
         if isinstance(node, ast.With):
             top.add(node, "torch-compute", "with-blocks in a launcher (streams, devices, autocast) are not allowed")
         if isinstance(node, ast.FunctionDef):
-            inner = _Host(top, node)
-            inner.scalar, inner.meta = set(self.scalar), set(self.meta)
-            inner.check_function()
+            _Host(top, node, outer=self).check_function()
             return
         for target in (node.targets if isinstance(node, ast.Assign) else
                        [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)) else []):
@@ -433,9 +432,7 @@ class _Host:
     def expr(self, e: ast.AST) -> None:
         top = self.top
         if isinstance(e, ast.Lambda):
-            inner = _Host(top, e)
-            inner.scalar, inner.meta = set(self.scalar), set(self.meta)
-            inner.check_lambda()
+            _Host(top, e, outer=self).check_lambda()
             return
         if isinstance(e, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
             for g in e.generators:
@@ -495,29 +492,19 @@ class _Host:
             top.add(e, "tensor-method-compute", f".{e.attr}: launchers read .shape/.dtype/.device/.ndim only")
         self.expr(e.value)
 
-    def module_name(self, node: ast.AST, d: str, called: bool) -> bool:
+    def module_name(self, node: ast.AST, d: str, called: bool) -> None:
+        """A launcher's use of a module: torch allocation and dtypes, triton.cdiv / next_power_of_2, math, typing."""
         top = self.top
         parts = d.split(".")
         if parts[0] == "torch":
-            if len(parts) == 2 and (parts[1] in _TORCH_NAMES or called and parts[1] in _TORCH_ALLOC):
-                return True
-            rule = "stream-creation" if any(p in _STREAMY for p in parts[1:]) else "torch-compute"
-            top.add(node, rule, f"{d}: a launcher may only allocate (torch.empty, zeros, ...) and name dtypes")
-            return False
-        if parts[0] == "triton":
-            if d.startswith("triton.language"):
-                top.add(node, "triton-host-language", f"{d} on the host: triton.language belongs in @triton.jit")
-                return False
-            if d in ("triton.cdiv", "triton.next_power_of_2"):
-                return True
+            if not (len(parts) == 2 and (parts[1] in _TORCH_NAMES or called and parts[1] in _TORCH_ALLOC)):
+                rule = "stream-creation" if any(p in _STREAMY for p in parts[1:]) else "torch-compute"
+                top.add(node, rule, f"{d}: a launcher may only allocate (torch.empty, zeros, ...) and name dtypes")
+        elif d.startswith("triton.language"):
+            top.add(node, "triton-host-language", f"{d} on the host: triton.language belongs in @triton.jit")
+        elif parts[0] == "triton" and d not in ("triton.cdiv", "triton.next_power_of_2"):
             top.add(node, "torch-compute" if "runtime" not in d else "stream-creation",
                     f"{d}: a launcher may use triton.cdiv and triton.next_power_of_2 only")
-            return False
-        if parts[0] == "math":
-            return True
-        if parts[0] == "typing":
-            return True
-        return False
 
     def call(self, e: ast.Call) -> None:
         top = self.top

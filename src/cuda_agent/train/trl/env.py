@@ -70,7 +70,6 @@ class KernelEnvBase:
         self._env = Environment.fresh(self.tasks[name], self.backend, workdir=self.workdir, prefix="trl-ep-",
                                       tool_config=self.tool_config, eval_config=self.eval_config)
         self._episode = self.clock.new_episode() if self.clock else 0
-        return None
 
     def _phase(self, name: str, detail: str) -> Any:
         return self.clock.phase(name, detail) if self.clock else contextlib.nullcontext()

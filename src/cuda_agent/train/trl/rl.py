@@ -8,6 +8,8 @@ importance-ratio statistics).
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import time
 from pathlib import Path
@@ -147,8 +149,6 @@ def measure_heldout(trainer: Any, log: Any, heldout: list[Any], backend: str, pa
     """The policy on tasks it never trained on (TRL's evaluation loop: same rollouts and
     environment, no update); writes and returns the episodes and their aggregate. `max_new_tokens`
     replaces the per-turn and total token budgets for these episodes."""
-    import json
-
     from datasets import Dataset
 
     log.drain()  # verdicts of the last training batch were already logged
@@ -191,8 +191,6 @@ def _trainer_class(base: type) -> type:
                 return super()._generate_and_score_completions(inputs)
 
         def _generate_single_turn(self, prompt_ids: Any, *args: Any, **kwargs: Any) -> Any:
-            import contextlib
-
             import torch
 
             self._turn = getattr(self, "_turn", 0) + 1

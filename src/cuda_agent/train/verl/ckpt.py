@@ -7,6 +7,7 @@ model merger; `launch.sh` runs `python3 -m cuda_agent.train.verl.ckpt STAGE_DIR 
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 from pathlib import Path
@@ -52,8 +53,6 @@ def merge_latest(stage_dir: str | Path, role: str, target_dir: str | Path, backe
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
-
     ap = argparse.ArgumentParser(prog="python -m cuda_agent.train.verl.ckpt",
                                  description="merge a verl stage's latest checkpoint into a Hugging Face folder")
     ap.add_argument("stage_dir")

@@ -139,8 +139,7 @@ _EVALUATORS: dict[str, Evaluator] = {}
 def shared_evaluator(cfg: dict[str, Any]) -> Evaluator:
     """The evaluator for a `cuda_agent` config section, cached per process: a client of a
     `cuda-agent serve` service (`service_url`), a client of the job's pool (the cache also holds
-    the handle keeping the service alive), or with `pool_workers: 0`
-    in-process evaluation."""
+    the handle keeping the service alive), or with `pool_workers: 0` in-process evaluation."""
     settings = PoolSettings.model_validate(dict(cfg))
     key = settings.model_dump_json()
     if key not in _EVALUATORS:

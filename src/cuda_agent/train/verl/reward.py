@@ -21,7 +21,7 @@ async def compute_score(data_source: str, solution_str: str, ground_truth: Any, 
     files = candidate_from_response(solution_str)
     if "model_new.py" not in files:
         return -1.0
-    settings = PoolSettings.model_validate({k: v for k, v in kwargs.items() if k in PoolSettings.model_fields})
+    settings = PoolSettings.model_validate(kwargs)  # extra="ignore": verl's other reward_kwargs are not ours
     cfg = settings.model_dump(mode="json")
     if not settings.uses_pool:
         cfg["eval"]["backend"] = backend
