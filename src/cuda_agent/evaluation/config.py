@@ -15,7 +15,7 @@ class TimingConfig(BaseModel):
     budget_s: float = Field(default=1.0, gt=0, description="target wall seconds of the timed rounds, the judge's "
                             "own work between intervals included")
     floor_trials: int = Field(default=10, ge=3, description="fewest rounds, even for slow models")
-    early_stop: bool = Field(default=True, description="stop at a look (24, 48, 96 rounds, a quarter of the budget "
+    early_stop: bool = Field(default=True, description="stop at a look (12, 24, 48 ... 768 rounds, a quarter of the budget "
                              "spent) once every 'faster' decision is settled at a confidence shared out over the "
                              "looks (Bonferroni)")
     input_set_bytes: int = Field(default=1 << 30, description="cap on memory for rotated input sets (a batch's "
