@@ -11,7 +11,6 @@ an untrusted process; once candidate code is imported it may have been replaced 
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import socket
@@ -155,8 +154,9 @@ class _Session:
                     self.fail("load", "model_new.py defines no class ModelNew", step)
             marks.append(("import", time.perf_counter()))
             step = "construct"
-            torch.manual_seed(int(self.req["seed"]))
-            model = model_cls(*copy.deepcopy(init_args))
+            from .judge import construct
+
+            model, _ = construct(torch, model_cls, init_args, int(self.req["seed"]), self.req.get("made_on", "cpu"))
             dtype = self.req.get("dtype")
             if dtype:
                 model = model.to(getattr(torch, dtype))

@@ -84,6 +84,7 @@ class TaskState:
     module: types.ModuleType
     reference: Any
     init_args: list[Any]
+    made_on: str  # where the reference was constructed (`construct`): the clients construct there too
     seeds: list[int]
     dtype: Any
     trials: list[Trial] | None  # kept on the device only while small (`RESIDENT_BYTES`)
@@ -117,6 +118,24 @@ def module_from_source(name: str, source: str) -> types.ModuleType:
     sys.modules[name] = module
     exec(compile(source, f"<{name}>", "exec"), module.__dict__)
     return module
+
+
+def construct(torch: Any, cls: Any, init_args: list[Any], seed: int, device: str) -> tuple[Any, str]:
+    """`cls(*init_args)` under `seed`, made on `device` (its random init there takes milliseconds;
+    on a CPU's single-threaded generator it took 4 s for level3/1_MLP, paid by the judge and by
+    each client), else on the CPU where the device refuses it (code that calls `.numpy()` in
+    `__init__`). The clients load the judge's weights over whatever init gave, and construct
+    where the judge did, so random tensors that are not weights match the reference's.
+    Returns (model, where it was made)."""
+    for where in dict.fromkeys((device, "cpu")):
+        torch.manual_seed(seed)
+        try:
+            with torch.device(where):
+                return cls(*copy.deepcopy(init_args)), where
+        except Exception:
+            if where == "cpu":
+                raise
+    raise AssertionError("unreachable")
 
 
 def _clone(inputs: list[Any]) -> list[Any]:
@@ -283,7 +302,7 @@ class Judge:
         module = module_from_source("reference_task", req.task_source)
         torch.manual_seed(cfg.seed)
         init_args = list(module.get_init_inputs())
-        reference = module.Model(*init_args)
+        reference, made_on = construct(torch, module.Model, init_args, cfg.seed, self.backend.torch_device)
         if dtype is not None:
             reference = reference.to(dtype)
         reference = reference.to(self.device).eval()
@@ -316,7 +335,7 @@ class Judge:
         eager_ms = (time.perf_counter() - t0) * 1000 / 3
         if not keep:
             self.release_memory()  # the trials' transient blocks go back before the clients allocate theirs
-        self.state = TaskState(key=key, module=module, reference=reference, init_args=init_args, seeds=seeds,
+        self.state = TaskState(key=key, module=module, reference=reference, init_args=init_args, made_on=made_on, seeds=seeds,
                                dtype=dtype, trials=trials, mutates=mutates,
                                ref_varies=any(p != prints[0] for p in prints[1:]),
                                work=self._work_of(reference, first.inputs), eager_ms=eager_ms,
@@ -1088,7 +1107,8 @@ class _CandidateSession:
             "workspace": req.workspace, "library": req.library, "extension": req.extension,
             "reference_source": req.task_source if self.role == "baseline" else None,
             "compile_mode": cfg.compile_mode if self.compiles else None,
-            "seed": cfg.seed, "dtype": PRECISIONS.get(req.precision or ""), "arena": self.arena.describe(),
+            "seed": cfg.seed, "made_on": state.made_on, "dtype": PRECISIONS.get(req.precision or ""),
+            "arena": self.arena.describe(),
             "weights": {k[2:]: specs[k] for k, _ in entries if k.startswith("w:")},
             "init_args": [arg("i:", j, x) for j, x in enumerate(state.init_args)],
             "slots": [[arg(f"s:{s}:", p, x if not isinstance(x, torch.Tensor) else x[s]) for p, x in enumerate(base)]
