@@ -232,7 +232,8 @@ def _take_answer(result: EvalResult, answer: JudgeAnswer, cfg: EvalConfig) -> tu
     result.calls_per_interval = answer.batch
     result.judge = {"probes": answer.probes.model_dump(), "memory": answer.memory.model_dump(), "clients": answer.clients,
                     "solo_ms": {k: median(v) for k, v in answer.solo.items() if v},
-                    "interleaved_ms": {k: median(v) for k, v in (answer.samples or {}).items() if v}}
+                    "interleaved_ms": {k: median(v) for k, v in (answer.samples or {}).items() if v},
+                    "rounds": len((answer.samples or {}).get("candidate") or [])}
     if answer.reason and not answer.correct:
         result.load_step = answer.load_step if answer.load_step in LOAD_STEPS else None  # type: ignore[assignment]
         return _fail(result, str(answer.stage or "worker"), answer.reason)
