@@ -42,7 +42,7 @@ def test_a_baseline_slowed_beside_the_candidate_gives_no_credit(beside: float, c
     res, _ = _finish({"eager": eager, "candidate": cand}, {"eager": solo})
     assert res.correct and res.faster_than_eager is credited
     assert res.reward == (2 if credited else 1)
-    assert ("alone before the candidate was loaded" in res.reason) is (not credited)
+    assert ("alone once the candidate's process was gone" in res.reason) is (not credited)
 
 
 def test_without_solo_times_the_claim_stands_on_the_rounds() -> None:

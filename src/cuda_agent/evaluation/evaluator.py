@@ -282,7 +282,7 @@ def _finish(result: EvalResult, cfg: EvalConfig, samples: dict[str, list[float]]
     One statistic for the label and the numbers: each speedup printed is the inverse of the
     median per-round time ratio, and "faster" asks whether that ratio's whole confidence
     interval clears the margin. A baseline far slower beside the candidate than it was alone
-    before the candidate was loaded (`solo`, `SLOWED_BESIDE`) gives no speed credit: work left on
+    once the candidate's process was gone (`solo`, `SLOWED_BESIDE`) gives no speed credit: work left on
     the device slowed it; the reason says when that is what decided."""
     result.stage = "done"
     ratios: tuple[list[float], list[float]] | None = None
@@ -341,7 +341,7 @@ def _speedup(ratios: list[float], cfg: EvalConfig, result: EvalResult, base: str
 
 
 SLOWED_BESIDE = 1.6
-"""A baseline this many times slower beside the candidate than alone (before it was loaded) is
+"""A baseline this many times slower beside the candidate than alone (its process gone) is
 taken as slowed by work the candidate left on the device. Measured on an H100 (issue 23): honest
 code up to 1.45x on ~0.1 ms ops, where the clients' round trips and the contexts' switches are
 most of an interval; a kernel left running shares the device by time-slicing, about 2x or more."""
@@ -353,7 +353,7 @@ def _slowed_beside(interleaved: list[float], solo: list[float] | None) -> bool:
 
 def _solo_note(name: str, interleaved: list[float], solo: list[float]) -> str:
     return (f"not credited as faster than {name}: {name} took {median(interleaved) / median(solo):.2f}x as long "
-            f"beside the candidate as it did alone before the candidate was loaded (over {SLOWED_BESIDE}x: "
+            f"beside the candidate as it did alone once the candidate's process was gone (over {SLOWED_BESIDE}x: "
             "work left on the device while the candidate was frozen slows the baselines)")
 
 

@@ -11,9 +11,9 @@ the command it sends to the answer it gets plus a tiny device-side marker (work 
 left queued runs before the marker, inside the interval). On the GPU the judge snapshots the
 candidate's outputs right behind that marker, before anything else can run: work still going
 after "done" is inside the interval or leaves a wrong output, a fact rather than a latency
-guess. The baselines are also timed alone before the candidate is loaded, so work it leaves
-on the device to slow them shows as a gap between the two, and the cached baselines come from
-the solo runs only. While the judge times its own models the candidate is frozen (SIGSTOP),
+guess. Where the candidate looks faster, the baselines are also timed alone once its process
+is gone, so work it left on the device to slow them shows as a gap between the two; the
+cached baselines come from those solo runs only. While the judge times its own models the candidate is frozen (SIGSTOP),
 and its CPU time is read from /proc around every interval.
 
 Requests and answers are typed records (`protocol.py`) on the judge's own pipes, which no
@@ -45,7 +45,7 @@ SPARE_SETTLE_S = 15.0  # the longest the timing waits for a spare to finish star
 FORKSERVER_STARTS = 3  # a fork server that keeps dying is not restarted more often than this
 PRECISIONS = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 RESIDENT_BYTES = 1 << 30  # trial inputs, reference outputs and input stacks kept between evaluations up to this
-SOLO_ROUNDS = 7  # baseline batches timed before the candidate is loaded
+SOLO_ROUNDS = 7  # baseline batches timed alone, the candidate's process gone
 CONTEXT_BYTES = 600 << 20  # a CUDA context and its allocator's slack, per client process
 EARLY_LOOKS = (12, 24, 48, 96, 192, 384, 768)  # rounds after which the timing may stop once its decisions are
 # settled: doubling, so a fast op whose first looks came before EARLY_SHARE still gets one after it
@@ -507,8 +507,9 @@ class Judge:
             self.check_memory(state, m, cfg, answer)
             if timed:
                 base = self._baseline_session(state, cfg, req, answer, clock, m, measure_compile)
-                answer.solo = self._solo(state, cfg, base, clock)
+                self._warm_baselines(state, cfg, base)
             if req.baselines_only:
+                answer.solo = self._solo(state, cfg, base, clock)
                 answer.samples = {k: list(v) for k, v in answer.solo.items()}
                 self._store_baseline(cache, req, answer, measure_compile)
                 return answer
@@ -519,7 +520,12 @@ class Judge:
             answer.correct = True
             if base is not None:
                 self._measure(state, cfg, base, cand, answer, clock)
-                self._store_baseline(cache, req, answer, measure_compile)
+                if _needs_solo(answer.samples, cfg) or (cache is not None and measure_compile):
+                    answer.candidate_log = cand.link.log_tail()
+                    cand.close()  # its process, and any work it left on the device, gone first
+                    cand = None
+                    answer.solo = self._solo(state, cfg, base, clock)
+                    self._store_baseline(cache, req, answer, measure_compile)
         except Verdict as v:
             answer.stage, answer.reason, answer.correct, answer.load_step = v.stage, v.reason, False, v.load_step
         finally:
@@ -564,20 +570,32 @@ class Judge:
         self.baseline = base
         return base
 
+    def _warm_baselines(self, state: TaskState, cfg: Any, base: "_CandidateSession") -> None:
+        """A new baseline client's first batches (compile, caches, lazy loading), and its check
+        against the judge's reference, before any candidate output is compared with its own."""
+        if base.warmed:
+            return
+        stack = self.input_stack(state, base.m)
+        base.stage_inputs(self.fresh_inputs(stack, cfg.seed, False), [i for i, x in enumerate(stack)
+                                                                      if isinstance(x, self.torch.Tensor)])
+        for name in ["eager"] + (["compile"] if base.compiles else []):
+            base.warm_up(name, cfg.timing.warmup_ms, 2)
+        self._check_baseline(state, base)
+        base.warmed = True
+
     def _solo(self, state: TaskState, cfg: Any, base: "_CandidateSession", clock: "_PhaseClock") -> dict[str, list[float]]:
-        """The baselines timed with no candidate loaded: what they cost when nothing else has
-        work on the device. The reward's "faster" must also hold against these, and only these
-        are cached, so work a candidate leaves running to slow the baselines buys nothing."""
+        """The baselines timed with no candidate process alive: what they cost when nothing else
+        has work on the device. Where the candidate looks faster (`_needs_solo`) its "faster"
+        must also hold against these, and only these are cached, so work a candidate leaves
+        running to slow the baselines buys nothing. A candidate that is not faster never needs
+        them (issue 23: 0.4-0.8 s of every such evaluation)."""
         stack = self.input_stack(state, base.m)
         positions = [i for i, x in enumerate(stack) if isinstance(x, self.torch.Tensor)]
         names = ["eager"] + (["compile"] if base.compiles else [])
         self.quiet_spares()
         base.stage_inputs(self.fresh_inputs(stack, cfg.seed, False), positions)
-        for name in names:  # a client kept warm from the last evaluation needs only a batch to wake up
-            base.warm_up(name, 0.0 if base.warmed else cfg.timing.warmup_ms, 1 if base.warmed else 2)
-        if not base.warmed:
-            self._check_baseline(state, base)
-        base.warmed = True
+        for name in names:  # warm, but idle since its last batch: one batch to wake up
+            base.warm_up(name, 0.0, 1)
         samples: dict[str, list[float]] = {n: [] for n in names}
         for r in range(SOLO_ROUNDS):
             for name in names:
@@ -856,9 +874,18 @@ def settled(samples: dict[str, list[float]], margin: float, level: float) -> boo
     return True
 
 
+def _needs_solo(samples: dict[str, list[float]] | None, cfg: Any) -> bool:
+    """Whether the interleaved rounds could credit the candidate as faster than eager (the
+    reward's own test, `evaluator._finish`): only then do the solo baselines decide anything."""
+    from .timing import clearly_faster
+
+    cand, eager = (samples or {}).get("candidate") or [], (samples or {}).get("eager") or []
+    return bool(cand) and clearly_faster([c / e for c, e in zip(cand, eager) if e > 0], cfg.margin, cfg.timing.confidence)
+
+
 def baseline_to_cache(solo: dict[str, list[float]], measured_compile: bool) -> Any:
-    """The baseline the judge caches: eager and compile timed alone, before any candidate was
-    loaded (nothing a candidate ran can have slowed them), and only when compile was measured in
+    """The baseline the judge caches: eager and compile timed alone, with no candidate process
+    alive (nothing a candidate ran can have slowed them), and only when compile was measured in
     this run (a cached one stored again would carry nobody's samples). None: store nothing."""
     from .baselines import Baseline
     from .records import TimingStats

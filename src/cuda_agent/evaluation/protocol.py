@@ -72,7 +72,7 @@ class JudgeAnswer(BaseModel):
     work: dict[str, float] = Field(default_factory=dict)
     samples: dict[str, list[float]] | None = Field(default=None, description="per-call ms per round, interleaved")
     solo: dict[str, list[float]] = Field(default_factory=dict, description="per-call ms of the baselines timed "
-                                         "before the candidate was loaded")
+                                         "with no candidate process alive, where it looked faster")
     batch: int | None = None
     speed_of_light_ms: float | None = None
     sandbox: dict[str, Any] = Field(default_factory=dict)
