@@ -382,3 +382,32 @@ def test_a_vfork_style_thread_is_refused() -> None:
     out = subprocess.run([sys.executable, "-I", "-S", "-c", _VFORK_THREAD, sandbox.__file__], capture_output=True,
                          text=True, timeout=60)
     assert out.stdout.strip() == "EPERM", (out.stdout, out.stderr[-2000:])
+
+
+_SSB_STATUS = '''
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("_sb", sys.argv[1])
+m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+before = m._status_field("Speculation_Store_Bypass")
+report = m.deny_syscalls()
+print(before, "|", report.get("speculation_store_bypass"), "|", report["seccomp"], flush=True)
+'''
+
+
+def test_the_syscall_filter_leaves_speculation_as_it_was() -> None:
+    """A filter installed without SECCOMP_FILTER_FLAG_SPEC_ALLOW turns on the speculative-store-
+    bypass mitigation where the kernel mitigates "via prctl and seccomp": the candidate's host code
+    then runs slower than the baseline client's (issue 23). Where the kernel leaves the CPU
+    unmitigated ("vulnerable") the two statuses agree trivially."""
+    import subprocess
+    import sys
+
+    from cuda_agent.isolation import sandbox
+
+    if not sandbox.seccomp_supported():
+        pytest.skip("no seccomp")
+    out = subprocess.run([sys.executable, "-I", "-S", "-c", _SSB_STATUS, sandbox.__file__], capture_output=True,
+                         text=True, timeout=60)
+    before, after, seccomp = (part.strip() for part in out.stdout.split("|"))
+    assert seccomp.startswith("on"), out.stderr[-2000:]
+    assert after == before and "force" not in after, (before, after)

@@ -415,6 +415,17 @@ def seccomp_program(machine: str, own_pid: int, allow_processes: bool = False) -
     return prog + [(_RET, 0, 0, _RET_ALLOW)]
 
 
+_SECCOMP_TSYNC, _SECCOMP_SPEC_ALLOW = 1, 4  # SECCOMP_FILTER_FLAG_*
+
+
+def _status_field(name: str) -> str:
+    """A field of /proc/self/status ("" where the kernel has none)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(name + ":"):
+            return line.split(":", 1)[1].strip()
+    return ""
+
+
 def deny_syscalls(allow_processes: bool = False) -> dict[str, Any]:
     """Irreversibly install the seccomp filter on every thread of this process (TSYNC: torch,
     OpenMP and CUDA threads started before it are covered too). Returns what was enforced.
@@ -430,12 +441,22 @@ def deny_syscalls(allow_processes: bool = False) -> dict[str, Any]:
     if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         return {"seccomp": f"failed: no_new_privs: {os.strerror(ctypes.get_errno())}"}
     threads = _thread_count()
-    rc = libc.syscall(ctypes.c_long(_SECCOMP[machine][1]), ctypes.c_uint(1), ctypes.c_uint(1), ctypes.byref(fprog))
+    # SPEC_ALLOW: without it Linux also turns on the speculative-store-bypass mitigation for a
+    # filtered process (on CPUs whose kernel mitigates "via prctl and seccomp"), slowing every
+    # host instruction of the candidate but not of the baseline client it is timed against
+    # (issue 23: launch-bound models like level3/16_DenseNet201 took 1.2-1.7x as long in the
+    # candidate's process as in the baseline's, for the same code). Kernels before 4.17: without.
+    for flags in (_SECCOMP_TSYNC | _SECCOMP_SPEC_ALLOW, _SECCOMP_TSYNC):
+        rc = libc.syscall(ctypes.c_long(_SECCOMP[machine][1]), ctypes.c_uint(1), ctypes.c_uint(flags),
+                          ctypes.byref(fprog))
+        if not (rc < 0 and ctypes.get_errno() == errno.EINVAL):
+            break
     if rc != 0:
         why = os.strerror(ctypes.get_errno()) if rc < 0 else f"thread {rc} could not be synchronised"
         return {"seccomp": f"failed: {why}"}
     col = 0 if machine == "x86_64" else 1
     return {"seccomp": f"on ({machine}, {len(prog)} instructions, all {threads} threads)",
+            "speculation_store_bypass": _status_field("Speculation_Store_Bypass"),
             "denied": sorted(n for n, nums in _DENY_SYSCALLS.items() if nums[col] is not None
                              and not (allow_processes and n in _PROCESS_SYSCALLS))
             + (["clone with namespace flags"] if allow_processes else ["clone without CLONE_THREAD or with CLONE_VFORK"])
