@@ -36,7 +36,8 @@ def run(name, model_new, kernels=None, task=RELU_TASK, static=True, torch_comput
                trials=[(t.get("ok"), (t.get("detail") or t.get("reason") or "")[:200]) if isinstance(t, dict) else str(t)[:200]
                        for t in (d.get("trials") or [])],
                rounds={k: (d.get(k) or {}).get("trials") for k in ("eager_stats", "compile_stats", "candidate_stats")},
-               worker_log=(d.get("worker_log") or "")[-4000:], config=dict(budget_s=c.timing.budget_s, compile_mode=c.compile_mode))
+               worker_log=(d.get("worker_log") or "")[-4000:],
+               judge=json.dumps(d.get("judge"), default=str)[:3000], eager_stats=json.dumps(d.get("eager_stats"), default=str)[:1500], config=dict(budget_s=c.timing.budget_s, compile_mode=c.compile_mode))
     print(json.dumps(out, indent=1, default=str)[:8000])
     with open(RESULTS, "a") as f:
         f.write(json.dumps(out, default=str) + "\n")

@@ -3,10 +3,13 @@ recon r1_recon.py shows every timed call's signs match a verification set 100%. 
 remembers, per set seen, which elements *could* be a row's maximum after any such scaling
 (base > 0.65 * rowmax(base)) computes argmax EXACTLY from ~0.5% of the input. It identifies the set
 from the signs of 64 probe elements; an unknown set (verification, the secret trial) is computed
-in full and remembered. MODE: attack | honest (the same kernel, full scan on every call)."""
+in full and remembered. MODE: attack | honest (the same kernel, full scan on every call); shape=ROWSxCOLS (default 64x16384)."""
 import sys
 from common import *
-ROWS, COLS = 64, 16384
+args = sys.argv[1:]
+shape = next((a.split("=")[1] for a in args if a.startswith("shape=")), "64x16384")
+ROWS, COLS = (int(v) for v in shape.split("x"))
+modes = [a for a in args if not a.startswith("shape=")]
 TASK = f'''
 import torch
 import torch.nn as nn
@@ -98,6 +101,6 @@ class ModelNew(nn.Module):
     def forward(self, x):
         return cpu_extension.argmax(x.contiguous(), self.dim)
 '''
-for mode in sys.argv[1:] or ["attack", "honest"]:
-    run(f"g1_{mode}", MODEL, {"argmax.cpp": KERNEL, "argmax_binding.cpp": BINDING.replace("ATTACK", "1" if mode == "attack" else "0")},
+for mode in modes or ["attack", "honest"]:
+    run(f"g1_{mode}_{shape}", MODEL, {"argmax.cpp": KERNEL, "argmax_binding.cpp": BINDING.replace("ATTACK", "1" if mode == "attack" else "0")},
         task=TASK, note=mode)
