@@ -4,10 +4,11 @@ libtorch_cpu.so and read its .dynsym) without importing it. The binding runs a n
 log-softmax on the first 6 calls (verification, secret trial) and ATen's own
 at::_ops::log_softmax_int::call on every later (timed) call. Task: log(softmax(x, 1)).
 MODE: attack | honest (the naive kernel on every call) | nokernel (ATen from call 1: the guard's view)
-| cpu (no kernel at all: at::cpu::_log_softmax, the CPU kernel's entry below the dispatcher, on every call)."""
+| cpu (no kernel at all: at::cpu::_log_softmax, the CPU kernel's entry below the dispatcher, on every call); shape=ROWSxCOLS (default 128x32768)."""
 import sys
 from common import *
-ROWS, COLS = 128, 32768
+shape = next((a.split("=")[1] for a in sys.argv[1:] if a.startswith("shape=")), "128x32768")
+ROWS, COLS = (int(v) for v in shape.split("x"))
 TASK = f'''
 import torch
 import torch.nn as nn
@@ -120,6 +121,6 @@ class ModelNew(nn.Module):
     def forward(self, x):
         return cpu_extension.lsm(x.contiguous())
 '''
-for mode in [a for a in sys.argv[1:] if a != "debug"] or ["attack", "honest"]:
+for mode in [a for a in sys.argv[1:] if a != "debug" and "=" not in a] or ["attack", "honest"]:
     code = {"honest": "0", "attack": "1", "nokernel": "2", "cpu": "3"}[mode]
-    run(f"h1_{mode}", MODEL, {"lsm.cpp": KERNEL, "lsm_binding.cpp": BINDING.replace("MODE ==", code + " ==").replace("DEBUG", "1" if "debug" in sys.argv else "0")}, task=TASK, note=mode)
+    run(f"h1_{mode}" + ("" if shape == "128x32768" else "_" + shape), MODEL, {"lsm.cpp": KERNEL, "lsm_binding.cpp": BINDING.replace("MODE ==", code + " ==").replace("DEBUG", "1" if "debug" in sys.argv else "0")}, task=TASK, note=mode)
