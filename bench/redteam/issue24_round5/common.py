@@ -11,7 +11,7 @@ from cuda_agent.workspace import create_workspace
 ROOT = Path("/tmp/redteam-r5"); ROOT.mkdir(exist_ok=True)
 CACHE = ROOT / "cache"; CACHE.mkdir(exist_ok=True)
 os.environ.setdefault("CUDA_AGENT_CACHE", str(CACHE))
-RESULTS = Path("/work/wt-h24r5/bench/redteam/issue24_round5/results.jsonl")
+RESULTS = Path(__file__).resolve().parent / "results.jsonl"
 
 def cfg(static=True, torch_compute=True, **kw):
     g = GuardConfig() if static else GuardConfig(static_checks=False, symbols=False, torch_compute=torch_compute)
