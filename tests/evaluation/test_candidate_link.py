@@ -141,3 +141,27 @@ def test_a_tree_resumed_after_it_was_seen_stopped_is_not_still_frozen(stand_in):
     time.sleep(0.1)
     assert not tree.still_frozen()
     tree.close()
+
+
+@pytest.mark.parametrize("payload,malformed", [
+    (b"[" * 100_000 + b"]" * 100_000, True),  # the decoder's own recursion (red team round 5, j1)
+    (b'{"a": ' + b"[" * 200 + b"]" * 200 + b"}", True),  # decodes, but deeper than any harness message
+    (b'{"type": "done", "outputs": [[{"shape": [2, 3]}, [{"shape": [4]}]]]}', False),
+])
+def test_a_message_nested_past_the_harness_depth_is_the_candidates_fault(payload, malformed):
+    """Whatever the candidate sends is decoded as a claim: one that cannot be decoded, or nests
+    deeper than the harness ever does, ends the candidate (its fault, -1), never the judge."""
+    import socket
+
+    link = candidate_link.CandidateLink.__new__(candidate_link.CandidateLink)
+    link.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        theirs.send(payload)
+        if malformed:
+            with pytest.raises(candidate_link.CandidateDied, match="malformed message"):
+                link.receive(time.monotonic() + 5, "a run")
+        else:
+            assert link.receive(time.monotonic() + 5, "a run")["type"] == "done"
+    finally:
+        link.sock.close()
+        theirs.close()

@@ -90,6 +90,9 @@ DENIED_X86 = {
     "fchownat": 260, "setxattr": 188, "lsetxattr": 189, "fsetxattr": 190, "setxattrat": 463, "removexattr": 197,
     "lremovexattr": 198, "fremovexattr": 199, "removexattrat": 466, "utime": 132, "utimes": 235,
     "futimesat": 261, "utimensat": 280,
+    # System V IPC: objects that outlive the process (red team round 5, s1)
+    "shmget": 29, "shmat": 30, "shmctl": 31, "shmdt": 67, "semget": 64, "semop": 65, "semctl": 66,
+    "semtimedop": 220, "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71,
 }
 ALLOWED_X86 = {"read": 0, "write": 1, "openat": 257, "close": 3, "mmap": 9, "munmap": 11, "mprotect": 10,
                "futex": 202, "getpid": 39, "gettid": 186, "clock_gettime": 228, "nanosleep": 35,

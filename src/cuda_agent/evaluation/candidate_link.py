@@ -119,9 +119,9 @@ class CandidateLink(WatchedProcess):
             raise CandidateDied(self._death_reason("it closed its channel"))
         try:
             msg = json.loads(data)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested 100,000 deep: the decoder's recursion (round 5, j1)
             raise CandidateDied("the candidate process sent a malformed message") from None
-        if not isinstance(msg, dict):
+        if not isinstance(msg, dict) or not _shallow(msg):
             raise CandidateDied("the candidate process sent a malformed message")
         return msg
 
@@ -260,6 +260,22 @@ class FrozenTree:
         for fd in self._pidfds.values():
             os.close(fd)
         self._pidfds.clear()
+
+
+MESSAGE_DEPTH = 32  # the harness's messages nest a few levels (output descriptions); more is not its
+
+
+def _shallow(msg: Any) -> bool:
+    """Whether a decoded message nests at most MESSAGE_DEPTH deep (walked without recursion, so
+    no later reader of it can recurse into a RecursionError on the judge's side)."""
+    level, depth = [msg], 0
+    while level:
+        depth += 1
+        if depth > MESSAGE_DEPTH:
+            return False
+        level = [v for x in level for v in (x.values() if isinstance(x, dict) else x)
+                 if isinstance(v, (dict, list))]
+    return True
 
 
 def _process_ns(pids: Iterable[int]) -> int:
