@@ -425,8 +425,12 @@ _SECCOMP_TSYNC, _SECCOMP_SPEC_ALLOW = 1, 4  # SECCOMP_FILTER_FLAG_*
 
 
 def _status_field(name: str) -> str:
-    """A field of /proc/self/status ("" where the kernel has none)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
+    """A field of /proc/self/status ("" where the kernel has none, or the sandbox hides /proc)."""
+    try:
+        text = Path("/proc/self/status").read_text()
+    except OSError:
+        return ""
+    for line in text.splitlines():
         if line.startswith(name + ":"):
             return line.split(":", 1)[1].strip()
     return ""
