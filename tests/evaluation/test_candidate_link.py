@@ -165,3 +165,28 @@ def test_a_message_nested_past_the_harness_depth_is_the_candidates_fault(payload
     finally:
         link.sock.close()
         theirs.close()
+
+
+def test_every_thread_of_a_client_is_pinned_to_the_shared_core():
+    """`pin_threads` reaches threads started before it (torch's and the driver's in a client),
+    and a thread started after inherits the core."""
+    from cuda_agent.evaluation.judge import pin_threads
+
+    core = sorted(os.sched_getaffinity(0))[-1]
+    code = ("import threading, time, sys\n"
+            "for _ in range(3): threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
+            "print('up', flush=True); sys.stdin.readline()\n"
+            "threading.Thread(target=time.sleep, args=(30,), daemon=True).start(); print('more', flush=True); time.sleep(30)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "up"
+        pin_threads(proc.pid, core)
+        proc.stdin.write("\n")
+        proc.stdin.flush()
+        assert proc.stdout.readline().strip() == "more"
+        tids = os.listdir(f"/proc/{proc.pid}/task")
+        assert len(tids) == 5
+        assert all(os.sched_getaffinity(int(t)) == {core} for t in tids)
+    finally:
+        proc.kill()
+        proc.wait()

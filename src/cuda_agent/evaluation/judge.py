@@ -570,6 +570,19 @@ class Judge:
         self.baseline = base
         return base
 
+    def share_a_core(self, *sessions: "_CandidateSession") -> None:
+        """On a GPU, every thread of the clients timed against each other on one and the same CPU
+        core (they never run at once: the one not timed is frozen or idle). Where each ran on a
+        core of its own, identical launch-bound code differed by the core: level3/16_DenseNet201,
+        the reference as its own solution, measured 0.6x, 0.82x and 1.27x vs eager (issue 23).
+        A CPU backend's models use every core, so there nothing is pinned."""
+        if not self.backend.gpu or not hasattr(os, "sched_setaffinity"):
+            return
+        cores = sorted(os.sched_getaffinity(0))
+        core = cores[-1 - (2 * (self.device.index or 0)) % len(cores)]  # one per device's judge
+        for session in sessions:
+            pin_threads(session.link.pid(), core)
+
     def _warm_baselines(self, state: TaskState, cfg: Any, base: "_CandidateSession") -> None:
         """A new baseline client's first batches (compile, caches, lazy loading), and its check
         against the judge's reference, before any candidate output is compared with its own."""
@@ -593,6 +606,7 @@ class Judge:
         positions = [i for i, x in enumerate(stack) if isinstance(x, self.torch.Tensor)]
         names = ["eager"] + (["compile"] if base.compiles else [])
         self.quiet_spares()
+        self.share_a_core(base)
         base.stage_inputs(self.fresh_inputs(stack, cfg.seed, False), positions)
         for name in names:  # warm, but idle since its last batch: one batch to wake up
             base.warm_up(name, 0.0, 1)
@@ -811,6 +825,7 @@ class Judge:
         names = ["eager"] + (["compile"] if base.compiles else []) + ["candidate"]
         owner = {"eager": base, "compile": base, "candidate": cand}
         self.quiet_spares()
+        self.share_a_core(base, cand)
         secret = int.from_bytes(os.urandom(6), "little")  # round values nobody can precompute
         # the warm-up's values are new too: the stack holds the verification sets (issue 24, a10c)
         cand.stage_inputs(self.fresh_inputs(stack, secret, cfg.guards.fresh_values), positions)
@@ -872,6 +887,20 @@ def settled(samples: dict[str, list[float]], margin: float, level: float) -> boo
         if lo < 1 - margin <= hi:
             return False
     return True
+
+
+def pin_threads(pid: int, core: int) -> None:
+    """Every thread of `pid` to `core` (threads it starts later inherit it); a thread that
+    ended meanwhile is skipped."""
+    try:
+        tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return
+    for tid in tids:
+        try:
+            os.sched_setaffinity(tid, {core})
+        except OSError:
+            pass
 
 
 def _needs_solo(samples: dict[str, list[float]] | None, cfg: Any) -> bool:
