@@ -507,7 +507,9 @@ class Judge:
             self.check_memory(state, m, cfg, answer)
             if timed:
                 base = self._baseline_session(state, cfg, req, answer, clock, m, measure_compile)
+                clock.mark("load")
                 self._warm_baselines(state, cfg, base)
+                clock.mark("warmup")
             if req.baselines_only:
                 answer.solo = self._solo(state, cfg, base, clock)
                 answer.samples = {k: list(v) for k, v in answer.solo.items()}
@@ -592,7 +594,8 @@ class Judge:
         base.stage_inputs(self.fresh_inputs(stack, cfg.seed, False), [i for i, x in enumerate(stack)
                                                                       if isinstance(x, self.torch.Tensor)])
         for name in ["eager"] + (["compile"] if base.compiles else []):
-            base.warm_up(name, cfg.timing.warmup_ms, 2)
+            base.warm_up(name, 0.0, 2)  # compile and lazy loading; the device's clocks ramp up in the
+            # candidate's warm-up (`warmup_ms`), right before the rounds and for all models alike
         self._check_baseline(state, base)
         base.warmed = True
 
