@@ -190,3 +190,18 @@ def test_every_thread_of_a_client_is_pinned_to_the_shared_core():
     finally:
         proc.kill()
         proc.wait()
+
+
+@pytest.mark.parametrize("visible,other", [("0", "1"), ("3", "5"), ("GPU-8a1b", "GPU-77c2")])
+def test_judges_on_different_devices_get_different_device_numbers(monkeypatch, visible, other):
+    """A pool starts one judge per device with CUDA_VISIBLE_DEVICES set to it (an index or a UUID):
+    each judge's two clients get a core of their own, not every judge the same one."""
+    from cuda_agent.evaluation import judge as judge_module
+
+    numbers = []
+    for value in (visible, other):
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", value)
+        numbers.append(judge_module._device_number())
+    assert numbers[0] != numbers[1]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    assert judge_module._device_number() == numbers[0]  # the same device, the same core

@@ -142,3 +142,18 @@ def test_the_slowed_beside_bound_sits_above_what_honest_code_measured() -> None:
     from cuda_agent.evaluation.evaluator import SLOWED_BESIDE
 
     assert 1.45 < SLOWED_BESIDE < 2.0 and math.isfinite(SLOWED_BESIDE)
+
+
+@pytest.mark.parametrize("speedup,noise", [(1.0, 0.02), (1.04, 0.02), (1.06, 0.005), (1.3, 0.1), (2.0, 0.02), (0.7, 0.05)])
+def test_the_solo_baselines_are_measured_whenever_the_reward_could_credit_speed(speedup: float, noise: float) -> None:
+    """The judge times the baselines alone only where `_needs_solo` says the rounds could credit
+    the candidate as faster than eager; the reward must then never credit speed without them."""
+    import random
+
+    from cuda_agent.evaluation.judge import _needs_solo
+
+    rng = random.Random(int(speedup * 100))
+    eager = [1.0 + rng.uniform(-noise, noise) for _ in range(40)]
+    samples = {"eager": eager, "candidate": [e / speedup * (1 + rng.uniform(-noise, noise)) for e in eager]}
+    res, _ = _finish(samples)
+    assert _needs_solo(samples, EvalConfig()) == res.faster_than_eager

@@ -181,6 +181,7 @@ attacks = {
     "unshare": lambda: check(libc.unshare(0x10000000)),
     "mount": lambda: check(libc.mount(b"none", b"/mnt", b"tmpfs", 0, None)),
     "pin the parent to one cpu": lambda: os.sched_setaffinity(ppid, {0}),
+    "move itself to another cpu": lambda: os.sched_setaffinity(0, os.sched_getaffinity(0)),  # the judge pins it
     "renice the parent": lambda: os.setpriority(os.PRIO_PROCESS, ppid, 19),
     "renice every process of its user": lambda: os.setpriority(os.PRIO_USER, 0, 19),
     "raise its own priority": lambda: os.setpriority(os.PRIO_PROCESS, 0, -20),
@@ -207,7 +208,6 @@ honest = {
     "scratch write": attempt(lambda: (scratch / "ok.txt").write_text("x")) == "allowed",
     "/dev/null write": attempt(lambda: open("/dev/null", "w").write("x")) == "allowed",
     "signal itself": attempt(lambda: os.kill(os.getpid(), 0)) == "allowed",
-    "pin itself": attempt(lambda: os.sched_setaffinity(0, os.sched_getaffinity(0))) == "allowed",
     "read its limits": attempt(lambda: __import__("resource").getrlimit(__import__("resource").RLIMIT_NOFILE)) == "allowed",
 }
 print(json.dumps({"report": report, "results": results, "honest": honest}))
@@ -243,7 +243,7 @@ def attack_run(tmp_path_factory):
 SANDBOX_ATTACKS = ["write /dev/shm", "write /tmp", "write the workspace", "create in the workspace", "tcp socket",
                    "connect a unix socket", "socketpair", "fork", "exec", "subprocess", "ptrace the parent",
                    "write /proc/<ppid>/mem", "read parent memory", "signal the parent", "unshare", "mount",
-                   "pin the parent to one cpu", "renice the parent", "renice every process of its user",
+                   "pin the parent to one cpu", "move itself to another cpu", "renice the parent", "renice every process of its user",
                    "raise its own priority", "real-time scheduling", "limit the parent", "leave its process group",
                    "start a session", "chmod outside", "chown outside", "set an xattr outside", "set times outside"]
 

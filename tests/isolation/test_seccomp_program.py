@@ -93,6 +93,8 @@ DENIED_X86 = {
     # System V IPC: objects that outlive the process (red team round 5, s1)
     "shmget": 29, "shmat": 30, "shmctl": 31, "shmdt": 67, "semget": 64, "semop": 65, "semctl": 66,
     "semtimedop": 220, "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71,
+    "mq_open": 240, "mq_unlink": 241, "mq_timedsend": 242, "mq_timedreceive": 243, "mq_notify": 244,
+    "mq_getsetattr": 245,
 }
 ALLOWED_X86 = {"read": 0, "write": 1, "openat": 257, "close": 3, "mmap": 9, "munmap": 11, "mprotect": 10,
                "futex": 202, "getpid": 39, "gettid": 186, "clock_gettime": 228, "nanosleep": 35,
@@ -150,11 +152,17 @@ def test_signals_only_to_itself(x86: list, name: str, nr: int) -> None:
     assert run(x86, nr, (-1 & 0xFFFFFFFF, 9)) == EPERM  # every process it may signal
 
 
-@pytest.mark.parametrize("name,nr", [("sched_setaffinity", 203), ("prlimit64", 302)])
-def test_affinity_and_limits_only_of_itself(x86: list, name: str, nr: int) -> None:
-    assert run(x86, nr, (0,)) == ALLOW
-    assert run(x86, nr, (OWN,)) == ALLOW
-    assert run(x86, nr, (OWN + 1,)) == EPERM  # red team: pinning the baseline client to one CPU
+def test_limits_only_of_itself(x86: list) -> None:
+    assert run(x86, 302, (0,)) == ALLOW
+    assert run(x86, 302, (OWN,)) == ALLOW
+    assert run(x86, 302, (OWN + 1,)) == EPERM
+
+
+@pytest.mark.parametrize("target", [0, OWN, OWN + 1])
+def test_no_cpu_affinity_at_all(x86: list, target: int) -> None:
+    # not even its own: the judge pins both timed clients to one core on a GPU (a candidate that
+    # moved to a quieter core would beat a baseline that cannot); a red team once pinned the baseline
+    assert run(x86, 203, (target,)) == EPERM
 
 
 def test_terminal_injection_ioctls_are_refused(x86: list) -> None:

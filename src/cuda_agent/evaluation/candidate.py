@@ -73,15 +73,9 @@ def warm_up_harness(torch: Any, device: str) -> None:
     with torch.no_grad():
         guarded(lambda x: x.clone())(torch.ones(4, device=device))
         if device != "meta":
+            from .judge import warm_up_libraries
+
             warm_up_libraries(torch, device)
-
-
-def warm_up_libraries(torch: Any, device: str) -> None:
-    """The first matmul and convolution of a process start cuBLAS and cuDNN (0.3-1 s each on
-    a GPU): paid here, ahead of need, not inside a task's load or reference phase."""
-    x = torch.ones(1, 1, 8, 8, device=device)
-    torch.nn.functional.conv2d(x, torch.ones(1, 1, 3, 3, device=device))
-    x[0, 0] @ x[0, 0]
 
 
 class _Stop(Exception):
@@ -156,7 +150,7 @@ class _Session:
             step = "construct"
             from .judge import construct
 
-            model, _ = construct(torch, model_cls, init_args, int(self.req["seed"]), self.req.get("made_on", "cpu"))
+            model, _ = construct(torch, model_cls, init_args, int(self.req["seed"]), self.req["made_on"])
             dtype = self.req.get("dtype")
             if dtype:
                 model = model.to(getattr(torch, dtype))

@@ -303,7 +303,7 @@ def gpu_minors(pci_ids: list[tuple[int, int, int]] | None, proc: Path = Path("/p
 # name: (x86_64, aarch64); None where the architecture has no such call. Every one answers
 # EPERM: sockets (inherited fds stay usable), processes, other processes' memory, namespaces
 # and mounts, keys, BPF, perf, io_uring (it would bypass this filter), the kernel, the clocks,
-# credentials and System V IPC.
+# credentials, System V IPC and POSIX message queues.
 _DENY_SYSCALLS: dict[str, tuple[int | None, int | None]] = {
     "socket": (41, 198), "socketpair": (53, 199), "connect": (42, 203), "bind": (49, 200), "listen": (50, 201),
     "accept": (43, 202), "accept4": (288, 242), "ptrace": (101, 117), "process_vm_readv": (310, 270),
@@ -333,6 +333,13 @@ _DENY_SYSCALLS: dict[str, tuple[int | None, int | None]] = {
     "shmget": (29, 194), "shmat": (30, 196), "shmctl": (31, 195), "shmdt": (67, 197), "semget": (64, 190),
     "semop": (65, 193), "semctl": (66, 191), "semtimedop": (220, 192), "msgget": (68, 186), "msgsnd": (69, 189),
     "msgrcv": (70, 188), "msgctl": (71, 187),
+    # POSIX message queues, the same class: a queue created read-only outlives the process
+    "mq_open": (240, 180), "mq_unlink": (241, 181), "mq_timedsend": (242, 182), "mq_timedreceive": (243, 183),
+    "mq_notify": (244, 184), "mq_getsetattr": (245, 185),
+    # CPU affinity, its own too: on a GPU the judge pins both timed clients to one shared core, and
+    # a candidate that moved itself to a less busy core would be timed against a baseline that
+    # cannot (review of issue 23's pinning); a red-team candidate once pinned the baseline client
+    "sched_setaffinity": (203, 122),
     # scheduling and I/O priority: not even its own (a candidate at nice -20 or SCHED_FIFO would
     # win CPU from other load that the baselines, timed while it is frozen, still compete with)
     "setpriority": (141, 140), "sched_setscheduler": (144, 119), "sched_setparam": (142, 118),
@@ -351,9 +358,8 @@ _DENY_SYSCALLS: dict[str, tuple[int | None, int | None]] = {
 # signals only to this process itself (raise, pthread_kill, Python's os.kill(os.getpid(), ...))
 _OWN_PID_SYSCALLS = {"kill": (62, 129), "tgkill": (234, 131), "rt_sigqueueinfo": (129, 138),
                      "rt_tgsigqueueinfo": (297, 240)}
-# calls that name a process: only 0 (itself) or its own pid (a red-team candidate pinned the
-# baseline client's threads to one CPU with sched_setaffinity and got reward 2 for a slower kernel)
-_SELF_TARGET_SYSCALLS = {"sched_setaffinity": (203, 122), "prlimit64": (302, 261)}
+# calls that name a process: only 0 (itself) or its own pid
+_SELF_TARGET_SYSCALLS = {"prlimit64": (302, 261)}
 _SECCOMP = {"x86_64": (0xC000003E, 317, 56, 435, 16), "aarch64": (0xC00000B7, 277, 220, 435, 29)}
 _CLONE_THREAD, _CLONE_VFORK = 0x00010000, 0x00004000
 _CLONE_NEW_NAMESPACES = 0x7E020000  # NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET
@@ -470,7 +476,7 @@ def deny_syscalls(allow_processes: bool = False) -> dict[str, Any]:
             "denied": sorted(n for n, nums in _DENY_SYSCALLS.items() if nums[col] is not None
                              and not (allow_processes and n in _PROCESS_SYSCALLS))
             + (["clone with namespace flags"] if allow_processes else ["clone without CLONE_THREAD or with CLONE_VFORK"])
-            + ["clone3 (ENOSYS)", "signals to other processes", "affinity and limits of other processes"]}
+            + ["clone3 (ENOSYS)", "signals to other processes", "limits of other processes"]}
 
 
 @functools.cache
