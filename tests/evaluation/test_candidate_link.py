@@ -170,7 +170,7 @@ def test_a_message_nested_past_the_harness_depth_is_the_candidates_fault(payload
 def test_every_thread_of_a_client_is_pinned_to_the_shared_core():
     """`pin_threads` reaches threads started before it (torch's and the driver's in a client),
     and a thread started after inherits the core."""
-    from cuda_agent.evaluation.judge import pin_threads
+    from cuda_agent.evaluation.candidate_link import pin_threads
 
     core = sorted(os.sched_getaffinity(0))[-1]
     code = ("import threading, time, sys\n"

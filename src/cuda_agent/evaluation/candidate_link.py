@@ -321,17 +321,31 @@ def _per_thread(pid: int, name: str, parse: Callable[[str], T]) -> dict[str, T]:
     """`parse` of /proc/<pid>/task/<tid>/<name> for every thread of `pid`; a thread that just
     ended, or whose file does not parse, is left out."""
     out: dict[str, T] = {}
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return out
-    for tid in tids:
+    for tid in _thread_ids(pid):
         try:
             with open(f"/proc/{pid}/task/{tid}/{name}") as fh:
                 out[tid] = parse(fh.read())
         except (OSError, ValueError, IndexError):
             continue
     return out
+
+
+def _thread_ids(pid: int) -> list[str]:
+    """The threads of `pid` (none once it is gone)."""
+    try:
+        return os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+
+
+def pin_threads(pid: int, core: int) -> None:
+    """Every thread of `pid` to `core` (threads it starts later inherit it); a thread that
+    ended meanwhile is skipped."""
+    for tid in _thread_ids(pid):
+        try:
+            os.sched_setaffinity(int(tid), {core})
+        except OSError:
+            pass
 
 
 # ---- the fork server's handle (the server itself: forkserver.py) ------------------------------

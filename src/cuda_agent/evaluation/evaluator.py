@@ -24,7 +24,7 @@ from .config import EvalConfig
 from .protocol import JudgeAnswer, JudgeRequest
 from .records import LOAD_STEPS, EvalResult, SpeedupSummary, TimeMs, TimingStats, WorkloadResult
 from .reward import describe, faster_over_workloads, milestone_reward, speedup_score
-from .timing import clearly_faster, median_interval
+from .timing import clearly_faster, median_interval, round_ratios
 
 
 def evaluate(workspace: Workspace | str | Path, config: EvalConfig | None = None, *,
@@ -295,7 +295,7 @@ def _finish(result: EvalResult, cfg: EvalConfig, samples: dict[str, list[float]]
         c_med = median(cand)
         result.eager_stats = TimingStats.of(eager)
         result.candidate_stats = TimingStats.of(cand)
-        ratios = ([cand[i] / eager[i] for i in range(n)], [])
+        ratios = (round_ratios(cand, eager), [])
         s_eager = _speedup(ratios[0], cfg, result, "eager")
         fe = clearly_faster(ratios[0], cfg.margin, cfg.timing.confidence)
         if fe and _slowed_beside(eager, solo.get("eager")):
@@ -313,7 +313,7 @@ def _finish(result: EvalResult, cfg: EvalConfig, samples: dict[str, list[float]]
             result.baseline_cached = True
             compile_ref = [cached.compile.median * drift] * n
         if compile_ref:
-            ratios[1].extend(cand[i] / compile_ref[i] for i in range(n))
+            ratios[1].extend(round_ratios(cand, compile_ref))
             s_compile = _speedup(ratios[1], cfg, result, "compile")
             fc = clearly_faster(ratios[1], cfg.margin, cfg.timing.confidence)
             if fc and compile_samples and _slowed_beside(compile_samples, solo.get("compile")):

@@ -271,6 +271,7 @@ class Judge:
         self._forkserver_starts = 0
         self._fork_server()  # it imports torch while the judge calibrates
         self.probe_ms = self._calibrate_probe()
+        self.shared_core = _shared_core() if self.backend.gpu else None  # see share_a_core
         self._warm_up()
         self._first_spare()
 
@@ -520,10 +521,8 @@ class Judge:
                 clock.mark("load")
                 self._warm_baselines(state, cfg, base)
                 clock.mark("warmup")
-            if req.baselines_only:  # no candidate's warm-up to ramp the device's clocks: the baselines' own
-                for name in ["eager"] + (["compile"] if base.compiles else []):
-                    base.warm_up(name, cfg.timing.warmup_ms, 1)
-                answer.solo = self._solo(state, cfg, base, clock)
+            if req.baselines_only:  # no candidate's warm-up to ramp the device's clocks: a full one here
+                answer.solo = self._solo(state, cfg, base, clock, warmup_ms=cfg.timing.warmup_ms)
                 answer.samples = {k: list(v) for k, v in answer.solo.items()}
                 self._store_baseline(cache, req, answer, measure_compile)
                 return answer
@@ -589,13 +588,16 @@ class Judge:
         core (they never run at once: the one not timed is frozen or idle). Where each ran on a
         core of its own, identical launch-bound code differed by the core: level3/16_DenseNet201,
         the reference as its own solution, measured 0.6x, 0.82x and 1.27x vs eager (issue 23).
-        A CPU backend's models use every core, so there nothing is pinned."""
-        if not self.backend.gpu or not hasattr(os, "sched_setaffinity"):
+        A CPU backend's models use every core, so there nothing is pinned. Pinned here, right
+        before timing, not at start: a baseline's torch.compile workers inherit its affinity."""
+        from .candidate_link import pin_threads
+
+        if self.shared_core is None:
             return
-        cores = sorted(os.sched_getaffinity(0))
-        core = cores[-1 - (2 * _device_number()) % len(cores)]  # one per device: judges run side by side
         for session in sessions:
-            pin_threads(session.link.pid(), core)
+            if not session.pinned:  # threads it starts later inherit the core; it cannot change it (seccomp)
+                pin_threads(session.link.pid(), self.shared_core)
+                session.pinned = True
 
     def _warm_baselines(self, state: TaskState, cfg: Any, base: "_CandidateSession") -> None:
         """A new baseline client's first batches (compile, caches, lazy loading), and its check
@@ -611,7 +613,8 @@ class Judge:
         self._check_baseline(state, base)
         base.warmed = True
 
-    def _solo(self, state: TaskState, cfg: Any, base: "_CandidateSession", clock: "_PhaseClock") -> dict[str, list[float]]:
+    def _solo(self, state: TaskState, cfg: Any, base: "_CandidateSession", clock: "_PhaseClock",
+              warmup_ms: float = 0.0) -> dict[str, list[float]]:
         """The baselines timed with no candidate process alive: what they cost when nothing else
         has work on the device. Where the candidate looks faster (`_needs_solo`) its "faster"
         must also hold against these, and only these are cached, so work a candidate leaves
@@ -624,7 +627,7 @@ class Judge:
         self.share_a_core(base)
         base.stage_inputs(self.fresh_inputs(stack, cfg.seed, False), positions)
         for name in names:  # warm, but idle since its last batch: one batch to wake up
-            base.warm_up(name, 0.0, 1)
+            base.warm_up(name, warmup_ms, 1)
         samples: dict[str, list[float]] = {n: [] for n in names}
         for r in range(SOLO_ROUNDS):
             for name in names:
@@ -892,16 +895,25 @@ def settled(samples: dict[str, list[float]], margin: float, level: float) -> boo
     follows) or wholly at or above it (not faster). The reward's own test is `clearly_faster` at
     the nominal confidence over whatever rounds were run; `level` is stricter, so the looks
     together keep its error rate (Bonferroni), and the decision then agrees with the early one."""
-    from .timing import median_interval
+    from .timing import median_interval, round_ratios
 
     cand = samples["candidate"]
     for name, base in samples.items():
         if name == "candidate":
             continue
-        lo, hi = median_interval([c / b for c, b in zip(cand, base) if b > 0], level)
+        lo, hi = median_interval(round_ratios(cand, base), level)
         if lo < 1 - margin <= hi:
             return False
     return True
+
+
+def _shared_core() -> int | None:
+    """The core this judge's timed clients share: one per device (judges of a pool run side by
+    side, one per GPU), counted from the last of the cores this process may use."""
+    if not hasattr(os, "sched_setaffinity"):
+        return None
+    cores = sorted(os.sched_getaffinity(0))
+    return cores[-1 - (2 * _device_number()) % len(cores)]
 
 
 def _device_number() -> int:
@@ -913,27 +925,14 @@ def _device_number() -> int:
     return int(visible) if visible.isdigit() else zlib.crc32(visible.encode())
 
 
-def pin_threads(pid: int, core: int) -> None:
-    """Every thread of `pid` to `core` (threads it starts later inherit it); a thread that
-    ended meanwhile is skipped."""
-    try:
-        tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
-    except OSError:
-        return
-    for tid in tids:
-        try:
-            os.sched_setaffinity(tid, {core})
-        except OSError:
-            pass
-
-
 def _needs_solo(samples: dict[str, list[float]] | None, cfg: Any) -> bool:
     """Whether the interleaved rounds could credit the candidate as faster than eager (the
     reward's own test, `evaluator._finish`): only then do the solo baselines decide anything."""
-    from .timing import clearly_faster
+    from .timing import clearly_faster, round_ratios
 
-    cand, eager = (samples or {}).get("candidate") or [], (samples or {}).get("eager") or []
-    return bool(cand) and clearly_faster([c / e for c, e in zip(cand, eager) if e > 0], cfg.margin, cfg.timing.confidence)
+    samples = samples or {}
+    return clearly_faster(round_ratios(samples.get("candidate") or [], samples.get("eager") or []),
+                          cfg.margin, cfg.timing.confidence)
 
 
 def baseline_to_cache(solo: dict[str, list[float]], measured_compile: bool) -> Any:
@@ -1007,6 +1006,7 @@ class _CandidateSession:
         self.compiles = compiles
         self.key: Any = None
         self.warmed = False
+        self.pinned = False  # to the judge's shared core (`Judge.share_a_core`)
         self.judge, self.link, self.state = judge, link, state
         self.torch = judge.torch
         self.reader: Any = None

@@ -48,6 +48,12 @@ def clears(speedup_lower: float, p: float, margin: float) -> bool:
     return speedup_lower > 0 and speedup_lower * (1 - margin) > p
 
 
+def round_ratios(cand: Sequence[float], base: Sequence[float]) -> list[float]:
+    """Candidate / baseline time, round by round (rounds are paired: same values, same moment);
+    the statistic every 'faster' decision reads."""
+    return [c / b for c, b in zip(cand, base) if b > 0]
+
+
 def clearly_faster(ratios: Sequence[float], margin: float, confidence: float) -> bool:
     """True if even the upper confidence bound of the median time ratio (candidate / base)
     is below 1 - margin: faster by more than the margin, beyond the measured noise."""

@@ -457,11 +457,11 @@ def deny_syscalls(allow_processes: bool = False) -> dict[str, Any]:
     if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         return {"seccomp": f"failed: no_new_privs: {os.strerror(ctypes.get_errno())}"}
     threads = _thread_count()
-    # SPEC_ALLOW: without it Linux also turns on the speculative-store-bypass mitigation for a
-    # filtered process (on CPUs whose kernel mitigates "via prctl and seccomp"), slowing every
-    # host instruction of the candidate but not of the baseline client it is timed against
-    # (issue 23: launch-bound models like level3/16_DenseNet201 took 1.2-1.7x as long in the
-    # candidate's process as in the baseline's, for the same code). Kernels before 4.17: without.
+    # SPEC_ALLOW: without it a kernel that mitigates speculative store bypass "via prctl and
+    # seccomp" turns the mitigation on for a filtered process: every host instruction of the
+    # candidate slower, none of the unfiltered baseline client it is timed against. (The lent H100
+    # mitigates "via prctl" only: there the gap between the clients was the CPU core each ran on,
+    # issue 23, `Judge.share_a_core`.) Kernels before 4.17: without.
     for flags in (_SECCOMP_TSYNC | _SECCOMP_SPEC_ALLOW, _SECCOMP_TSYNC):
         rc = libc.syscall(ctypes.c_long(_SECCOMP[machine][1]), ctypes.c_uint(1), ctypes.c_uint(flags),
                           ctypes.byref(fprog))
