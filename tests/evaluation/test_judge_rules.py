@@ -254,3 +254,28 @@ def test_the_step_function_is_the_blocks_it_describes(cells: int, longest: int) 
             block += 1
         want.append(float(levels[block]))
     assert got.shape == (cells,) and got.tolist() == pytest.approx(want, abs=0)
+
+
+@pytest.mark.parametrize("layout,where", [
+    (_layout([float("inf"), 4], [4, 1]), {"address": 100_000}),  # OverflowError in the extent (round 6)
+    (_layout([4, 4], [float("inf"), 1]), {"address": 100_000}),
+    (DENSE, {"address": 2 ** 70}),  # struct.error where the address is packed (round 6)
+])
+def test_an_output_description_that_cannot_be_read_is_the_candidates_fault(layout: dict, where: dict) -> None:
+    """Whatever the candidate says of its outputs is a claim: one the judge cannot read gives the
+    candidate -1 ("could not be read"), never the judge's "infrastructure" verdict."""
+    import struct
+
+    session = _out_session()
+    session.role, session.judge = "candidate", SimpleNamespace(backend=SimpleNamespace(gpu=False))
+    session.check_layouts = lambda outs, stage: _CandidateSession.check_layouts(session, outs, stage)
+
+    def aliasing(leaves):  # the CPU reader packs addresses for the kernel's mapping query
+        for _, _, w, _ in leaves:
+            struct.pack("=Q", w["address"])
+        return _CandidateSession.check_aliasing(session, leaves)
+
+    session.check_aliasing = aliasing
+    msg = {"type": "done", "outputs": [{"tensor": layout, "where": where, "device": "cpu"}]}
+    with pytest.raises(Verdict, match="could not be read"):
+        _CandidateSession.collect(session, msg, 1, "time", copy=True)
