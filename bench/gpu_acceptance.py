@@ -142,12 +142,16 @@ def run_latency(log: Log, repeats: int, deadline: float) -> None:
         log.add({**evaluate_row("latency", "swish", ws, EvalConfig(backend="cuda")), "warm": i > 0})
 
 
-def sampled_run(argv: list[str], progress: Path, peaks: dict[int, float], detail: Path) -> None:
+def sampled_run(argv: list[str], progress: Path, peaks: dict[int, float], detail: Path,
+                device_peaks: dict[int, float] | None = None) -> None:
     """Run `argv` to its end, sampling the device memory its process tree holds (the driver's
     per-process table: contexts included, like for like between harnesses) per task, the task
-    being how many lines `progress` has."""
+    being how many lines `progress` has; `device_peaks`: the device's whole use above its level
+    before the start (memory mapped into two processes, as the judge maps a client's outputs,
+    counted once)."""
     from cuda_agent.isolation.sandbox import process_tree
 
+    idle = device_used_gib() or 0.0
     proc = subprocess.Popen(argv)
     stop = threading.Event()
 
@@ -158,6 +162,9 @@ def sampled_run(argv: list[str], progress: Path, peaks: dict[int, float], detail
             tree = set(process_tree(proc.pid))
             table = per_process_gib()
             used = sum(v for pid, v in table.items() if pid in tree)
+            whole = device_used_gib()
+            if whole is not None and device_peaks is not None and used:
+                device_peaks[done] = max(device_peaks.get(done, 0.0), whole - idle)
             if used:
                 peaks[done] = max(peaks.get(done, 0.0), used)
                 with detail.open("a") as fh:
@@ -177,20 +184,23 @@ def run_kb(log: Log, out: Path, kb_list: Path, deadline: float, naive_share: flo
     naive_out = out / "naive.jsonl"
     naive_s = max(30, int((deadline - time.monotonic()) * naive_share))
     naive_peaks: dict[int, float] = {}
+    naive_whole: dict[int, float] = {}
     sampled_run(["timeout", str(naive_s), sys.executable, str(HERE / "naive_harness.py"), str(kb_list),
-                 "--out", str(naive_out)], naive_out, naive_peaks, out / "naive.memory.jsonl")
+                 "--out", str(naive_out)], naive_out, naive_peaks, out / "naive.memory.jsonl", naive_whole)
     run_dir = Path(tempfile.mkdtemp(prefix="acc-kb-"))
     results = run_dir / "results.jsonl"
     peaks: dict[int, float] = {}
+    whole: dict[int, float] = {}
     ours_s = max(30, int(deadline - time.monotonic()))
     sampled_run(["timeout", str(ours_s), sys.executable, "-m", "cuda_agent", "bench", "run", str(kb_list),
                  "--solutions", "reference", "--backend", "cuda", "--no-compile-baseline", "--out",
-                 str(run_dir), "--fresh", "--no-report"], results, peaks, out / "ours.memory.jsonl")
+                 str(run_dir), "--fresh", "--no-report"], results, peaks, out / "ours.memory.jsonl", whole)
     naive = {}
     if naive_out.exists():
         for i, line in enumerate(naive_out.read_text().splitlines()):
             row = json.loads(line)
             row["device_gib"] = naive_peaks.get(i)
+            row["device_whole_gib"] = naive_whole.get(i)
             naive[Path(row["task"]).stem] = row
     if results.exists():
         for i, line in enumerate(results.read_text().splitlines()):
@@ -202,6 +212,7 @@ def run_kb(log: Log, out: Path, kb_list: Path, deadline: float, naive_share: flo
             log.add({"step": "kb", "name": rec.get("task"), "reward": res.get("reward", -1), "correct": res.get("correct"),
                      "reason": (res.get("reason") or rec.get("reason", ""))[:400], "wall_s": rec.get("wall_s"),
                      "phases": res.get("phases"), "judge": res.get("judge"), "ours_peak_gib": peaks.get(i),
+                     "ours_whole_gib": whole.get(i), "naive_whole_gib": nv.get("device_whole_gib") if nv else None,
                      "naive_s": nv.get("seconds") if nv else None, "naive_peak_gib": nv.get("device_gib") if nv else None,
                      "naive_allocated_gib": nv.get("peak_gib") if nv else None,
                      "naive_error": nv.get("error") if nv else None})
@@ -223,10 +234,18 @@ def summarise(log: Log, out: Path) -> dict:
             repeats.setdefault(f"{r['step']}:{r['name']}", set()).add(r["reward"])
     kb_mem = [r["ours_peak_gib"] / r["naive_peak_gib"] for r in rows
               if r["step"] == "kb" and r.get("ours_peak_gib") and r.get("naive_peak_gib")]
+    kb_whole = [r["ours_whole_gib"] / r["naive_whole_gib"] for r in rows
+                if r["step"] == "kb" and r.get("ours_whole_gib") and r.get("naive_whole_gib")]
     held = [r["judge"]["memory"]["judge_held_after_gib"] for r in rows
             if (r.get("judge") or {}).get("memory") and r["step"] in ("examples", "triton", "paper", "latency", "kb")]
     summary = {
         "memory_vs_naive_max": round(max(kb_mem), 2) if kb_mem else None,
+        "memory_vs_naive_max_device_whole": round(max(kb_whole), 2) if kb_whole else None,
+        "cost_over_1_5": sorted(f"{r['name']} {r['wall_s'] / r['naive_s']:.2f}" for r in rows if r["step"] == "kb"
+                                and r.get("naive_s") and r.get("wall_s") and r["wall_s"] > 1.5 * r["naive_s"]),
+        "memory_over_3": sorted(f"{r['name']} {r['ours_peak_gib'] / r['naive_peak_gib']:.2f}" for r in rows
+                                if r["step"] == "kb" and r.get("ours_peak_gib") and r.get("naive_peak_gib")
+                                and r["ours_peak_gib"] > 3 * r["naive_peak_gib"]),
         "judge_held_after_max_gib": round(max(held), 2) if held else None,
         "evaluations": len(honest), "false_minus_one": len(false_neg), "oom": len(oom), "infrastructure": len(infra),
         "kb_reward_1": sum(1 for r in kb if r["reward"] == 1), "kb_tasks": len(kb),

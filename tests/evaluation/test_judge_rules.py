@@ -97,7 +97,7 @@ def test_a_task_with_integer_inputs_draws_every_call_anew_from_its_own_generator
 
     module = module_from_source("rules_task", GATHER_INPUTS)
     judge = _judge()
-    judge.state = SimpleNamespace(draws=True, module=module)
+    judge.state = SimpleNamespace(draws=True, redraws=True, module=module)
     judge._drawn_inputs = lambda state, stack, seed: Judge._drawn_inputs(judge, state, stack, seed)
     torch.manual_seed(0)
     stack = [torch.stack(xs) for xs in zip(*[module.get_inputs() for _ in range(5)])]
@@ -111,8 +111,48 @@ def test_a_task_with_integer_inputs_draws_every_call_anew_from_its_own_generator
     assert int(a[1].min()) >= 0 and int(a[1].max()) < 512  # indices in range
     assert bool((a[3][:, 1:] >= a[3][:, :-1]).all()) and int(a[3].min()) >= 1  # sorted offsets stay sorted
     assert torch.equal(Judge.fresh_inputs(judge, stack, 11, True)[1], a[1])  # the (secret) seed decides
-    judge.state = SimpleNamespace(draws=False, module=module)
-    assert torch.equal(Judge.fresh_inputs(judge, stack, 11, True)[1], stack[1])  # float-only path untouched
+    judge.state = SimpleNamespace(draws=True, redraws=False, module=module)
+    assert torch.equal(Judge.fresh_inputs(judge, stack, 11, True)[1], stack[1])  # no draws: scaling only
+
+
+FLOAT_INPUTS = """
+import torch
+def get_inputs():
+    return [torch.randn(4, 256)]
+"""
+
+
+def _drawing_judge(source: str, draws: bool = False) -> SimpleNamespace:
+    from cuda_agent.evaluation.judge import module_from_source
+
+    judge = _judge()
+    judge.state = SimpleNamespace(draws=draws, redraws=True, module=module_from_source("rules_task", source))
+    judge._drawn_inputs = lambda state, stack, seed: Judge._drawn_inputs(judge, state, stack, seed)
+    return judge
+
+
+def test_a_float_task_gets_new_base_values_on_every_call_not_a_scaled_verification_set() -> None:
+    """Issue 24, round 5 (g1): scaled copies of the five verification sets keep their order
+    (an element under 2/3 of its row's largest can never win an argmax), and the set is told
+    from a few signs: a kernel pruned the argmax to a shortlist and read 0.1-0.5% of its input
+    for reward 3. Every call now gets the task's own get_inputs() under the round's secret seed."""
+    judge = _drawing_judge(FLOAT_INPUTS)
+    torch.manual_seed(0)
+    base = torch.stack([torch.randn(4, 256) for _ in range(5)])
+    stack = [base[[s % 5 for s in range(M)]]]
+    a, b = (Judge.fresh_inputs(judge, stack, seed, True)[0] for seed in (21, 22))  # type: ignore[arg-type]
+    assert a.shape == stack[0].shape and not torch.equal(a, b)
+    for s in range(M):  # no call's signs are those of any verification set (a scaled copy keeps them all)
+        assert all(float((a[s].sign() == base[k].sign()).float().mean()) < 0.7 for k in range(5))
+    assert len({a[s].numpy().tobytes() for s in range(M)}) == M
+    assert torch.equal(Judge.fresh_inputs(judge, stack, 21, True)[0], a)  # type: ignore[arg-type]
+
+
+def test_a_float_task_whose_inputs_change_shape_with_the_seed_is_scaled_instead() -> None:
+    judge = _drawing_judge("import torch, random\ndef get_inputs():\n    return [torch.randn(4, random.randint(2, 9) * 64)]\n")
+    stack = [torch.randn(M, 4, 1000)]
+    out = Judge.fresh_inputs(judge, stack, 5, True)[0]  # type: ignore[arg-type]
+    assert judge.state.redraws is False and torch.equal(out.sign(), stack[0].sign())  # scaled, no error
 
 
 def test_without_fresh_values_the_stack_is_copied_as_it_is() -> None:
@@ -279,3 +319,39 @@ def test_an_output_description_that_cannot_be_read_is_the_candidates_fault(layou
     msg = {"type": "done", "outputs": [{"tensor": layout, "where": where, "device": "cpu"}]}
     with pytest.raises(Verdict, match="could not be read"):
         _CandidateSession.collect(session, msg, 1, "time", copy=True)
+
+
+# ---- client processes started ahead (issue 23: memory) ------------------------------------
+def _spawning_judge(gpu: bool, warm_key: str | None) -> SimpleNamespace:
+    judge = SimpleNamespace(backend=SimpleNamespace(gpu=gpu), spares=[],
+                            baseline=object() if warm_key else None,
+                            state=SimpleNamespace(key=warm_key) if warm_key else None)
+    judge._new_client = lambda wanted: SimpleNamespace(alive=lambda: True, wanted=wanted)
+    judge._spawn_spare = lambda req, count=None: Judge._spawn_spare(judge, req, count)  # type: ignore[arg-type]
+    return judge
+
+
+def _request(**config: object) -> object:
+    from cuda_agent.evaluation.config import EvalConfig
+    from cuda_agent.evaluation.protocol import JudgeRequest
+
+    return JudgeRequest(config=EvalConfig(backend="cpu", **config), task_source="", task_hash="t", workspace="/w")
+
+
+@pytest.mark.parametrize("warm, measure, wanted", [(False, True, 2), (True, True, 1), (False, False, 1)])
+def test_a_gpu_judge_starts_exactly_the_clients_an_evaluation_takes(warm: bool, measure: bool, wanted: int) -> None:
+    """A spare started during an evaluation held a fourth device context through its timing
+    (4.1x the naive harness's memory on a small task): the clients come up ahead, while the
+    reference's trials are made, as many as the evaluation takes and no more."""
+    from cuda_agent.evaluation.judge import _task_key
+
+    req = _request(measure=measure)
+    judge = _spawning_judge(True, _task_key(req) if warm else None)  # type: ignore[arg-type]
+    Judge._clients_ahead(judge, req)  # type: ignore[arg-type]
+    assert len(judge.spares) == wanted
+
+
+def test_a_cpu_judge_starts_no_client_during_an_evaluation() -> None:
+    judge = _spawning_judge(False, None)
+    Judge._clients_ahead(judge, _request())  # type: ignore[arg-type]
+    assert judge.spares == []  # on a CPU a start would take the cores the timed models use

@@ -206,6 +206,7 @@ def _ask_judge(backend: Backend, request: JudgeRequest, cfg: EvalConfig, result:
 
     # the judge enforces the stage limits; this bound only catches a judge that hangs itself
     bound = cfg.worker_timeout_s + 2 * cfg.timing.budget_s + 300.0
+    asked = time.monotonic()
     try:
         answer = JudgeAnswer.model_validate(get_judge(backend.name).request(request.model_dump(mode="json"), bound))
     except JudgeFault as exc:
@@ -217,7 +218,15 @@ def _ask_judge(backend: Backend, request: JudgeRequest, cfg: EvalConfig, result:
     if answer.type != "result":
         _fail(result, "worker", f"infrastructure: {answer.message or answer.type}")
         return None
+    # the round trip outside the judge's own phases: the request's and answer's way between processes
+    answer.phases["handoff"] = max(0.0, time.monotonic() - asked - sum(answer.phases.values()))
     return answer
+
+
+def _spread(xs: list[float]) -> list[float]:
+    """Least, 10th percentile, median, 90th percentile, most: how noisy the rounds were."""
+    s = sorted(xs)
+    return [round(s[min(len(s) - 1, int(q * len(s)))], 4) for q in (0, 0.1, 0.5, 0.9, 1.0)] if s else []
 
 
 def _take_answer(result: EvalResult, answer: JudgeAnswer, cfg: EvalConfig) -> tuple[list[float], list[float]] | None:
@@ -233,7 +242,9 @@ def _take_answer(result: EvalResult, answer: JudgeAnswer, cfg: EvalConfig) -> tu
     result.judge = {"probes": answer.probes.model_dump(), "memory": answer.memory.model_dump(), "clients": answer.clients,
                     "solo_ms": {k: median(v) for k, v in answer.solo.items() if v},
                     "interleaved_ms": {k: median(v) for k, v in (answer.samples or {}).items() if v},
-                    "rounds": len((answer.samples or {}).get("candidate") or [])}
+                    "rounds": len((answer.samples or {}).get("candidate") or []),
+                    "ratio_spread": _spread(round_ratios((answer.samples or {}).get("candidate") or [],
+                                                         (answer.samples or {}).get("eager") or []))}
     if answer.reason and not answer.correct:
         result.load_step = answer.load_step if answer.load_step in LOAD_STEPS else None  # type: ignore[assignment]
         return _fail(result, str(answer.stage or "worker"), answer.reason)
