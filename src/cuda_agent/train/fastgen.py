@@ -110,10 +110,10 @@ class FastGenerator:
 
     # -- the model, written out ------------------------------------------------------------------
     def _rms(self, x: Any, w: Any) -> Any:
-        import torch
+        import torch.nn.functional as F
 
-        xf = x.float()
-        return w * (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype)
+        # HF's LlamaRMSNorm in one kernel: normalised in fp32, cast back, scaled by the weight
+        return w * F.rms_norm(x.float(), (x.shape[-1],), eps=self.eps).to(x.dtype)
 
     def _rope(self, positions: Any) -> tuple[Any, Any]:
         import torch
@@ -179,13 +179,14 @@ class FastGenerator:
         cos, sin = cos[:, None], sin[:, None]
         h = F.embedding(dec.tok, self.embed)
         scale = d ** -0.5
+        nqk = (self.n_heads + kv) * d
         for i, (w_in, w_qkv, w_o, w_post, w_gu, w_down) in enumerate(self.layers):
-            q, k, v = self._split_qkv(self._rms(h, w_in) @ w_qkv.T)
-            q = self._rotate(q.view(b, self.n_heads, d), cos, sin)
-            k = self._rotate(k.view(b, kv, d), cos, sin)
+            qkv = self._rms(h, w_in) @ w_qkv.T
+            qk = self._rotate(qkv[:, :nqk].view(b, self.n_heads + kv, d), cos, sin)  # q and k rotated together
+            q, k, v = qk[:, :self.n_heads], qk[:, self.n_heads:], qkv[:, nqk:]
             dec.k[i].index_copy_(2, dec.slot, k[:, :, None])
             dec.v[i].index_copy_(2, dec.slot, v.view(b, kv, 1, d))
-            s = (q.view(b, kv, g, d) @ dec.k[i].transpose(-1, -2)) * scale + dec.mask  # [b, kv, g, L]
+            s = (q.reshape(b, kv, g, d) * scale) @ dec.k[i].transpose(-1, -2) + dec.mask  # [b, kv, g, L]
             o = torch.softmax(s, dim=-1, dtype=torch.float32).to(self.dtype) @ dec.v[i]
             h = h + o.reshape(b, -1) @ w_o.T
             h = self._mlp(h, w_post, w_gu, w_down)

@@ -61,6 +61,45 @@ def test_two_step_rl_run_writes_checkpoint_metrics_and_resumes(tmp_path, cache_d
     assert [r["step"] for r in read_jsonl(out / "metrics.jsonl") if "loss" in r] == [1, 2, 3]  # not 1, 2, 1, 2, 3
 
 
+def test_fast_engine_generates_the_rollouts(tmp_path, cache_dir, capsys, monkeypatch):
+    """generation.engine=fast: TRL's turns go through the static-cache sampler (eager steps on a CPU)
+    and the run is the same run: step lines, metrics, per-turn budgets kept."""
+    from cuda_agent.train.fastgen import FastGenerator
+    from cuda_agent.train.trl.rl import run_rl
+
+    turns = []
+    plain = FastGenerator.generate
+
+    def counted(self, prompts, **kw):
+        turns.append((len(prompts), kw["max_new_tokens"]))
+        return plain(self, prompts, **kw)
+
+    monkeypatch.setattr(FastGenerator, "generate", counted)
+
+    out = tmp_path / "rl"
+    cfg = load_config(RLConfig, None, [*TINY_RL, "steps=1", "num_iterations=1", "generation.engine=fast",
+                                       "generation.max_new_tokens=24", f"output_dir={out}",
+                                       f"workdir={tmp_path / 'eps'}"])
+    run_rl(cfg)
+    printed = capsys.readouterr().out
+    assert "[rl] generation: static-cache sampler, float32, eager steps" in printed
+    assert turns and turns[0] == (2, 24)  # the group's first turn, at the per-turn budget
+    (step,) = [r for r in read_jsonl(out / "metrics.jsonl") if "loss" in r]
+    assert step["env/episodes"] == 2 and 0 < step["tokens/generated"] <= 2 * 64
+    assert step["completions/max_length"] <= 64
+
+
+def test_fast_engine_falls_back_for_a_model_it_cannot_run(capsys):
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from cuda_agent.train.config import RLGenerationConfig
+    from cuda_agent.train.trl.rl import make_fast_generator
+
+    gpt2 = GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=50))
+    assert make_fast_generator(gpt2, RLGenerationConfig(engine="fast"), gpu=False) is None
+    assert "plain generate instead" in capsys.readouterr().out
+
+
 def test_rft_sft_on_filtered_rows_writes_a_checkpoint(tmp_path):
     from cuda_agent.agent.trajectory import TrajectoryWriter
     from cuda_agent.train.rft import build_rft_dataset
