@@ -164,9 +164,9 @@ def test_training_runs_where_bubblewrap_is_missing(tmp_path, monkeypatch):
 
 
 def test_gpu_config_maps_to_fast_generation_settings_in_trl(tmp_path):
-    """The GPU default (issue 26): plain `generate` over a large rollout batch, no gradient
-    checkpointing, a per-turn budget, ten optimizer steps per rollout batch; continuous batching
-    without TRL's bf16 cast of the fp32 master weights."""
+    """The GPU default (issue 26): the static-cache sampler, no gradient checkpointing, a per-turn
+    budget, one tool turn, two optimizer steps per rollout batch of 16; continuous batching without
+    TRL's bf16 cast of the fp32 master weights."""
     from pathlib import Path
 
     from trl import GRPOConfig
@@ -176,11 +176,12 @@ def test_gpu_config_maps_to_fast_generation_settings_in_trl(tmp_path):
     cfg = load_config(RLConfig, Path(__file__).resolve().parents[3] / "configs" / "train" / "rl_smollm2_gpu.yaml")
     kw = grpo_kwargs(cfg, tmp_path, [], gpu=True, n_heldout=len(cfg.heldout_tasks))
     assert kw["use_transformers_continuous_batching"] is False and kw["bf16"] is True
-    assert kw["gradient_checkpointing"] is False and kw["steps_per_generation"] == 10
+    assert cfg.generation.engine == "fast" and kw["max_tool_calling_iterations"] == 1
+    assert kw["gradient_checkpointing"] is False and kw["steps_per_generation"] == 2
     assert kw["generation_kwargs"] == {"max_new_tokens": 1536} and kw["per_device_train_batch_size"] == 8
     assert kw["disable_tqdm"] is True
     args = GRPOConfig(**{**kw, "use_cpu": True})  # TRL accepts the combination
-    assert args.generation_batch_size == 80
+    assert args.generation_batch_size == 16
     cb = grpo_kwargs(load_config(RLConfig, None, ["generation.engine=continuous_batching",
                                                   "generation.continuous_batching.num_blocks=512"]),
                      tmp_path, [], gpu=True, n_heldout=0)

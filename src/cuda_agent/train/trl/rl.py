@@ -236,15 +236,16 @@ def _trainer_class(base: type) -> type:
             gc = self.generation_config
             if self.fast_generator is None or (gc.repetition_penalty not in (None, 1.0)) or gc.min_p:
                 return None
-            was_training = self.model.training
-            self.model.eval()
             try:
                 completions = self.fast_generator.generate(
                     [list(p) for p in prompt_ids], max_new_tokens=gc.max_new_tokens, eos_token_ids=self.eos_token_ids,
                     pad_token_id=self._tokenizer.pad_token_id, do_sample=gc.do_sample, temperature=gc.temperature or 1.0,
                     top_k=gc.top_k, top_p=gc.top_p)
-            finally:
-                self.model.train(was_training)
+            except Exception as exc:  # noqa: BLE001 - the run goes on with TRL's own path, and says so
+                print(f"[rl] the static-cache sampler failed ({type(exc).__name__}: {str(exc)[:200]}): "
+                      "plain generate from now on", flush=True)
+                self.fast_generator = None
+                return None
             return completions, None
 
         def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> Any:
