@@ -134,7 +134,6 @@ train() {  # call 2: assemble the model, then demos -> RFT -> RL -> held-out; ev
   say "rft done"
   local extra_rl=()  # the preflight (started by `stage`) ran beside RFT; RL needs its verdicts
   for _ in $(seq 90); do [ -f "$ROOT/preflight.done" ] && break; sleep 1; done
-  cp "$ROOT/preflight.jsonl" "$OUT/preflight.jsonl" 2>/dev/null
   say "preflight (reference solutions through the judge):"; grep -E "reward [-+][0-9]" "$ROOT/preflight.log" | tee -a "$OUT/run.log"
   if grep -q "constant output" "$ROOT/preflight.jsonl" 2>/dev/null; then
     say "the judge called a reference solution's output constant: RL runs with eval.guards.constant_output=false"
@@ -169,9 +168,10 @@ print('fast' if ok else 'generate')" "$ROOT/speed/generation_speed.jsonl" 2>/dev
   cp "$ROOT/rl/metrics.jsonl" "$OUT/rl_metrics.jsonl" 2>/dev/null; cp "$ROOT/rl/heldout.json" "$OUT/heldout.json" 2>/dev/null
   cp "$ROOT/rl/heldout_before.json" "$OUT/heldout_before.json" 2>/dev/null
   (cd "$REPO" && $PY bench/train_plot.py "$OUT/rl_metrics.jsonl" --rft "$OUT/rft_metrics.jsonl" --heldout "$OUT/heldout.json" \
-    --heldout-before "$OUT/heldout_before.json" -o "$OUT/train_rl.png") 2>&1 | tee -a "$OUT/run.log" "$OUT/rl_table.md"
-  cp "$ROOT/speed/generation_speed.jsonl" "$OUT/generation_speed.jsonl" 2>/dev/null
-  tar czf "$OUT/configs_tb.tgz" -C "$ROOT" rft/config.yaml rl/config.yaml rft/tensorboard rl/tensorboard preflight.log speed 2>/dev/null
+    --heldout-before "$OUT/heldout_before.json" -o "$OUT/train_rl.png") 2>&1 | tee -a "$OUT/run.log" "$ROOT/rl_table.md"
+  # at most 8 files come back from a call: the rest travels in one archive
+  tar czf "$OUT/configs_tb.tgz" -C "$ROOT" rft/config.yaml rl/config.yaml rft/tensorboard rl/tensorboard preflight.log \
+    preflight.jsonl rl_table.md speed 2>/dev/null
   check_steps "$OUT/rl_metrics.jsonl" "$MIN_STEPS"
 }
 
