@@ -89,6 +89,23 @@ def test_fast_engine_generates_the_rollouts(tmp_path, cache_dir, capsys, monkeyp
     assert step["completions/max_length"] <= 64
 
 
+def test_a_sampler_failure_mid_run_falls_back_to_generate(tmp_path, cache_dir, capsys, monkeypatch):
+    from cuda_agent.train.fastgen import FastGenerator
+    from cuda_agent.train.trl.rl import run_rl
+
+    def broken(self, prompts, **kw):
+        raise RuntimeError("CUDA graph capture failed")
+
+    monkeypatch.setattr(FastGenerator, "generate", broken)
+    out = tmp_path / "rl"
+    run_rl(load_config(RLConfig, None, [*TINY_RL, "steps=1", "num_iterations=1", "generation.engine=fast",
+                                        f"output_dir={out}", f"workdir={tmp_path / 'eps'}"]))
+    printed = capsys.readouterr().out
+    assert "the static-cache sampler failed (RuntimeError: CUDA graph capture failed): plain generate" in printed
+    (step,) = [r for r in read_jsonl(out / "metrics.jsonl") if "loss" in r]
+    assert step["env/episodes"] == 2 and step["tokens/generated"] > 0
+
+
 def test_fast_engine_falls_back_for_a_model_it_cannot_run(capsys):
     from transformers import GPT2Config, GPT2LMHeadModel
 
