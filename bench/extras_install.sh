@@ -2,8 +2,8 @@
 # Issue 26, item 5: every optional extra of pyproject.toml resolves in minutes, as a lab would type it:
 # `pip install -e '.[EXTRA]'` in a fresh venv that already holds torch 2.13.0. One fresh venv per extra;
 # torch goes in first (the CPU wheel: the resolver sees an installed torch 2.13.0 either way), then pip
-# resolves the extra with configs/verl-constraints.txt (the pins verl 0.9.1 itself declares; harmless
-# for the extras that do not pull verl). Default: --dry-run (resolution only, what took 25 minutes);
+# resolves the extra; the extras that pull verl (verl, test) with configs/verl-constraints.txt (the pins
+# verl 0.9.1 itself declares), the others as they are. Default: --dry-run (resolution only, what took 25 minutes);
 # --install installs for real and imports the extra's top modules.
 #
 #   bash bench/extras_install.sh [--install] [--limit-s 900] [EXTRA ...]     (default: every extra)
@@ -39,9 +39,9 @@ for extra in "${EXTRAS[@]}"; do
   rm -rf "$venv" && $PY -m venv "$venv" || exit 1
   "$venv/bin/python" -m pip install -q --upgrade pip > "$log" 2>&1
   "$venv/bin/python" -m pip install -q "$TORCH" --index-url "$TORCH_INDEX" >> "$log" 2>&1 || { echo "torch install failed: $log"; exit 1; }
+  constrain=(); case "$extra" in verl|test) constrain=(-c configs/verl-constraints.txt) ;; esac
   t0=$(date +%s.%N)
-  timeout "$LIMIT" "$venv/bin/python" -m pip install $MODE --report "$report" -c configs/verl-constraints.txt \
-    -e ".[$extra]" >> "$log" 2>&1
+  timeout "$LIMIT" "$venv/bin/python" -m pip install $MODE --report "$report" "${constrain[@]}" -e ".[$extra]" >> "$log" 2>&1
   rc=$?
   secs=$(echo "$(date +%s.%N) - $t0" | bc)
   imports=skipped
