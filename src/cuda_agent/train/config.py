@@ -44,8 +44,11 @@ class RLGenerationConfig(_Cfg):
     arithmetic: a static KV cache with the decoding step compiled (CUDA graphs) and a per-turn
     token budget sized to the task are what shorten a step."""
 
-    engine: Literal["generate", "continuous_batching"] = Field(default="generate", description="'generate': one "
-                                                               "padded `generate` call per turn; 'continuous_batching': "
+    engine: Literal["generate", "fast", "continuous_batching"] = Field(default="generate", description="'generate': one "
+                                                               "padded `generate` call per turn; 'fast': our static-cache "
+                                                               "sampler (fastgen.py: each decoding step one CUDA-graph "
+                                                               "replay; Llama-shaped models, else plain `generate`); "
+                                                               "'continuous_batching': "
                                                                "transformers' paged engine (TRL's "
                                                                "use_transformers_continuous_batching), CUDA graphs on "
                                                                "CUDA; it generates in the weights' dtype, so the run "
@@ -64,6 +67,11 @@ class RLGenerationConfig(_Cfg):
                           "cache: static and CUDA; TRL turns it off by default); the first turns pay the compile")
     autocast_bf16: bool = Field(default=False, description="generate under bf16 autocast on CUDA (weights stay "
                                 "fp32 for the update)")
+    fast_dtype: Literal["auto", "bfloat16", "float32"] = Field(default="auto", description="engine 'fast': the dtype "
+                                                               "of its copy of the weights (auto: bf16 on CUDA, the "
+                                                               "weights' own elsewhere); the update keeps fp32 masters")
+    fast_graphs: bool = Field(default=True, description="engine 'fast': replay each decoding step from a CUDA graph "
+                              "(false: run it eagerly, for debugging)")
     pad_to_multiple_of: int | None = Field(default=None, ge=1, description="left-pad prompts to a multiple of "
                                            "this: fewer distinct shapes, fewer recompiles of the static cache")
 

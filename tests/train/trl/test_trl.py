@@ -61,6 +61,62 @@ def test_two_step_rl_run_writes_checkpoint_metrics_and_resumes(tmp_path, cache_d
     assert [r["step"] for r in read_jsonl(out / "metrics.jsonl") if "loss" in r] == [1, 2, 3]  # not 1, 2, 1, 2, 3
 
 
+def test_fast_engine_generates_the_rollouts(tmp_path, cache_dir, capsys, monkeypatch):
+    """generation.engine=fast: TRL's turns go through the static-cache sampler (eager steps on a CPU)
+    and the run is the same run: step lines, metrics, per-turn budgets kept."""
+    from cuda_agent.train.fastgen import FastGenerator
+    from cuda_agent.train.trl.rl import run_rl
+
+    turns = []
+    plain = FastGenerator.generate
+
+    def counted(self, prompts, **kw):
+        turns.append((len(prompts), kw["max_new_tokens"]))
+        return plain(self, prompts, **kw)
+
+    monkeypatch.setattr(FastGenerator, "generate", counted)
+
+    out = tmp_path / "rl"
+    cfg = load_config(RLConfig, None, [*TINY_RL, "steps=1", "num_iterations=1", "generation.engine=fast",
+                                       "generation.max_new_tokens=24", f"output_dir={out}",
+                                       f"workdir={tmp_path / 'eps'}"])
+    run_rl(cfg)
+    printed = capsys.readouterr().out
+    assert "[rl] generation: static-cache sampler, float32, eager steps" in printed
+    assert turns and turns[0] == (2, 24)  # the group's first turn, at the per-turn budget
+    (step,) = [r for r in read_jsonl(out / "metrics.jsonl") if "loss" in r]
+    assert step["env/episodes"] == 2 and 0 < step["tokens/generated"] <= 2 * 64
+    assert step["completions/max_length"] <= 64
+
+
+def test_a_sampler_failure_mid_run_falls_back_to_generate(tmp_path, cache_dir, capsys, monkeypatch):
+    from cuda_agent.train.fastgen import FastGenerator
+    from cuda_agent.train.trl.rl import run_rl
+
+    def broken(self, prompts, **kw):
+        raise RuntimeError("CUDA graph capture failed")
+
+    monkeypatch.setattr(FastGenerator, "generate", broken)
+    out = tmp_path / "rl"
+    run_rl(load_config(RLConfig, None, [*TINY_RL, "steps=1", "num_iterations=1", "generation.engine=fast",
+                                        f"output_dir={out}", f"workdir={tmp_path / 'eps'}"]))
+    printed = capsys.readouterr().out
+    assert "the static-cache sampler failed (RuntimeError: CUDA graph capture failed): plain generate" in printed
+    (step,) = [r for r in read_jsonl(out / "metrics.jsonl") if "loss" in r]
+    assert step["env/episodes"] == 2 and step["tokens/generated"] > 0
+
+
+def test_fast_engine_falls_back_for_a_model_it_cannot_run(capsys):
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from cuda_agent.train.config import RLGenerationConfig
+    from cuda_agent.train.trl.rl import make_fast_generator
+
+    gpt2 = GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=50))
+    assert make_fast_generator(gpt2, RLGenerationConfig(engine="fast"), gpu=False) is None
+    assert "plain generate instead" in capsys.readouterr().out
+
+
 def test_rft_sft_on_filtered_rows_writes_a_checkpoint(tmp_path):
     from cuda_agent.agent.trajectory import TrajectoryWriter
     from cuda_agent.train.rft import build_rft_dataset
@@ -125,9 +181,9 @@ def test_training_runs_where_bubblewrap_is_missing(tmp_path, monkeypatch):
 
 
 def test_gpu_config_maps_to_fast_generation_settings_in_trl(tmp_path):
-    """The GPU default (issue 26): plain `generate` over a large rollout batch, no gradient
-    checkpointing, a per-turn budget, ten optimizer steps per rollout batch; continuous batching
-    without TRL's bf16 cast of the fp32 master weights."""
+    """The GPU default (issue 26): the static-cache sampler, no gradient checkpointing, a per-turn
+    budget, one tool turn, two optimizer steps per rollout batch of 16; continuous batching without
+    TRL's bf16 cast of the fp32 master weights."""
     from pathlib import Path
 
     from trl import GRPOConfig
@@ -137,11 +193,12 @@ def test_gpu_config_maps_to_fast_generation_settings_in_trl(tmp_path):
     cfg = load_config(RLConfig, Path(__file__).resolve().parents[3] / "configs" / "train" / "rl_smollm2_gpu.yaml")
     kw = grpo_kwargs(cfg, tmp_path, [], gpu=True, n_heldout=len(cfg.heldout_tasks))
     assert kw["use_transformers_continuous_batching"] is False and kw["bf16"] is True
-    assert kw["gradient_checkpointing"] is False and kw["steps_per_generation"] == 10
+    assert cfg.generation.engine == "fast" and kw["max_tool_calling_iterations"] == 1
+    assert kw["gradient_checkpointing"] is False and kw["steps_per_generation"] == 2
     assert kw["generation_kwargs"] == {"max_new_tokens": 1536} and kw["per_device_train_batch_size"] == 8
     assert kw["disable_tqdm"] is True
     args = GRPOConfig(**{**kw, "use_cpu": True})  # TRL accepts the combination
-    assert args.generation_batch_size == 80
+    assert args.generation_batch_size == 16
     cb = grpo_kwargs(load_config(RLConfig, None, ["generation.engine=continuous_batching",
                                                   "generation.continuous_batching.num_blocks=512"]),
                      tmp_path, [], gpu=True, n_heldout=0)

@@ -91,6 +91,8 @@ def run_rl(cfg: RLConfig) -> Path:
     # TRL builds its GenerationConfig with compilation off; transformers compiles the decoding step of a
     # static cache only when it is on
     trainer.generation_config.disable_compile = not (gen.compile and model_be.gpu)
+    if gen.engine == "fast":
+        trainer.fast_generator = make_fast_generator(model, gen, gpu=model_be.gpu)
     last = get_last_checkpoint(str(out)) if cfg.resume and out.is_dir() else None
     try:
         if heldout and cfg.heldout_before and not (out / "heldout_before.json").is_file():
@@ -144,6 +146,26 @@ def grpo_kwargs(cfg: RLConfig, out: Path, report: list[str], *, gpu: bool, n_hel
     )
 
 
+def make_fast_generator(model: Any, gen: Any, *, gpu: bool) -> Any:
+    """The rollouts' static-cache sampler (`fastgen.py`) over `model`'s weights, or None (with a line
+    saying why) when it cannot run this model: the trainer then generates with plain `generate`."""
+    import torch
+
+    from ..fastgen import FastGenerator, unsupported
+
+    why = unsupported(model)
+    if why:
+        print(f"[rl] generation.engine=fast cannot run this model ({why}): plain generate instead", flush=True)
+        return None
+    dtype = {"bfloat16": torch.bfloat16, "float32": torch.float32}.get(gen.fast_dtype)
+    if dtype is None:  # auto
+        dtype = torch.bfloat16 if gpu else next(model.parameters()).dtype
+    fast = FastGenerator(model, dtype=dtype, graphs=gpu and gen.fast_graphs)
+    print(f"[rl] generation: static-cache sampler, {str(dtype).removeprefix('torch.')}, "
+          f"{'CUDA graphs' if fast.graphs else 'eager steps'}", flush=True)
+    return fast
+
+
 def measure_heldout(trainer: Any, log: Any, heldout: list[Any], backend: str, path: Path,
                     max_new_tokens: int | None = None) -> dict[str, Any]:
     """The policy on tasks it never trained on (TRL's evaluation loop: same rollouts and
@@ -181,6 +203,7 @@ def _trainer_class(base: type) -> type:
 
         clock: PhaseClock | None = None
         generation_autocast = False
+        fast_generator: Any = None  # fastgen.FastGenerator when generation.engine is 'fast'
 
         def _generate_and_score_completions(self, inputs: Any) -> Any:
             if self.clock is None:
@@ -200,10 +223,30 @@ def _trainer_class(base: type) -> type:
             autocast = (torch.autocast(self.accelerator.device.type, dtype=torch.bfloat16) if self.generation_autocast
                         else contextlib.nullcontext())
             with (self.clock.phase("generation", detail) if self.clock else contextlib.nullcontext()), autocast:
-                completion_ids, logprobs = super()._generate_single_turn(prompt_ids, *args, **kwargs)
+                fast = self._fast_turn(prompt_ids)
+                completion_ids, logprobs = fast if fast is not None else \
+                    super()._generate_single_turn(prompt_ids, *args, **kwargs)
             if self.clock is not None:
                 self.clock.add_tokens(sum(len(c) for c in completion_ids))
             return completion_ids, logprobs
+
+        def _fast_turn(self, prompt_ids: Any) -> tuple[list[list[int]], None] | None:
+            """The turn through the static-cache sampler, with TRL's sampling settings; None when there
+            is none or the settings need a logits processor it does not have (TRL's path then runs)."""
+            gc = self.generation_config
+            if self.fast_generator is None or (gc.repetition_penalty not in (None, 1.0)) or gc.min_p:
+                return None
+            try:
+                completions = self.fast_generator.generate(
+                    [list(p) for p in prompt_ids], max_new_tokens=gc.max_new_tokens, eos_token_ids=self.eos_token_ids,
+                    pad_token_id=self._tokenizer.pad_token_id, do_sample=gc.do_sample, temperature=gc.temperature or 1.0,
+                    top_k=gc.top_k, top_p=gc.top_p)
+            except Exception as exc:  # noqa: BLE001 - the run goes on with TRL's own path, and says so
+                print(f"[rl] the static-cache sampler failed ({type(exc).__name__}: {str(exc)[:200]}): "
+                      "plain generate from now on", flush=True)
+                self.fast_generator = None
+                return None
+            return completions, None
 
         def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> Any:
             self._ratio_inputs = inputs
@@ -242,4 +285,4 @@ def _trainer_class(base: type) -> type:
     return CudaAgentGRPOTrainer
 
 
-__all__ = ["run_rl", "grpo_kwargs", "measure_heldout"]
+__all__ = ["run_rl", "grpo_kwargs", "make_fast_generator", "measure_heldout"]
