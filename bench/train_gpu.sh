@@ -139,11 +139,12 @@ train() {  # call 2: assemble the model, then demos -> RFT -> RL -> held-out; ev
     say "the judge called a reference solution's output constant: RL runs with eval.guards.constant_output=false"
     extra_rl+=(--set eval.guards.constant_output=false)
   fi
-  # the sampler beside plain `generate` on this device, each in its own process (inductor once crashed one)
-  $PY "$REPO/bench/generation_speed.py" "$ROOT/rft/final" --out "$ROOT/speed" --engines generate,fast_check,fast \
+  # the sampler beside plain `generate` on this device, each in its own process (inductor once crashed one);
+  # ENGINE=fast|generate skips the check (~60 s) where an earlier call on this image has made it
+  local engine=${ENGINE:-}
+  [ -n "$engine" ] || $PY "$REPO/bench/generation_speed.py" "$ROOT/rft/final" --out "$ROOT/speed" --engines generate,fast_check,fast \
     ${PROBE_ARGS:---batch 16 --prompt-tokens 3365 --new-tokens 256 --timeout-s 90} 2>&1 | tee -a "$OUT/run.log"
-  local engine
-  engine=$($PY -c "import json, sys
+  [ -n "$engine" ] || engine=$($PY -c "import json, sys
 rows = {r['engine']: r for r in map(json.loads, open(sys.argv[1]))}
 ok = 'error' not in rows.get('fast', {'error': 1}) and rows.get('fast_check', {}).get('prefix_mean', 0) >= 16
 print('fast' if ok else 'generate')" "$ROOT/speed/generation_speed.jsonl" 2>/dev/null || echo generate)
