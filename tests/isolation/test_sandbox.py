@@ -48,6 +48,36 @@ def test_candidate_cannot_write_outside_its_scratch_dir(make_workspace, fast_con
     assert evaluate(ws3, _cfg(fast_config)).reward == 1
 
 
+READ_HOST = """texts = []
+        for path in PATHS:
+            try:
+                texts.append(open(path).read()[:300])
+            except OSError as exc:
+                texts.append(f"{path}: {exc.strerror}")
+        raise RuntimeError(" | ".join(texts))"""
+
+
+@pytest.mark.skipif(landlock_abi() < 1, reason="kernel without Landlock")
+def test_candidate_cannot_read_host_files_into_its_reason(make_workspace, fast_config, tmp_path):
+    """Red team round 5, e1: the candidate read host files at run time and raised with their
+    text, which the reason handed to the agent. Reads are confined to what honest code needs."""
+    import cuda_agent
+
+    secret = tmp_path / "host" / "secret.txt"
+    secret.parent.mkdir()
+    secret.write_text("SECRET-0xC0FFEE\n")
+    project = Path(cuda_agent.__file__).resolve().parents[2] / "pyproject.toml"
+    paths = [str(secret), "/etc/os-release", str(project), f"/proc/{os.getppid()}/environ"]
+    ws = make_workspace(model_new=HOSTILE.replace("ACTION", READ_HOST.replace("PATHS", repr(paths))), name="reads")
+    res = evaluate(ws, _cfg(fast_config))
+    assert res.reward == -1 and "Permission denied" in res.reason, res.reason
+    assert "SECRET-0xC0FFEE" not in res.reason
+    for path in paths[1:3]:
+        head = Path(path).read_text()[:40] if Path(path).is_file() else None
+        assert not head or head not in res.reason, res.reason
+    assert "readable" in res.sandbox and str(secret.parent) not in res.sandbox["readable"], res.sandbox
+
+
 # candidate code on threads that existed before the candidate sandbox: torch's OpenMP pool
 POOL_WRITE = """import ctypes
         gomp = [ln.split()[-1] for ln in open('/proc/self/maps') if 'libgomp' in ln][0]

@@ -280,7 +280,23 @@ def _enter_sandbox(request: dict[str, Any], backend: Any, lang: Any = None) -> d
         scratch, backend.gpu, limits=request.get("limits", {}), address_space_limit=request.get("address_space_limit"),
         filesystem=bool(request.get("filesystem")), syscalls=bool(request.get("syscalls")),
         writable=needs.writable if needs else (), spawn=bool(needs and needs.processes_while_loading),
-        executable=needs.executable if needs else ())
+        executable=needs.executable if needs else (), readable=_own_files(request))
+
+
+def _own_files(request: dict[str, Any]) -> list[Path] | None:
+    """What of the candidate's own the candidate process reads: its artifact's folder (the
+    snapshot: library and checked model_new.py) and, where the language's artifact has no
+    checked copy, the workspace's model_new.py alone. None for the judge's baseline client
+    (trusted code, and torch.compile there runs the C++ compiler): its reads stay open."""
+    if request.get("reference_source") or not request.get("library"):
+        return None
+    from ..languages.snapshot import checked_model_new
+
+    library = Path(request["library"])
+    own = [library.parent]
+    if checked_model_new(library) is None and request.get("workspace"):
+        own.append(Path(request["workspace"]) / "model_new.py")
+    return own
 
 
 def describe_exception(exc: BaseException) -> str:

@@ -102,6 +102,7 @@ _RULE_PATH_BENEATH = 1
 _FS_WRITE_V1 = sum(1 << b for b in (1, 4, 5, 6, 7, 8, 9, 10, 11, 12))  # write_file, remove_*, make_*
 _FS_REFER, _FS_TRUNCATE, _FS_WRITE_FILE = 1 << 13, 1 << 14, 1 << 1
 _FS_EXECUTE = 1 << 0
+_FS_READ_FILE, _FS_READ_DIR = 1 << 2, 1 << 3
 _NET_BIND_TCP, _NET_CONNECT_TCP = 1 << 0, 1 << 1
 _SCOPE_ABSTRACT_UNIX, _SCOPE_SIGNAL = 1 << 0, 1 << 1
 
@@ -140,30 +141,38 @@ def _landlock_rights(abi: int) -> tuple[int, int, int]:
     return write, net, scoped
 
 
-def restrict_writes(writable: list[Path], executable: list[Path] | None = None) -> dict[str, Any]:
+def restrict_writes(writable: list[Path], executable: list[Path] | None = None,
+                    readable: Sequence[Path] | None = None) -> dict[str, Any]:
     """Irreversibly limit this thread (and every thread or process it starts later) to writing
     under `writable`, with no TCP and no signals outside. With `executable` (files or dirs),
-    execve is limited to those too (a JIT language's compilers). Returns what was enforced."""
+    execve is limited to those too (a JIT language's compilers). With `readable` (files or dirs;
+    missing ones skipped), reading and listing are limited to those and `writable` too (the
+    candidate: `candidate_read_paths`). Returns what was enforced."""
     abi = landlock_abi()
     if abi < 1:
-        return {"landlock": "unavailable (kernel without Landlock)"}
+        return {"landlock": "unavailable (kernel without Landlock)",
+                **({"reads": "not confined (kernel without Landlock)"} if readable is not None else {})}
     nums = _SYS[platform.machine()]
     libc = _libc()
     libc.syscall.restype = ctypes.c_long
     fs, net, scoped = _landlock_rights(abi)
+    read = (_FS_READ_FILE | _FS_READ_DIR) if readable is not None else 0
+    fs |= read  # what a writable path grants: reading it too, where reads are confined
     handled = fs | (_FS_EXECUTE if executable is not None else 0)
     attr = _RulesetAttr(handled, net, scoped)
     size = 8 if abi < 4 else (16 if abi < 6 else 24)
     ruleset = libc.syscall(ctypes.c_long(nums[0]), ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
     if ruleset < 0:
         return {"landlock": f"failed: {os.strerror(ctypes.get_errno())}"}
-    grants = [(p, fs) for p in writable] + [(p, _FS_EXECUTE) for p in executable or [] if os.path.exists(p)]
+    grants = ([(p, fs) for p in writable] + [(p, _FS_EXECUTE | read) for p in executable or [] if os.path.exists(p)]
+              + [(p, read) for p in readable or [] if os.path.exists(p)])
     try:
         for path, granted in grants:
             fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
             try:
                 # a single file (a device node) takes only the rights a file has
-                rights = granted if os.path.isdir(path) else granted & (_FS_WRITE_FILE | _FS_TRUNCATE | _FS_EXECUTE)
+                rights = granted if os.path.isdir(path) else granted & (_FS_WRITE_FILE | _FS_TRUNCATE | _FS_EXECUTE
+                                                                        | _FS_READ_FILE)
                 rule = _PathBeneathAttr(rights, fd)
                 if libc.syscall(ctypes.c_long(nums[1]), ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH),
                                 ctypes.byref(rule), ctypes.c_uint32(0)) < 0:
@@ -176,13 +185,12 @@ def restrict_writes(writable: list[Path], executable: list[Path] | None = None) 
             return {"landlock": f"failed: {os.strerror(ctypes.get_errno())}"}
     finally:
         os.close(ruleset)
-    shown = {"executable": [str(p) for p, g in grants if g == _FS_EXECUTE]} if executable is not None else {}
+    shown = {"executable": [str(p) for p in executable or [] if os.path.exists(p)]} if executable is not None else {}
+    if readable is not None:
+        shown["readable"] = [str(p) for p in readable if os.path.exists(p)]
     return {"landlock": f"abi {abi}", "writable": [str(p) for p in writable], **shown,
             "tcp_blocked": bool(net), "signals_scoped": bool(scoped),
             "threads_at_restriction": _thread_count()}
-
-
-_FS_READ_FILE, _FS_READ_DIR = 1 << 2, 1 << 3
 
 
 def restrict_filesystem(readable: Sequence[Path], writable: Sequence[Path], listable: Sequence[Path] = ()) -> dict[str, Any]:
@@ -267,6 +275,61 @@ def device_write_paths(gpu: bool, *, dev: Path = Path("/dev"), proc: Path = Path
         else:
             paths += [dev / f"nvidia{m}" for m in minors]
     return [p for p in paths if p.exists()]
+
+
+# ---- what the candidate may read (worker side) ---------------------------------------------
+# the system's programs, libraries and headers; of /etc only what the loader and libc read
+_HOST_READ = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/opt", "/etc/ld.so.cache",
+              "/etc/ld.so.preload", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives", "/etc/localtime",
+              "/etc/nsswitch.conf", "/etc/passwd", "/etc/group")
+# kernel facts torch, OpenMP, glibc and the driver read (CPU count and caches, memory, NUMA, PCI);
+# never another process's /proc dir, /sys/firmware or /sys/kernel beyond memory settings
+_PROC_READ = ("cpuinfo", "meminfo", "stat", "filesystems", "sys/kernel", "sys/vm", "sys/fs", "driver/nvidia")
+_SYS_READ = ("devices", "bus", "class", "dev", "module", "fs/cgroup", "kernel/mm")
+_DEV_READ = ("null", "zero", "full", "random", "urandom")
+# files inside those trees that say which host this is and nothing a program needs (/etc/os-release
+# links to the first: round 5's e1 read it through the link; the second holds serial numbers)
+_HOST_HIDDEN = ("/usr/lib/os-release", "/sys/devices/virtual/dmi")
+
+
+def _all_but(roots: list[Path], hidden: Sequence[str]) -> list[Path]:
+    """`roots` with every hidden path cut out: a root holding one is replaced by its entries
+    (Landlock only allows, so a tree minus a file is the tree's other entries, level by level)."""
+    out: list[Path] = []
+    for root in roots:
+        inside = [Path(h) for h in hidden if Path(h).is_relative_to(root) and Path(h) != root]
+        if not inside or not root.is_dir() or root.is_symlink():
+            out += [] if any(root == Path(h) for h in hidden) else [root]
+            continue
+        try:
+            entries = sorted(root.iterdir())
+        except OSError:
+            continue
+        out += _all_but(entries, [str(h) for h in inside])
+    return out
+
+
+def candidate_read_paths(gpu: bool, *, dev: Path = Path("/dev"), proc: Path = Path("/proc"),
+                         sys_dir: Path = Path("/sys")) -> list[Path]:
+    """What honest candidate code reads whatever the task (red team round 5, e1: a library
+    read `/etc/os-release` and the project's `pyproject.toml` and raised with their text): the
+    system's toolchain and libraries, Python's installation and every `sys.path` dir (torch,
+    triton, the NVIDIA wheels, this package), the CUDA toolkit the environment names, this
+    process's own /proc dir and the kernel facts above, and the device nodes that hold nothing
+    (plus the GPU nodes on a GPU). Not the project tree around the package, home dirs, the rest
+    of /etc, other processes, other workspaces or other snapshots: the caller adds its own
+    snapshot (and scratch, as writable)."""
+    paths = [Path(p) for p in _HOST_READ]
+    paths += [Path(p) for p in {sys.prefix, sys.base_prefix, sys.exec_prefix}]
+    paths += [Path(p) for p in sys.path if p and os.path.isabs(p)]
+    paths += [Path(os.environ[k]) for k in ("CUDA_HOME", "CUDA_PATH") if os.path.isabs(os.environ.get(k, ""))]
+    paths += [proc / str(os.getpid()), *(proc / p for p in _PROC_READ), *(sys_dir / p for p in _SYS_READ)]
+    paths += [dev / p for p in _DEV_READ]
+    if gpu:
+        paths += sorted(dev.glob("nvidia*"))
+    # a rule lands on what a link names (/lib -> usr/lib): cut hidden files out of that
+    unique = dict.fromkeys(p.resolve() for p in paths if p.exists())
+    return list(dict.fromkeys(_all_but([p for p in unique if p != Path("/")], _HOST_HIDDEN)))
 
 
 def _visible_pci_ids() -> list[tuple[int, int, int]] | None:
@@ -499,19 +562,22 @@ def seccomp_supported() -> bool:
 def apply_candidate_sandbox(scratch: Path, gpu: bool, *, limits: dict[str, Any] | None = None,
                             address_space_limit: int | None = None, filesystem: bool = True,
                             syscalls: bool = True, writable: Sequence[Path] = (),
-                            spawn: bool = False, executable: Sequence[Path] = ()) -> dict[str, Any]:
+                            spawn: bool = False, executable: Sequence[Path] = (),
+                            readable: Sequence[Path] | None = None) -> dict[str, Any]:
     """Every layer for a candidate process, in order: rlimits (`limits`: file_size_bytes,
     cpu_seconds, open_files, processes), then writes only to `scratch`, the device nodes (`gpu`: the backend's device is a GPU) and
     `writable`, then the syscall filter. Call it after the device started, before loading any
     candidate code. `spawn`: the language starts compilers while loading (Triton): execution is
     then limited by Landlock to `executable`, and the filter lets processes start (the strict one
-    is stacked after loading)."""
+    is stacked after loading). `readable` (with `filesystem`): reads confined too, to
+    `candidate_read_paths` and these (the candidate's own snapshot)."""
     limits = limits or {}
     report = apply_limits(limits.get("file_size_bytes"), limits.get("cpu_seconds"), limits.get("open_files"),
                           limits.get("processes"), address_space_limit)
     if filesystem:
         paths = [p for p in [scratch, *device_write_paths(gpu), *writable] if p.exists()]
-        report.update(restrict_writes(paths, executable=list(executable) if spawn else None))
+        reads = None if readable is None else [*candidate_read_paths(gpu), *readable]
+        report.update(restrict_writes(paths, executable=list(executable) if spawn else None, readable=reads))
     if syscalls:
         report.update(deny_syscalls(allow_processes=spawn))
     report["processes_while_loading"] = spawn

@@ -67,6 +67,7 @@ RULES: dict[str, str] = {
     "dynamic-loading": "dlopen/dlsym, driver entry-point lookup or run-time code loading",
     "raw-syscall": "syscall() or a system-call instruction in kernels/ or the built library",
     "inline-asm": "host inline asm other than a compiler barrier (device PTX is fine)",
+    "preprocess-bound": "a kernels/ unit whose preprocessing takes longer, or expands larger, than honest code's does",
     "symbol-not-allowed": "the built library imports a symbol outside the allow-list",
     "triton-host-language": "triton.language (tl.*) used in host code: it only means something inside @triton.jit",
     "triton-device-call": "a @triton.jit function calls or names something other than tl.*, libdevice or jit functions",

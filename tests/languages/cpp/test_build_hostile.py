@@ -255,3 +255,57 @@ def test_a_section_name_cannot_carry_assembler_directives(make_workspace, cache_
     plain = '__attribute__((used, section(".rodata.mine"))) const char tag[4] = "abc";\n'
     ws = make_workspace(kernels={"relu.cpp": RELU_KERNEL + plain, "relu_binding.cpp": RELU_BINDING}, name="plain")
     assert not get_language("cpp").check(ws.root, "cpu", cache_dir=cache_dir)  # a plain name is fine
+
+
+# ---- what the build may cost ---------------------------------------------------------------
+def _macro_bomb(levels: int, in_if: bool = False) -> str:
+    """A macro chain whose expansion doubles per level: 2^levels terms of `1+` (round 5, k1)."""
+    lines = ["#define X0 1+", *(f"#define X{i} X{i - 1} X{i - 1}" for i in range(1, levels + 1))]
+    lines += [f"#if X{levels} 0", "#endif"] if in_if else [f'extern "C" int64_t bomb() {{ return X{levels} 0; }}']
+    return RELU_KERNEL + "\n".join(lines) + "\n"
+
+
+def test_a_macro_bomb_is_refused_by_the_scan_not_built(make_workspace, fast_config):
+    """Round 5, k1: 2^20 terms passed the scan (a few MiB) and spent the build's 300 s limit; g++
+    is quadratic in such an expression (2^14 terms 17 s, 2^16 over 200 s on the 2-core box).
+    2^16 terms expand to 200 KiB from one line: refused by the scan, the build never runs."""
+    from cuda_agent.evaluation import evaluate
+
+    ws = make_workspace(kernels={"relu.cpp": _macro_bomb(16), "relu_binding.cpp": RELU_BINDING})
+    t0 = time.monotonic()
+    res = evaluate(ws, fast_config.model_copy(update={"measure": False}))
+    assert res.reward == -1 and res.stage == "guard" and "[preprocess-bound]" in res.reason, res.reason
+    assert "kernels/relu.cpp" in res.reason and time.monotonic() - t0 < 60, res.reason
+
+
+def test_a_long_line_of_literal_data_is_not_a_bomb(make_workspace, cache_dir):
+    table = "static const float table[] = {" + ",".join(f"{i % 97}.5f" for i in range(40000)) + "};\n"
+    ws = make_workspace(kernels={"relu.cpp": RELU_KERNEL + table, "relu_binding.cpp": RELU_BINDING})
+    assert get_language("cpp").check(ws.root, "cpu", cache_dir=cache_dir) == []
+
+
+def test_the_scan_bounds_its_output_memory_and_time(make_workspace, cache_dir, monkeypatch):
+    """Past any bound the scan gives a verdict at once, rather than the build's whole limit
+    later (bounds lowered here so the test is fast; the defaults are far above honest code)."""
+    from cuda_agent.languages.cpp import source_rules
+
+    lang = get_language("cpp")
+    monkeypatch.setattr(source_rules, "SCAN_OUTPUT_BYTES", 256 << 10)
+    ws = make_workspace(kernels={"relu.cpp": _macro_bomb(18), "relu_binding.cpp": RELU_BINDING}, name="big")
+    found = lang.check(ws.root, "cpu", cache_dir=cache_dir)
+    assert any(f.rule == "preprocess-bound" and "expands past" in f.message for f in found), found
+    monkeypatch.undo()
+    monkeypatch.setattr(source_rules, "SCAN_MEMORY_BYTES", 512 << 20)  # cpp holds a line's expansion whole
+    ws = make_workspace(kernels={"relu.cpp": _macro_bomb(22), "relu_binding.cpp": RELU_BINDING}, name="deep")
+    found = lang.check(ws.root, "cpu", cache_dir=cache_dir)
+    assert any(f.file == "kernels/relu.cpp" and f.rule == "preprocess-bound" and "memory" in f.message
+               for f in found), found
+    monkeypatch.undo()
+    monkeypatch.setattr(source_rules, "SCAN_TIME_S", 1.0)
+    ws = make_workspace(kernels={"relu.cpp": _macro_bomb(22, in_if=True), "relu_binding.cpp": RELU_BINDING},
+                        name="slow")  # no output at all: 2^22 terms evaluated by #if, ~2 s
+    t0 = time.monotonic()
+    found = lang.check(ws.root, "cpu", cache_dir=cache_dir)
+    assert any(f.file == "kernels/relu.cpp" and f.rule == "preprocess-bound" and "took over" in f.message
+               for f in found), found
+    assert time.monotonic() - t0 < 30

@@ -383,11 +383,12 @@ def toolchain_paths(cmd: list[str], snap: Snapshot | None = None) -> list[Path]:
 
 
 def run_confined(cmd: list[str], deadline: float, snap: Snapshot, scratch: Path, *, reads: list[Path],
-                 stdout_to: Path | None = None) -> None:
+                 stdout_to: Path | None = None, limits: dict[str, int] | None = None) -> None:
     """Run one toolchain command on the snapshot: working directory its root, reading only the
     toolchain and `reads`, writing only `scratch` (also its TMPDIR), with memory, CPU and
     file-size limits; raise BuildError with the trimmed log on failure. `stdout_to`: keep the
-    command's output there (the scan's preprocessed text)."""
+    command's output there (the scan's preprocessed text); `limits`: `build_limits` keys set
+    lower than the build's (the scan's bounds on that text and its memory)."""
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         raise BuildError("build timed out", timed_out=True)
@@ -396,7 +397,7 @@ def run_confined(cmd: list[str], deadline: float, snap: Snapshot, scratch: Path,
     listable = [snap.root, *sorted({p.parent for p in reads if p.is_relative_to(snap.root)})]
     spec = {"read": [str(p) for p in [*toolchain_paths(cmd, snap), *reads]], "list": [str(p) for p in listable],
             "write": [str(scratch), "/dev/null"], "cpu_seconds": int(remaining) + 5,
-            "require_seccomp": _seccomp_ok(), **build_limits()}
+            "require_seccomp": _seccomp_ok(), **build_limits(), **(limits or {})}
     argv = [sys.executable, "-I", "-S", _WRAPPER, json.dumps(spec), "--", *cmd] if _landlock_ok() else cmd
     env = {k: v for k, v in os.environ.items() if k in _BUILD_ENV}
     env.update({"TMPDIR": str(scratch), "HOME": str(scratch)})

@@ -337,6 +337,20 @@ def _own_lines(text: str, kdir: Path) -> dict[str, dict[int, list[str]]]:
     return out
 
 
+# Bounds on the scan's preprocessing, far above honest code's (red team round 5, k1: a macro
+# chain of 2^20 terms passed the scan and spent the build's whole 300 s; g++'s front end is
+# quadratic in such an expression: 2^14 terms 17 s, 2^16 over 200 s). Measured on the 2-core CPU
+# box (bench/preprocess_scan_bench.py): the bundled examples' units preprocess in <= 0.3 s to
+# <= 0.3 MiB (the PCH is one marker line), a .cu unit including cuda_runtime, cub and thrust in
+# ~2 s to ~6 MiB; the candidate's own lines expand a few hundred bytes at most.
+SCAN_TIME_S = float(os.environ.get("CUDA_AGENT_SCAN_TIME_S", 60))  # per preprocessor command, wall
+SCAN_OUTPUT_BYTES = int(os.environ.get("CUDA_AGENT_SCAN_OUTPUT_MB", 64)) << 20  # its text, per command
+SCAN_MEMORY_BYTES = int(os.environ.get("CUDA_AGENT_SCAN_MEMORY_MB", 2048)) << 20  # its address space
+_OUT_OF_MEMORY = re.compile(r"out of memory|memory exhausted|Cannot allocate memory|bad_alloc")
+LINE_EXPANSION_BYTES = 64 << 10  # what one line of the candidate's may expand to, above 16x its own code
+LINE_EXPANSION_RATIO = 16
+
+
 def check_preprocessed(root: Path, backend: str, *, cache_dir: Path | None = None,
                        rules: str = DEFAULT_RULES) -> list[Finding]:
     """Findings in the preprocessed text of every translation unit in kernels/: the snapshot the
@@ -363,18 +377,33 @@ def check_preprocessed(root: Path, backend: str, *, cache_dir: Path | None = Non
     cmds = [(u, c) for u in units for c in unit_command(u, be, layout, pch_dir, snap, None)]
     (cache / "tmp").mkdir(parents=True, exist_ok=True)
 
+    found: list[Finding] = []
+
     def run(item: tuple) -> tuple[Path, str]:
         unit, cmd = item
+        rel = unit.source.relative_to(snap.root).as_posix()
         with tempfile.TemporaryDirectory(dir=cache / "tmp") as tmp:
             out = Path(tmp) / "pp.ii"
             try:
-                run_confined(cmd, time.monotonic() + 120, snap, Path(tmp), stdout_to=out,
-                             reads=[*unit.reads, *([pch_dir] if pch_dir else [])])
-            except BuildError:
-                return unit.source, ""  # a failure fails the build too
+                run_confined(cmd, time.monotonic() + SCAN_TIME_S, snap, Path(tmp), stdout_to=out,
+                             reads=[*unit.reads, *([pch_dir] if pch_dir else [])],
+                             limits={"file_bytes": SCAN_OUTPUT_BYTES, "memory_bytes": SCAN_MEMORY_BYTES})
+            except BuildError as exc:
+                if exc.timed_out:
+                    what = f"took over {SCAN_TIME_S:g} s"
+                elif out.exists() and out.stat().st_size >= SCAN_OUTPUT_BYTES - (64 << 10):
+                    what = f"expands past {SCAN_OUTPUT_BYTES >> 10} KiB"
+                elif _OUT_OF_MEMORY.search(exc.log):  # cpp holds a line's whole expansion before writing it
+                    what = f"needs over {SCAN_MEMORY_BYTES >> 20} MiB of memory"
+                else:
+                    what = ""
+                if what:  # a verdict now, not the build's whole time limit spent on it later
+                    found.append(Finding(file=rel, line=1, rule="preprocess-bound", message=(
+                        f"preprocessing this unit {what}: far beyond honest code (a macro expansion this "
+                        "large would not compile within the build's time limit)")))
+                return unit.source, ""  # otherwise a failure fails the build too, with the compiler's log
             return unit.source, out.read_text(errors="replace")
 
-    found: list[Finding] = []
     with ThreadPoolExecutor(min(4, max(1, len(cmds)))) as pool:
         outputs = list(pool.map(run, cmds))
     kdir = snap.kernels.resolve()
@@ -382,9 +411,32 @@ def check_preprocessed(root: Path, backend: str, *, cache_dir: Path | None = Non
         host = not be.device_source(unit)
         for fname, lines in _own_lines(text, kdir).items():
             rel = Path(fname).resolve().relative_to(snap.root.resolve()).as_posix()
+            found += _expansion_bound(Path(fname), rel, lines)
             for line, chunks in lines.items():
                 found += _scan_pp_line("\n".join(chunks), rel, line, host, rules=rules, backend=backend)
     return dedupe(found)
+
+
+def _expansion_bound(source: Path, rel: str, lines: dict[int, list[str]]) -> list[Finding]:
+    """A line of the candidate's whose preprocessed text is over `LINE_EXPANSION_BYTES` and over
+    `LINE_EXPANSION_RATIO` times its own code (comments aside): a macro bomb. A long line of
+    literal data (a table) expands to itself and passes."""
+    big = {line: sum(len(c) + 1 for c in chunks) for line, chunks in lines.items()}
+    big = {line: n for line, n in big.items() if n > LINE_EXPANSION_BYTES}
+    if not big:
+        return []
+    try:
+        code = _strip_cpp(source.read_text(errors="replace"))[0].splitlines()
+    except OSError:
+        code = []
+    out = []
+    for line, n in sorted(big.items()):
+        own = len(code[line - 1].strip()) if 0 < line <= len(code) else 0
+        if n > LINE_EXPANSION_RATIO * max(own, 1):
+            out.append(Finding(file=rel, line=line, rule="preprocess-bound", message=(
+                f"this line expands to {n >> 10} KiB after preprocessing ({own} bytes as written): a macro "
+                "expansion this large would spend the build's whole time limit")))
+    return out
 
 
 def _string_value(literals: str) -> str:
