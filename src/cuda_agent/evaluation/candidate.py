@@ -280,7 +280,8 @@ def _enter_sandbox(request: dict[str, Any], backend: Any, lang: Any = None) -> d
         scratch, backend.gpu, limits=request.get("limits", {}), address_space_limit=request.get("address_space_limit"),
         filesystem=bool(request.get("filesystem")), syscalls=bool(request.get("syscalls")),
         writable=needs.writable if needs else (), spawn=bool(needs and needs.processes_while_loading),
-        executable=needs.executable if needs else (), readable=_own_files(request))
+        executable=needs.executable if needs else (),
+        readable=_own_files(request) if request.get("confine_reads") else None)
 
 
 def _own_files(request: dict[str, Any]) -> list[Path] | None:

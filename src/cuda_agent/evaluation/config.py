@@ -35,6 +35,9 @@ class GuardConfig(BaseModel):
     constant_output: bool = Field(default=True, description="output must change when the reference's does")
     no_network: bool = Field(default=True, description="worker in new, empty network and PID namespaces where the OS allows")
     filesystem: bool = Field(default=True, description="worker may write only to its scratch dir and /dev (Landlock, where the kernel has it)")
+    confine_reads: bool | None = Field(default=None, description="the candidate may read only what honest code needs "
+                                       "(Landlock): system libraries, Python's paths, its own artifact. None: on the CPU "
+                                       "backend; on a GPU only once a GPU run has shown honest kernels keep their rewards")
     no_processes: bool = Field(default=True, description="a new process in the worker's tree after candidate import kills it")
     fresh_values: bool = Field(default=True, description="new input values every timed round (no fingerprint caching)")
     speed_of_light: bool = Field(default=True, description="a time below the device's bytes/flops bound is flagged and re-measured")
