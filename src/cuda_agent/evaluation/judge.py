@@ -1152,7 +1152,6 @@ class _CandidateSession:
     def send_start(self) -> None:
         """Lay out the arena and tell the client to load (it loads while the judge goes on)."""
         self.layout(self.m)
-        self.started_at = time.monotonic()
         self.link.memory_limit = int(self.cfg.memory_limit_gb * 2**30)
         from .candidate_link import CandidateDied
 
@@ -1160,6 +1159,7 @@ class _CandidateSession:
             self.link.await_started(self.limit("load"))
         except CandidateDied as exc:
             raise JudgeError(f"a client process did not start: {exc.reason}") from None
+        self.started_at = time.monotonic()  # the load stage's clock: from the request, not the process's start
         self.link.send({"type": "start", **self.start_request}, fds=self.arena.fds)
 
     def await_ready(self) -> None:
