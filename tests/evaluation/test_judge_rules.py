@@ -355,3 +355,15 @@ def test_a_cpu_judge_starts_no_client_during_an_evaluation() -> None:
     judge = _spawning_judge(False, None)
     Judge._clients_ahead(judge, _request())  # type: ignore[arg-type]
     assert judge.spares == []  # on a CPU a start would take the cores the timed models use
+
+
+def test_a_stage_limit_runs_from_when_the_stage_began() -> None:
+    """The candidate's load is awaited after the baseline's warm-up: its limit must run from
+    the moment it was asked to load, not from when the judge came back to wait for it."""
+    from cuda_agent.evaluation.config import EvalConfig
+
+    cfg = EvalConfig(backend="cpu")
+    session = SimpleNamespace(role="candidate", cfg=cfg, deadline=1e12)
+    assert _CandidateSession.limit(session, "load", since=100.0) == 100.0 + cfg.timeouts.load_s  # type: ignore[arg-type]
+    baseline = SimpleNamespace(role="baseline", cfg=cfg, deadline=5.0)
+    assert _CandidateSession.limit(baseline, "load", since=100.0) == 5.0  # type: ignore[arg-type]
