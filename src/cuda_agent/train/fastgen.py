@@ -11,6 +11,22 @@ before each call), so the decoding step has fixed shapes and addresses and is ca
 (batch, cache length) bucket. `tests/train/test_fastgen.py` checks that its greedy tokens are
 `generate`'s. Models it cannot run (not Llama-shaped) are refused by `unsupported`; the trainer then
 keeps plain `generate`.
+
+Graph rules (an H100 run died of breaking them, docs/training.md "The sampler's crash"):
+- each graph has a private memory pool of its own. A pool id shared by several graphs is dead for
+  good once all of them are gone while any block in it is still held (the cuBLAS workspace of the
+  capture stream is one), and capturing into it again trips the caching allocator's
+  `use_count > 0` assert; with one pool per graph, dropping a graph drops its pool and no id is
+  reused;
+- warm-up and capture run on one side stream of the generator, so the cuBLAS workspace of that
+  stream is allocated eagerly, outside any graph's pool;
+- at most `max_graphs` buckets live; the least recently used is dropped (after a synchronize)
+  when a new one is needed;
+- the graph holds the forward only; sampling is eager (nothing random is captured);
+- any exception inside `generate` drops every graph and restores what a failed capture leaves
+  behind: the caller's current stream, and the default CUDA generator, which `capture_begin`
+  marks as capturing before it can fail (a later eager random op in plain `generate` then
+  raises "Offset increment outside graph capture encountered unexpectedly").
 """
 
 from __future__ import annotations
@@ -48,7 +64,9 @@ class FastGenerator:
     `batch_step` with idle rows), runs them through the model in one forward per chunk of rows,
     then decodes: each step a replay of the captured step (CUDA) or the same step run eagerly
     (elsewhere), sampling outside it. Every `check_every` steps it stops if every row has
-    ended. Each row's completion ends with its first EOS token (included), as TRL expects."""
+    ended. Each row's completion ends with its first EOS token (included), as TRL expects.
+    If `generate` raises, every graph is dropped and torch is left usable (`reset`): the caller
+    can go on with plain `generate`, or call this one again."""
 
     def __init__(self, model: Any, *, dtype: Any = None, graphs: bool | None = None, batch_step: int = 8,
                  len_step: int = 1024, check_every: int = 8, max_graphs: int = 4) -> None:
@@ -90,12 +108,42 @@ class FastGenerator:
         self.norm = own(inner.norm.weight)
         head = model.lm_head.weight
         self.lm_head = self.embed if head.data_ptr() == inner.embed_tokens.weight.data_ptr() else own(head)
+        # (rows, cache length) -> its buffers and graph; least recently used first
         self._graphs: dict[tuple[int, int], _Decoder] = {}
-        self._pool = None
+        self._stream: Any = None  # the side stream of every warm-up and capture (CUDA)
 
     @property
     def n_graphs(self) -> int:
+        """How many (rows, cache length) buckets are alive (captured graphs when `graphs`)."""
         return len(self._graphs)
+
+    @property
+    def buckets(self) -> list[tuple[int, int]]:
+        """The live buckets, least recently used first."""
+        return list(self._graphs)
+
+    def reset(self, stream: Any = None) -> None:
+        """Drops every bucket (its graph, pool and cache) and leaves torch as plain `generate` needs
+        it after a failure: `stream` (the caller's) current again, the default CUDA generator out of
+        any capture that never ended, the cached memory released. Each step is tried on its own: a
+        CUDA error that sticks to the context makes them fail, and must not hide the first one."""
+        if self.device.type != "cuda":
+            self._graphs.clear()
+            return
+        import contextlib
+
+        import torch
+
+        with contextlib.suppress(Exception):
+            if stream is not None:
+                torch.cuda.set_stream(stream)
+        with contextlib.suppress(Exception):
+            torch.cuda.synchronize(self.device)  # no replay in flight while its graph is destroyed
+        self._graphs.clear()
+        with contextlib.suppress(Exception):
+            torch.cuda.empty_cache()
+        with contextlib.suppress(Exception):
+            _release_default_generator(self.device)
 
     def sync(self) -> None:
         """Copy the model's current weights in (after an optimizer step)."""
@@ -196,32 +244,64 @@ class FastGenerator:
 
     # -- buckets and graphs ----------------------------------------------------------------------
     def _decoder(self, batch: int, length: int) -> "_Decoder":
-        import torch
-
+        """The bucket for `batch` rows and a cache of at least `length`: the shortest live one that
+        fits (now the most recently used), else a new one, captured when `graphs`, after dropping
+        the least recently used bucket if `max_graphs` are alive. A failed capture keeps nothing."""
         fits = [key for key in self._graphs if key[0] == batch and key[1] >= length]
         if fits:
-            return self._graphs[min(fits, key=lambda key: key[1])]
-        if len(self._graphs) >= self.max_graphs:
-            self._graphs.clear()  # their caches and graphs go; the pool is reused
-            if self.device.type == "cuda":
-                torch.cuda.empty_cache()
-        length = _bucket(length, self.len_step)
-        dec = _Decoder(self, batch, length)
+            key = min(fits, key=lambda key: key[1])
+            self._graphs[key] = self._graphs.pop(key)
+            return self._graphs[key]
+        while len(self._graphs) >= max(1, self.max_graphs):
+            self._drop(next(iter(self._graphs)))
+        key = (batch, _bucket(length, self.len_step))
+        dec = _Decoder(self, *key)
         if self.graphs:
             dec.capture(self)
-        self._graphs[(batch, length)] = dec
+        self._graphs[key] = dec
         return dec
+
+    def _drop(self, key: tuple[int, int]) -> None:
+        """One bucket goes: its graph (and so its own pool) and its cache, once no replay is in flight."""
+        import torch
+
+        cuda = self.device.type == "cuda"
+        if cuda:
+            torch.cuda.synchronize(self.device)
+        del self._graphs[key]
+        if cuda:
+            torch.cuda.empty_cache()
+
+    def _side_stream(self) -> Any:
+        import torch
+
+        if self._stream is None:
+            self._stream = torch.cuda.Stream(self.device)
+        return self._stream
 
     # -- sampling --------------------------------------------------------------------------------
     def generate(self, prompts: list[list[int]], *, max_new_tokens: int, eos_token_ids: list[int] | int,
                  pad_token_id: int, do_sample: bool = True, temperature: float = 1.0, top_k: int | None = 0,
                  top_p: float | None = 1.0, generator: Any = None) -> list[list[int]]:
         """Completions of `prompts` (lists of token ids), each at most `max_new_tokens`, ending at
-        its first EOS (included). Greedy when `do_sample` is false."""
+        its first EOS (included). Greedy when `do_sample` is false. On any exception every graph
+        is dropped and torch restored (`reset`) before it propagates."""
         import torch
 
         if not prompts:
             return []
+        home = torch.cuda.current_stream(self.device) if self.device.type == "cuda" else None
+        try:
+            return self._generate(prompts, max_new_tokens, eos_token_ids, pad_token_id, do_sample, temperature,
+                                  top_k, top_p, generator)
+        except BaseException:
+            self.reset(home)
+            raise
+
+    def _generate(self, prompts: list[list[int]], max_new_tokens: int, eos_token_ids: list[int] | int,
+                  pad_token_id: int, do_sample: bool, temperature: float, top_k: int | None, top_p: float | None,
+                  generator: Any) -> list[list[int]]:
+        import torch
         eos = [eos_token_ids] if isinstance(eos_token_ids, int) else list(eos_token_ids)
         n = len(prompts)
         batch = _bucket(n, self.batch_step)
@@ -287,21 +367,30 @@ class _Decoder:
         self.graph = None
 
     def capture(self, gen: FastGenerator) -> None:
+        """The step, captured into a graph with a private pool of its own, on the generator's side
+        stream after two eager warm-up steps on that same stream (so the allocator's blocks and the
+        cuBLAS workspace of that stream exist before, outside the pool). Sets `graph` only when the
+        capture ended; a capture that failed half way is ended here before the error propagates."""
         import torch
 
         self.slot.fill_(0)
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
+        stream = gen._side_stream()
+        home = torch.cuda.current_stream(gen.device)
+        stream.wait_stream(home)
+        graph = torch.cuda.CUDAGraph()
+        # the outer stream context puts the caller's stream back even when the graph's own
+        # context fails in its __enter__ (it entered the capture stream and never leaves it then)
         with torch.no_grad(), torch.cuda.stream(stream):
-            for _ in range(2):  # warm-up outside the graph (allocator, library handles)
+            for _ in range(2):  # warm-up outside the graph (allocator, library handles, workspaces)
                 gen._step(self)
                 self.slot.fill_(0)
-        torch.cuda.current_stream().wait_stream(stream)
-        if gen._pool is None:
-            gen._pool = torch.cuda.graph_pool_handle()
-        graph = torch.cuda.CUDAGraph()
-        with torch.no_grad(), torch.cuda.graph(graph, pool=gen._pool):
-            gen._step(self)
+            try:
+                with torch.cuda.graph(graph, stream=stream):  # pool None: a private pool of its own
+                    gen._step(self)
+            except BaseException:
+                _end_capture(graph)
+                raise
+        home.wait_stream(stream)
         self.graph = graph
 
     def run(self, gen: FastGenerator) -> None:
@@ -309,6 +398,35 @@ class _Decoder:
             self.graph.replay()
         else:
             gen._step(self)
+
+
+def _end_capture(graph: Any) -> None:
+    """Ends a capture left open on the current stream by a failure inside it (best effort; the
+    generator's state and the stream are restored by `FastGenerator.reset`)."""
+    import contextlib
+
+    import torch
+
+    with contextlib.suppress(Exception):
+        if torch.cuda.is_current_stream_capturing():
+            graph.capture_end()
+
+
+def _release_default_generator(device: Any) -> None:
+    """Gives the default CUDA generator of `device` a fresh state with the same seed and offset.
+
+    `CUDAGraph::capture_begin` registers the default generator with every graph and runs its
+    capture prologue (state marked capturing) before it asks the allocator for the pool; if that,
+    or anything before `capture_end`'s epilogue, fails, the state stays marked and every later
+    eager random op (plain `generate`'s sampling) raises "Offset increment outside graph capture
+    encountered unexpectedly". `graphsafe_set_state` swaps the state without checking it."""
+    import torch
+
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    default = torch.cuda.default_generators[index]
+    fresh = torch.Generator(device=torch.device("cuda", index))
+    fresh.set_state(default.get_state())
+    default.graphsafe_set_state(fresh.graphsafe_get_state())
 
 
 def _sample(logits: Any, do_sample: bool, temperature: float, top_k: int | None, top_p: float | None,

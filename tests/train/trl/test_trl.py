@@ -89,14 +89,17 @@ def test_fast_engine_generates_the_rollouts(tmp_path, cache_dir, capsys, monkeyp
     assert step["completions/max_length"] <= 64
 
 
-def test_a_sampler_failure_mid_run_falls_back_to_generate(tmp_path, cache_dir, capsys, monkeypatch):
+@pytest.mark.parametrize("where", ["generate", "step"])
+def test_a_sampler_failure_mid_run_falls_back_to_generate(where, tmp_path, cache_dir, capsys, monkeypatch):
+    """The sampler raising as a whole, or inside its own decoding loop (its reset runs, then TRL's
+    sampling `generate` takes the turn and the rest of the run)."""
     from cuda_agent.train.fastgen import FastGenerator
     from cuda_agent.train.trl.rl import run_rl
 
-    def broken(self, prompts, **kw):
+    def broken(self, *args, **kw):
         raise RuntimeError("CUDA graph capture failed")
 
-    monkeypatch.setattr(FastGenerator, "generate", broken)
+    monkeypatch.setattr(FastGenerator, "generate" if where == "generate" else "_step", broken)
     out = tmp_path / "rl"
     run_rl(load_config(RLConfig, None, [*TINY_RL, "steps=1", "num_iterations=1", "generation.engine=fast",
                                         f"output_dir={out}", f"workdir={tmp_path / 'eps'}"]))

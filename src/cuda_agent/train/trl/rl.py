@@ -242,6 +242,8 @@ def _trainer_class(base: type) -> type:
                     pad_token_id=self._tokenizer.pad_token_id, do_sample=gc.do_sample, temperature=gc.temperature or 1.0,
                     top_k=gc.top_k, top_p=gc.top_p)
             except Exception as exc:  # noqa: BLE001 - the run goes on with TRL's own path, and says so
+                # the sampler has already dropped its graphs and restored the caller's stream and the
+                # default CUDA generator (FastGenerator.reset), so TRL's sampling `generate` can run
                 print(f"[rl] the static-cache sampler failed ({type(exc).__name__}: {str(exc)[:200]}): "
                       "plain generate from now on", flush=True)
                 self.fast_generator = None
