@@ -146,7 +146,7 @@ def test_config_files_load_and_bad_overrides_are_named(tmp_path):
     root = Path(__file__).resolve().parents[3] / "configs" / "train"
     gpu = load_config(RLConfig, root / "rl_smollm2_gpu.yaml")
     # the smoke config trains a 135M model for a few steps: a larger step than the paper's 3e-6 (stated in the file)
-    assert gpu.learning_rate == 5e-5 and (gpu.epsilon_low, gpu.epsilon_high) == (0.2, 0.28)
+    assert gpu.learning_rate == 5e-6 and (gpu.epsilon_low, gpu.epsilon_high) == (0.2, 0.28)
     assert gpu.seal_shell is False  # the lent GPU has no bubblewrap (bench/train_gpu.sh)
     assert load_config(RFTConfig, root / "rft_smollm2_gpu.yaml").stop_at_loss == 0.02
     assert load_config(RLConfig, root / "rl_tiny_cpu.yaml").backend == "cpu"
