@@ -25,6 +25,8 @@ ALLOWED: dict[str, int] = {
     "suites/flashinfer.py": 2,  # FlashInfer-Bench's solution schema: "language": "cuda", target_hardware
     "train/verl/data.py": 1,  # verl's dataset column `ability`: a label, not a backend
     "languages/cpp/source_rules.py": 1,  # `at::cuda::` in C++ source: a namespace, not a backend
+    "train/fastgen.py": 5,  # torch's device type of the policy's weights: CUDA graphs, streams and the
+    # generator exist only there (the sampler runs where the trainer put the model, not on a backend)
 }
 
 
