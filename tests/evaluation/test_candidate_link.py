@@ -205,3 +205,28 @@ def test_judges_on_different_devices_get_different_device_numbers(monkeypatch, v
     assert numbers[0] != numbers[1]
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
     assert judge_module._device_number() == numbers[0]  # the same device, the same core
+
+
+def test_a_process_that_stopped_itself_is_seen_stopped_and_a_running_one_is_not():
+    """Red team round 7 (l1): a candidate that sent itself SIGSTOP while loading cost the whole
+    load limit; the link's watch now sees it stopped (and a running or gone process is not)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from cuda_agent.evaluation.candidate_link import _stopped
+
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        time.sleep(0.3)
+        assert not _stopped(proc.pid)
+        proc.send_signal(signal.SIGSTOP)
+        deadline = time.monotonic() + 5
+        while not _stopped(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _stopped(proc.pid)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert not _stopped(proc.pid)

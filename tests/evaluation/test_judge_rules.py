@@ -367,3 +367,13 @@ def test_a_stage_limit_runs_from_when_the_stage_began() -> None:
     assert _CandidateSession.limit(session, "load", since=100.0) == 100.0 + cfg.timeouts.load_s  # type: ignore[arg-type]
     baseline = SimpleNamespace(role="baseline", cfg=cfg, deadline=5.0)
     assert _CandidateSession.limit(baseline, "load", since=100.0) == 5.0  # type: ignore[arg-type]
+
+
+def test_a_task_whose_inputs_change_shape_with_the_seed_is_refused_clearly() -> None:
+    """Red team round 7 (f1): a row count drawn per seed crashed the judge while it copied a
+    trial into a slot sized for another shape ('infrastructure' with a traceback)."""
+    from cuda_agent.evaluation.judge import JudgeError, _same_shapes
+
+    _same_shapes([torch.zeros(64, 8), 3], [torch.ones(64, 8), 4], 7)  # values may differ, shapes not
+    with pytest.raises(JudgeError, match="other shapes under seed 7"):
+        _same_shapes([torch.zeros(64, 8)], [torch.zeros(65, 8)], 7)

@@ -125,6 +125,15 @@ class CandidateLink(WatchedProcess):
             raise CandidateDied("the candidate process sent a malformed message")
         return msg
 
+    def _watch(self) -> None:
+        """The resident-memory and process watch, and: a candidate the judge did not stop is
+        never stopped. One that sent itself SIGSTOP while loading cost the whole 180 s load limit
+        (red team round 7, l1): it is ended at the next look, its verdict said at once."""
+        super()._watch()
+        if not self._killed_for and not self.tree.frozen and self.proc.poll() is None and _stopped(self.pid()):
+            self._killed_for = "the candidate process stopped itself (SIGSTOP); only the judge stops it"
+            self.kill()
+
     # ---- control from outside ------------------------------------------------------------
     def pid(self) -> int:
         """The host PID of the Python process (inside the namespaces it is PID 1)."""
@@ -296,6 +305,19 @@ def _last_pid() -> int | None:
             return int(fh.read())
     except (OSError, ValueError):
         return None
+
+
+def _stopped(pid: int) -> bool:
+    """Every thread of the living process `pid` is stopped (a gone or dead one is not)."""
+    try:
+        states = []
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/stat") as fh:
+                stat = fh.read()
+            states.append(stat[stat.rindex(")") + 2])
+    except (OSError, ValueError, IndexError):
+        return False
+    return bool(states) and all(s in "Tt" for s in states)
 
 
 def _threads_stopped(pid: int) -> bool:
