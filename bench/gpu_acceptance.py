@@ -89,7 +89,6 @@ def evaluate_row(step: str, name: str, ws, cfg) -> dict:
 
 
 def run_examples(log: Log, step: str, language: str, repeats: int, deadline: float, only: list[str] | None = None) -> None:
-    from cuda_agent.evaluation import EvalConfig
     from cuda_agent.examples import list_examples
     from cuda_agent.workspace import create_workspace
 
@@ -109,7 +108,7 @@ def run_examples(log: Log, step: str, language: str, repeats: int, deadline: flo
             if time.monotonic() > deadline:
                 log.add({"step": step, "name": ex.name, "skipped": "out of time"})
                 return
-            log.add({**evaluate_row(step, ex.name, ws, EvalConfig(backend="cuda")), "repeat": i})
+            log.add({**evaluate_row(step, ex.name, ws, gpu_config()), "repeat": i})
 
 
 def run_paper(log: Log, deadline: float) -> None:
@@ -124,12 +123,11 @@ def run_paper(log: Log, deadline: float) -> None:
                 return
             ws = create_workspace(ex.task, root / f"{ex.name}-{variant}", "cuda")
             ex.install_solution(ws.root, variant)
-            cfg = EvalConfig(backend="cuda", **({"rules": "paper"} if "rules" in EvalConfig.model_fields else {}))
+            cfg = gpu_config(**({"rules": "paper"} if "rules" in EvalConfig.model_fields else {}))
             log.add(evaluate_row("paper", f"{ex.name}:{variant}", ws, cfg))
 
 
 def run_latency(log: Log, repeats: int, deadline: float) -> None:
-    from cuda_agent.evaluation import EvalConfig
     from cuda_agent.examples import list_examples
     from cuda_agent.workspace import create_workspace
 
@@ -139,7 +137,19 @@ def run_latency(log: Log, repeats: int, deadline: float) -> None:
     for i in range(repeats + 1):
         if time.monotonic() > deadline:
             return
-        log.add({**evaluate_row("latency", "swish", ws, EvalConfig(backend="cuda")), "warm": i > 0})
+        log.add({**evaluate_row("latency", "swish", ws, gpu_config()), "warm": i > 0})
+
+
+CONFINE_READS: bool | None = None  # --confine-reads: the candidate's read rules on the GPU (off there by default)
+
+
+def gpu_config(**fields: object) -> object:
+    """The evaluation config of the examples, Triton, paper and latency steps."""
+    from cuda_agent.evaluation import EvalConfig
+    from cuda_agent.evaluation.config import GuardConfig
+
+    guards = GuardConfig(confine_reads=CONFINE_READS) if CONFINE_READS is not None else GuardConfig()
+    return EvalConfig(backend="cuda", guards=guards, **fields)
 
 
 def sampled_run(argv: list[str], progress: Path, peaks: dict[int, float], detail: Path,
@@ -267,10 +277,14 @@ def main() -> None:
     ap.add_argument("--kb-list", type=Path, default=HERE / "judge_kb30.txt")
     ap.add_argument("--budget-s", type=float, default=540.0)
     ap.add_argument("--kb-share", type=float, default=0.55, help="share of the budget left for the kb step")
+    ap.add_argument("--confine-reads", action="store_true", help="the candidate's read rules on (guards.confine_reads: "
+                    "off on a GPU by default until a run like this one shows honest kernels keep their rewards)")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     end = start + args.budget_s
+    global CONFINE_READS
+    CONFINE_READS = True if args.confine_reads else None
     steps = args.steps.split(",")
     kb_reserve = args.budget_s * args.kb_share if "kb" in steps else 0.0
     log = Log(args.out)
