@@ -307,30 +307,20 @@ def _last_pid() -> int | None:
         return None
 
 
+def _thread_states(pid: int) -> list[str]:
+    """Each thread's scheduler state letter (R, S, T, Z ...) from /proc; empty for a gone process."""
+    return list(_per_thread(pid, "stat", lambda text: text[text.rindex(")") + 2]).values())
+
+
 def _stopped(pid: int) -> bool:
     """Every thread of the living process `pid` is stopped (a gone or dead one is not)."""
-    try:
-        states = []
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{tid}/stat") as fh:
-                stat = fh.read()
-            states.append(stat[stat.rindex(")") + 2])
-    except (OSError, ValueError, IndexError):
-        return False
+    states = _thread_states(pid)
     return bool(states) and all(s in "Tt" for s in states)
 
 
 def _threads_stopped(pid: int) -> bool:
     """Every thread of `pid` is stopped or dead (a process that is gone counts as stopped)."""
-    try:
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{tid}/stat") as fh:
-                stat = fh.read()
-            if stat[stat.rindex(")") + 2] not in "TtZX":
-                return False
-    except (OSError, ValueError, IndexError):
-        pass
-    return True
+    return all(s in "TtZX" for s in _thread_states(pid))
 
 
 def _thread_counters(pid: int) -> dict[str, tuple[int, ...]]:

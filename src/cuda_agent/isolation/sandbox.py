@@ -141,6 +141,45 @@ def _landlock_rights(abi: int) -> tuple[int, int, int]:
     return write, net, scoped
 
 
+class _LandlockFailed(OSError):
+    """A Landlock syscall refused (`_enforce`), as opposed to a path that could not be opened."""
+
+
+def _enforce(handled: int, net: int, scoped: int, abi: int, grants: list[tuple[Path, int]], file_rights: int) -> None:
+    """One Landlock ruleset handling `handled` (plus `net` / `scoped`), each grant a rule beneath
+    its path (a single file takes only `file_rights`; a missing path is skipped), then
+    no_new_privs and restrict_self. The one home of the syscalls behind `restrict_writes` and
+    `restrict_filesystem`; raises _LandlockFailed naming what failed."""
+    nums = _SYS[platform.machine()]
+    libc = _libc()
+    libc.syscall.restype = ctypes.c_long
+    attr = _RulesetAttr(handled, net, scoped)
+    size = 8 if abi < 4 else (16 if abi < 6 else 24)
+    ruleset = libc.syscall(ctypes.c_long(nums[0]), ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
+    if ruleset < 0:
+        raise _LandlockFailed(ctypes.get_errno(), "landlock_create_ruleset")
+    try:
+        for path, granted in grants:
+            try:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except FileNotFoundError:
+                continue
+            try:
+                rights = granted if os.path.isdir(path) else granted & file_rights
+                rule = _PathBeneathAttr(rights, fd)
+                if libc.syscall(ctypes.c_long(nums[1]), ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH),
+                                ctypes.byref(rule), ctypes.c_uint32(0)) < 0:
+                    raise _LandlockFailed(ctypes.get_errno(), f"landlock_add_rule on {path}")
+            finally:
+                os.close(fd)
+        if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            raise _LandlockFailed(ctypes.get_errno(), "no_new_privs")
+        if libc.syscall(ctypes.c_long(nums[2]), ctypes.c_int(ruleset), ctypes.c_uint32(0)) < 0:
+            raise _LandlockFailed(ctypes.get_errno(), "landlock_restrict_self")
+    finally:
+        os.close(ruleset)
+
+
 def restrict_writes(writable: list[Path], executable: list[Path] | None = None,
                     readable: Sequence[Path] | None = None) -> dict[str, Any]:
     """Irreversibly limit this thread (and every thread or process it starts later) to writing
@@ -152,39 +191,17 @@ def restrict_writes(writable: list[Path], executable: list[Path] | None = None,
     if abi < 1:
         return {"landlock": "unavailable (kernel without Landlock)",
                 **({"reads": "not confined (kernel without Landlock)"} if readable is not None else {})}
-    nums = _SYS[platform.machine()]
-    libc = _libc()
-    libc.syscall.restype = ctypes.c_long
     fs, net, scoped = _landlock_rights(abi)
     read = (_FS_READ_FILE | _FS_READ_DIR) if readable is not None else 0
     fs |= read  # what a writable path grants: reading it too, where reads are confined
-    handled = fs | (_FS_EXECUTE if executable is not None else 0)
-    attr = _RulesetAttr(handled, net, scoped)
-    size = 8 if abi < 4 else (16 if abi < 6 else 24)
-    ruleset = libc.syscall(ctypes.c_long(nums[0]), ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
-    if ruleset < 0:
-        return {"landlock": f"failed: {os.strerror(ctypes.get_errno())}"}
-    grants = ([(p, fs) for p in writable] + [(p, _FS_EXECUTE | read) for p in executable or [] if os.path.exists(p)]
-              + [(p, read) for p in readable or [] if os.path.exists(p)])
+    grants = ([(p, fs) for p in writable] + [(p, _FS_EXECUTE | read) for p in executable or []]
+              + [(p, read) for p in readable or []])
     try:
-        for path, granted in grants:
-            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-            try:
-                # a single file (a device node) takes only the rights a file has
-                rights = granted if os.path.isdir(path) else granted & (_FS_WRITE_FILE | _FS_TRUNCATE | _FS_EXECUTE
-                                                                        | _FS_READ_FILE)
-                rule = _PathBeneathAttr(rights, fd)
-                if libc.syscall(ctypes.c_long(nums[1]), ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH),
-                                ctypes.byref(rule), ctypes.c_uint32(0)) < 0:
-                    return {"landlock": f"failed on {path}: {os.strerror(ctypes.get_errno())}"}
-            finally:
-                os.close(fd)
-        if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-            return {"landlock": f"failed: no_new_privs: {os.strerror(ctypes.get_errno())}"}
-        if libc.syscall(ctypes.c_long(nums[2]), ctypes.c_int(ruleset), ctypes.c_uint32(0)) < 0:
-            return {"landlock": f"failed: {os.strerror(ctypes.get_errno())}"}
-    finally:
-        os.close(ruleset)
+        # a single file (a device node) takes only the rights a file has
+        _enforce(fs | (_FS_EXECUTE if executable is not None else 0), net, scoped, abi, grants,
+                 _FS_WRITE_FILE | _FS_TRUNCATE | _FS_EXECUTE | _FS_READ_FILE)
+    except _LandlockFailed as exc:
+        return {"landlock": f"failed: {exc.args[1]}: {os.strerror(exc.errno or 0)}"}
     shown = {"executable": [str(p) for p in executable or [] if os.path.exists(p)]} if executable is not None else {}
     if readable is not None:
         shown["readable"] = [str(p) for p in readable if os.path.exists(p)]
@@ -202,39 +219,11 @@ def restrict_filesystem(readable: Sequence[Path], writable: Sequence[Path], list
     abi = landlock_abi()
     if abi < 1:
         raise OSError(errno.ENOSYS, "Landlock is unavailable on this kernel")
-    nums = _SYS[platform.machine()]
-    libc = _libc()
-    libc.syscall.restype = ctypes.c_long
     write, net, scoped = _landlock_rights(abi)
     read = _FS_EXECUTE | _FS_READ_FILE | _FS_READ_DIR
-    attr = _RulesetAttr(write | read, net, scoped)
-    size = 8 if abi < 4 else (16 if abi < 6 else 24)
-    ruleset = libc.syscall(ctypes.c_long(nums[0]), ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
-    if ruleset < 0:
-        raise OSError(ctypes.get_errno(), "landlock_create_ruleset failed")
-    file_rights = _FS_EXECUTE | _FS_READ_FILE | _FS_WRITE_FILE | _FS_TRUNCATE
-    grants = ([(p, read) for p in readable] + [(p, _FS_READ_DIR) for p in listable]
-              + [(p, read | write) for p in writable])
-    try:
-        for path, granted in grants:
-            try:
-                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-            except FileNotFoundError:
-                continue
-            try:
-                rights = granted if os.path.isdir(path) else granted & file_rights
-                rule = _PathBeneathAttr(rights, fd)
-                if libc.syscall(ctypes.c_long(nums[1]), ctypes.c_int(ruleset), ctypes.c_int(_RULE_PATH_BENEATH),
-                                ctypes.byref(rule), ctypes.c_uint32(0)) < 0:
-                    raise OSError(ctypes.get_errno(), f"landlock_add_rule failed on {path}")
-            finally:
-                os.close(fd)
-        if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-            raise OSError(ctypes.get_errno(), "no_new_privs failed")
-        if libc.syscall(ctypes.c_long(nums[2]), ctypes.c_int(ruleset), ctypes.c_uint32(0)) < 0:
-            raise OSError(ctypes.get_errno(), "landlock_restrict_self failed")
-    finally:
-        os.close(ruleset)
+    grants = ([(Path(p), read) for p in readable] + [(Path(p), _FS_READ_DIR) for p in listable]
+              + [(Path(p), read | write) for p in writable])
+    _enforce(write | read, net, scoped, abi, grants, _FS_EXECUTE | _FS_READ_FILE | _FS_WRITE_FILE | _FS_TRUNCATE)
     return {"landlock": f"abi {abi}", "readable": [str(p) for p in readable],
             "writable": [str(p) for p in writable], "tcp_blocked": bool(net)}
 

@@ -151,16 +151,16 @@ def make_fast_generator(model: Any, gen: Any, *, gpu: bool) -> Any:
     saying why) when it cannot run this model: the trainer then generates with plain `generate`."""
     import torch
 
-    from ..fastgen import FastGenerator, unsupported
+    from ..fastgen import FastGenerator
 
-    why = unsupported(model)
-    if why:
-        print(f"[rl] generation.engine=fast cannot run this model ({why}): plain generate instead", flush=True)
-        return None
     dtype = {"bfloat16": torch.bfloat16, "float32": torch.float32}.get(gen.fast_dtype)
     if dtype is None:  # auto
         dtype = torch.bfloat16 if gpu else next(model.parameters()).dtype
-    fast = FastGenerator(model, dtype=dtype, graphs=gpu and gen.fast_graphs)
+    try:
+        fast = FastGenerator(model, dtype=dtype, graphs=gpu and gen.fast_graphs)
+    except ValueError as exc:  # a model it cannot run (`fastgen.unsupported` says why)
+        print(f"[rl] generation.engine=fast: {exc}; plain generate instead", flush=True)
+        return None
     print(f"[rl] generation: static-cache sampler, {str(dtype).removeprefix('torch.')}, "
           f"{'CUDA graphs' if fast.graphs else 'eager steps'}", flush=True)
     return fast
