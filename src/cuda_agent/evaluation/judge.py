@@ -39,8 +39,10 @@ from typing import Any
 from .protocol import JudgeAnswer, JudgeRequest
 
 CPU_IDLE_ALLOWANCE_MS = 5.0  # candidate CPU while frozen / between its calls, per interval
-SPARES = {True: 1, False: 2}  # client processes started ahead, GPU / CPU: a fork's device starts in about a second,
-# while the client taken before it loads; each spare holds a CUDA context (~0.5-1 GiB)
+SPARES = {True: 2, False: 2}  # client processes started after an evaluation for the next, GPU / CPU: a new task
+# takes two (its baseline client and the candidate's), whose device contexts then come up between evaluations,
+# not beside the judge's reference phase (issue 23: it grew ~0.4 s while two contexts started). Each holds a
+# CUDA context (~0.5 GiB): a warm re-evaluation takes one and leaves the other idle through its timing
 FORKSERVER_ENV = "CUDA_AGENT_FORKSERVER"  # "0": start every client as a new interpreter (~10 s on an H100 host)
 SPARE_SETTLE_S = 15.0  # the longest the timing waits for a spare to finish starting
 FORKSERVER_STARTS = 3  # a fork server that keeps dying is not restarted more often than this
@@ -267,6 +269,7 @@ class Judge:
         torch.empty(1, device=self.device)
         self.state: TaskState | None = None
         self.spares: list[Any] = []
+        self.retired: list[Any] = []  # clients killed, not yet waited for (`retire`)
         self.baseline: _CandidateSession | None = None  # the baseline client, kept while the task stays
         self._unit_cache: dict[int, tuple[Any, bool]] = {}  # fresh_inputs: stacked input id -> lies in [0, 1]
         self._probes: Any = None  # the current answer's ProbeStats
@@ -295,7 +298,8 @@ class Judge:
         from .candidate_link import FORKSERVER_READY_S
 
         if self.forkserver is not None and self.forkserver.ready(FORKSERVER_READY_S):
-            self.spares.append(self._new_client((True, True)))
+            while len(self.spares) < SPARES[self.backend.gpu]:
+                self.spares.append(self._new_client((True, True)))
 
     def note_probe(self, role: str, ms: float) -> None:
         """Keep the end marker's latency for diagnosis (the first PROBE_SAMPLE per role)."""
@@ -503,6 +507,7 @@ class Judge:
         self._probes = answer.probes
         self.clients = answer.clients
         clock = _PhaseClock(answer.phases)
+        self.reap_retired(wait=False)
         self._clients_ahead(req)
         self.backend.synchronize()
         start_alloc = self._allocated()
@@ -708,7 +713,7 @@ class Judge:
         wanted = _isolation(req)
         for spare in [sp for sp in self.spares if not sp.alive() or (sp.isolate, sp.confine_writes) != wanted]:
             self.spares.remove(spare)
-            spare.close()
+            self.retire(spare)
         ready = [sp for sp in self.spares if sp.started()]
         if ready or self.spares:
             link = (ready or self.spares)[0]
@@ -740,12 +745,30 @@ class Judge:
         needed = (1 if req.baselines_only or not req.config.measure else 2) - (1 if warm else 0)
         self._spawn_spare(req, max(needed, 1))
 
+    def retire(self, link: Any) -> None:
+        """End a client now (SIGKILL to everything it started) and wait for it later: a process
+        with a device context takes 0.1-0.3 s to exit, which the evaluation that ended it no
+        longer pays (issue 23: `close` was 0.15-0.4 s of every evaluation). Nothing of it runs
+        after the kill; `reap_retired` makes sure it is gone before anything is timed."""
+        link.kill()
+        self.retired.append(link)
+
+    def reap_retired(self, wait: bool = True) -> None:
+        """Wait for retired clients to have exited (their device memory released, their
+        scratch removed); with `wait=False` only for those already gone."""
+        for link in list(self.retired):
+            if wait or not link.alive():
+                link.close()
+                self.retired.remove(link)
+
     def quiet_spares(self, wait_s: float = SPARE_SETTLE_S) -> None:
-        """Let spares finish starting before anything is timed: a device context being made
-        beside the timed rounds is work on the device that no model asked for (a fork's start
-        is 0.2-0.6 s; a spare that fails to start is dropped when it is next looked at)."""
+        """Let spares finish starting, and retired clients finish ending, before anything is
+        timed: a device context being made or torn down beside the timed rounds is work on the
+        device that no model asked for (a fork's start is 0.2-0.6 s; a spare that fails to start
+        is dropped when it is next looked at)."""
         from .candidate_link import CandidateDied
 
+        self.reap_retired()
         deadline = time.monotonic() + wait_s
         for spare in self.spares:
             if spare.forked and spare.alive() and not spare.started():  # a new interpreter takes ~10 s: not waited for
@@ -779,6 +802,7 @@ class Judge:
         for spare in self.spares:
             spare.close()
         self.spares = []
+        self.reap_retired()
         if self.forkserver is not None:
             self.forkserver.close()
             self.forkserver = None
@@ -1107,7 +1131,7 @@ class _CandidateSession:
         if self.reader is not None:
             self.reader.close()  # unmap the client's memory while it still exists
             self.reader = None
-        self.link.close()
+        self.judge.retire(self.link)
         if self.arena is not None:
             self.arena.close()
             self.arena = None
