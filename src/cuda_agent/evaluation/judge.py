@@ -27,6 +27,7 @@ import json
 import math
 import os
 import random
+import shutil
 import struct
 import sys
 import time
@@ -749,8 +750,11 @@ class Judge:
         """End a client now (SIGKILL to everything it started) and wait for it later: a process
         with a device context takes 0.1-0.3 s to exit, which the evaluation that ended it no
         longer pays (issue 23: `close` was 0.15-0.4 s of every evaluation). Nothing of it runs
-        after the kill; `reap_retired` makes sure it is gone before anything is timed."""
+        after the kill, and its scratch goes now (no later client finds it); `reap_retired`
+        makes sure it is gone before anything is timed."""
         link.kill()
+        if getattr(link, "scratch", None) is not None:
+            shutil.rmtree(link.scratch, ignore_errors=True)
         self.retired.append(link)
 
     def reap_retired(self, wait: bool = True) -> None:
