@@ -163,7 +163,9 @@ class _Session:
             self.models = {"candidate": self.model, "eager": self.model}
             if self.req.get("compile_mode"):
                 self.models["compile"] = torch.compile(self.model, mode=self.req["compile_mode"])
-            if lang is not None and lang.warm_up:  # JIT languages compile now, while processes may start
+            # JIT languages compile now, while processes may start; the baseline client (trusted) makes its
+            # first call now, beside the candidate's load
+            if (lang is not None and lang.warm_up) or self.req.get("warm_call"):
                 with torch.no_grad():
                     self.model(*self.slots[0])
                 self.backend.synchronize()

@@ -18,8 +18,10 @@ class TimingConfig(BaseModel):
     early_stop: bool = Field(default=True, description="stop at a look (12, 24, 48 ... 768 rounds, a quarter of the budget "
                              "spent) once every 'faster' decision is settled at a confidence shared out over the "
                              "looks (Bonferroni)")
-    input_set_bytes: int = Field(default=1 << 30, description="cap on memory for rotated input sets (a batch's "
-                                 "inputs, held by the judge and each client: the judge's share of device memory)")
+    input_set_bytes: int = Field(default=1 << 29, description="cap on memory for a batch's inputs and outputs (held "
+                                 "by the judge, each client's arena and the candidate's snapshot: 3x each). At 1 GiB "
+                                 "level2/12_Gemm_Multiply_LeakyReLU took 4 calls per interval and 3.1x the naive "
+                                 "harness's memory (issue 23); 512 MiB gives it 2 calls of 2.7 ms")
     confidence: float = Field(default=0.99, gt=0.5, lt=1.0, description="for the 'faster' decision")
     interval_ms: float = Field(default=10.0, gt=0, description="calls are batched so one timed interval lasts about this long")
     max_batch: int = Field(default=256, ge=1, description="most calls in one timed interval")
