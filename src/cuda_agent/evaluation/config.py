@@ -37,9 +37,10 @@ class GuardConfig(BaseModel):
     constant_output: bool = Field(default=True, description="output must change when the reference's does")
     no_network: bool = Field(default=True, description="worker in new, empty network and PID namespaces where the OS allows")
     filesystem: bool = Field(default=True, description="worker may write only to its scratch dir and /dev (Landlock, where the kernel has it)")
-    confine_reads: bool | None = Field(default=None, description="the candidate may read only what honest code needs "
-                                       "(Landlock): system libraries, Python's paths, its own artifact. None: on the CPU "
-                                       "backend; on a GPU only once a GPU run has shown honest kernels keep their rewards")
+    confine_reads: bool | None = Field(default=True, description="the candidate may read only what honest code needs "
+                                       "(Landlock): system libraries, Python's paths, its own artifact; on a GPU too since "
+                                       "an H100 run showed honest CUDA, Triton and vendor-library kernels keep their "
+                                       "rewards under it (bench/results/h100_issue23_2026-11-26e). None (older configs): on")
     no_processes: bool = Field(default=True, description="a new process in the worker's tree after candidate import kills it")
     fresh_values: bool = Field(default=True, description="new input values every timed round (no fingerprint caching)")
     speed_of_light: bool = Field(default=True, description="a time below the device's bytes/flops bound is flagged and re-measured")

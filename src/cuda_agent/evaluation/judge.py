@@ -1302,7 +1302,7 @@ class _CandidateSession:
                       for s in range(m)],
             "limits": req.limits, "address_space_limit": req.address_space_limit,
             "filesystem": cfg.guards.filesystem,
-            "confine_reads": cfg.guards.confine_reads if cfg.guards.confine_reads is not None else not self.judge.backend.gpu,
+            "confine_reads": cfg.guards.confine_reads is not False,
             # the baseline client runs trusted code; torch.compile there starts the C++ compiler
             "syscalls": cfg.guards.syscalls and self.role == "candidate",
             # the baseline client's first eager call (lazy kernel loading, library set-up: 0.3-0.5 s on
