@@ -2,6 +2,9 @@
 cProfile (the candidate and baseline clients are its children, as always).
 
     python bench/judge_profile.py --example swish --backend cuda --repeats 3 --out prof.txt
+    python bench/judge_profile.py --task KernelBench/level3/16_DenseNet201.py --repeats 2 --out prof.txt
+    (a task file: the reference as its own solution, as `bench run --solutions reference` evaluates it;
+    the first evaluation is the cold one a benchmark pays for)
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from pathlib import Path
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--example", default="swish")
+    ap.add_argument("--task", type=Path, default=None, help="a task file, its reference as the solution (instead of --example)")
     ap.add_argument("--backend", default="cuda")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", type=Path, required=True)
@@ -31,11 +35,23 @@ def main() -> None:
     from cuda_agent.workspace import create_workspace
     from cuda_agent.isolation.paths import default_cache_dir
 
-    ex = next(e for e in list_examples() if e.name == args.example)
-    ws = create_workspace(ex.task, Path(tempfile.mkdtemp(prefix="judge-prof-")) / "ws", args.backend)
-    ex.install_solution(ws.root, args.backend)
-    backend = get_backend(args.backend)
     cfg = EvalConfig(backend=args.backend)
+    where = Path(tempfile.mkdtemp(prefix="judge-prof-")) / "ws"
+    if args.task is not None:
+        from cuda_agent.benchmark.jobs import reference_model_new
+        from cuda_agent.benchmark.solutions import SINGLE_FILE_BINDING, SINGLE_FILE_BINDING_TEXT, reference_config
+        from cuda_agent.tasks.loaders import load_task_file
+
+        task = load_task_file(args.task)
+        ws = create_workspace(task, where, args.backend)
+        (ws.root / "model_new.py").write_text(reference_model_new(task.source))
+        (ws.root / SINGLE_FILE_BINDING).write_text(SINGLE_FILE_BINDING_TEXT)
+        cfg = reference_config(cfg).model_copy(update={"compile_mode": None})  # as gpu_acceptance's KernelBench step
+    else:
+        ex = next(e for e in list_examples() if e.name == args.example)
+        ws = create_workspace(ex.task, where, args.backend)
+        ex.install_solution(ws.root, args.backend)
+    backend = get_backend(args.backend)
     cache = default_cache_dir()
     lang = get_language(ws.language)
     build = lang.build(ws.root, backend, cache_dir=cache, timeout_s=300)
@@ -57,6 +73,7 @@ def main() -> None:
         print(head, flush=True)
         buf = io.StringIO()
         pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(45)
+        pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(30)
         lines += [head, buf.getvalue()]
         time.sleep(float(i == 0) * 8)  # let the spares finish starting once, as in a steady RL loop
     args.out.write_text("\n".join(lines))
