@@ -100,6 +100,21 @@ class _Session:
         except OSError:
             raise _Stop() from None
 
+    def _first_call(self) -> None:
+        """The candidate's first call, made while loading on a GPU (`warm_call`): only a warm-up.
+        Whatever it raises is left for verification's first call to find again (a kernel that
+        crashes the device does so there too, with the stage it belongs to)."""
+        import torch
+
+        try:
+            with torch.no_grad():
+                self.model(*self.slots[0])
+            self.backend.synchronize()
+        except _Stop:
+            raise
+        except Exception:  # noqa: BLE001 - a warm-up: verification judges the same call
+            pass
+
     def fail(self, stage: str, message: str, step: str | None = None) -> None:
         self.send({"type": "error", "stage": stage, "message": message, **({"step": step} if step else {})})
         raise _Stop()
@@ -164,11 +179,13 @@ class _Session:
             if self.req.get("compile_mode"):
                 self.models["compile"] = torch.compile(self.model, mode=self.req["compile_mode"])
             # JIT languages compile now, while processes may start; the baseline client (trusted) makes its
-            # first call now, beside the candidate's load
-            if (lang is not None and lang.warm_up) or self.req.get("warm_call"):
+            # first call now, beside the candidate's load, and on a GPU the candidate too (`warm_call`)
+            if (lang is not None and lang.warm_up) or self.req.get("warm_call") == "baseline":
                 with torch.no_grad():
                     self.model(*self.slots[0])
                 self.backend.synchronize()
+            elif self.req.get("warm_call") == "candidate":
+                self._first_call()
             if self.req.get("syscalls") and report.get("processes_while_loading"):  # the judge checks for it
                 from ..isolation import sandbox
 

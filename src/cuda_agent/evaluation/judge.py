@@ -23,6 +23,7 @@ candidate holds.
 from __future__ import annotations
 
 import copy
+import gc
 import json
 import math
 import os
@@ -283,6 +284,9 @@ class Judge:
         self.shared_core = _shared_core() if self.backend.gpu else None  # see share_a_core
         self._warm_up()
         self._first_spare()
+        gc.collect()
+        gc.freeze()  # torch's ~280k objects leave every later collection: `release_memory`'s full one was
+        # 0.16-0.19 s of each evaluation's close on level3/16_DenseNet201 (issue 23), and about 1 ms now
 
     def _warm_up(self) -> None:
         """First uses the first evaluation would otherwise pay for (~4.5 s of its reference
@@ -416,8 +420,6 @@ class Judge:
         self.release_memory()
 
     def release_memory(self) -> None:
-        import gc
-
         gc.collect()
         self.backend.release_memory()
 
@@ -1305,9 +1307,12 @@ class _CandidateSession:
             "confine_reads": cfg.guards.confine_reads is not False,
             # the baseline client runs trusted code; torch.compile there starts the C++ compiler
             "syscalls": cfg.guards.syscalls and self.role == "candidate",
-            # the baseline client's first eager call (lazy kernel loading, library set-up: 0.3-0.5 s on
-            # level3/16_DenseNet201) made while the candidate loads, not in the warm-up after (issue 23)
-            "warm_call": self.role == "baseline",
+            # each client's first call (lazy kernel loading, library set-up: 0.3-0.5 s on level3/16_DenseNet201)
+            # made while the other loads, not in the baseline's warm-up and the candidate's verification after
+            # (issue 23). On trial 0's inputs, unguarded and unread: what the candidate computes counts from
+            # `verify`'s first call on, where the torch-compute guard stays. On a CPU the candidate's would take
+            # the cores the baseline's load uses
+            "warm_call": "baseline" if self.role == "baseline" else ("candidate" if self.judge.backend.gpu else None),
         }
 
     def slot(self, s: int) -> list[Any]:
