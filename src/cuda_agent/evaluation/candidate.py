@@ -101,9 +101,11 @@ class _Session:
             raise _Stop() from None
 
     def _first_call(self) -> None:
-        """The candidate's first call, made while loading on a GPU (`warm_call`): only a warm-up.
-        Whatever it raises is left for verification's first call to find again (a kernel that
-        crashes the device does so there too, with the stage it belongs to)."""
+        """The candidate's first call, made while loading on a GPU (`warm_call`), on trial 0's
+        inputs: what it raises is what verification's first call, on the same inputs, would have
+        raised, and is said as such (stage "verify"). Left for verification to find again, a
+        kernel that broke the device reported the next launch's error, not its own (an illegal
+        address read as "operation not supported on global/shared address space")."""
         import torch
 
         try:
@@ -112,8 +114,8 @@ class _Session:
             self.backend.synchronize()
         except _Stop:
             raise
-        except Exception:  # noqa: BLE001 - a warm-up: verification judges the same call
-            pass
+        except Exception as exc:  # noqa: BLE001 - the candidate's code: any failure is its verdict
+            self.fail("verify", describe_exception(exc))
 
     def fail(self, stage: str, message: str, step: str | None = None) -> None:
         self.send({"type": "error", "stage": stage, "message": message, **({"step": step} if step else {})})
