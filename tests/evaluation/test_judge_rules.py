@@ -411,3 +411,47 @@ def test_a_task_whose_inputs_change_shape_with_the_seed_is_refused_clearly() -> 
     _same_shapes([torch.zeros(64, 8), 3], [torch.ones(64, 8), 4], 7)  # values may differ, shapes not
     with pytest.raises(JudgeError, match="other shapes under seed 7"):
         _same_shapes([torch.zeros(64, 8)], [torch.zeros(65, 8)], 7)
+
+
+# ---- the speed of light: flops counted only where they can matter (issue 23: cost) ---------------
+def _measured(candidate_ms: float, eager_ms: float) -> tuple[SimpleNamespace, list[str]]:
+    from cuda_agent.evaluation.config import EvalConfig
+    from cuda_agent.evaluation.protocol import JudgeAnswer
+
+    counted: list[str] = []
+    state = SimpleNamespace(work={"bytes": 1.0, "peak_bytes_per_s": 1e12, "peak_flops": 1e15}, flops_counted=False)
+    judge = SimpleNamespace(_time=lambda *a: {"samples": {"eager": [eager_ms] * 3, "candidate": [candidate_ms] * 3},
+                                              "batch": 1})
+
+    def count(st: SimpleNamespace) -> None:
+        counted.append("flops")
+        st.work["flops"], st.flops_counted = 1.0, True
+
+    judge._count_flops = count
+    answer = JudgeAnswer()
+    Judge._measure(judge, state, EvalConfig(backend="cpu"), None, None, answer, None)  # type: ignore[arg-type]
+    return state, counted
+
+
+def test_flops_are_counted_only_for_a_candidate_that_looks_faster_than_eager() -> None:
+    """A candidate no faster than eager cannot be under the speed of light (eager is a real
+    computation above it): the reference's flop count, one more forward dispatched in Python
+    (~0.2 s on level3/16_DenseNet201), is skipped; a faster one gets it, once per task."""
+    state, counted = _measured(candidate_ms=2.0, eager_ms=1.0)
+    assert counted == [] and "flops" not in state.work
+    state, counted = _measured(candidate_ms=0.5, eager_ms=1.0)
+    assert counted == ["flops"] and state.flops_counted
+
+
+def test_the_flop_count_is_the_references_own(tmp_path) -> None:
+    import torch
+
+    from cuda_agent.evaluation.judge import Trial
+
+    reference = torch.nn.Linear(16, 8)
+    x = torch.randn(4, 16)
+    state = SimpleNamespace(reference=reference, trials=[Trial(inputs=[x], ref=reference(x), after=None)],
+                            work={"bytes": 1.0}, flops_counted=False)
+    judge = SimpleNamespace(torch=torch, trial=lambda st, i: st.trials[i])
+    Judge._count_flops(judge, state)  # type: ignore[arg-type]
+    assert state.work["flops"] == 2 * 4 * 16 * 8 and state.flops_counted
