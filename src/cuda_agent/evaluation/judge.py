@@ -330,6 +330,10 @@ class Judge:
         if self.state is not None and self.state.key == key:
             return self.state
         self.drop_task()
+        # a new task: the last one's clients (its warm baseline holds up to tens of GiB) are gone before
+        # anything of this one is allocated, or both tasks' memory meets on the device for 0.1-0.3 s
+        # (issue 23: 4.7 GiB of level3/21_EfficientNetMBConv's baseline counted in 1_Square's peak)
+        self.reap_retired()
         module = module_from_source("reference_task", req.task_source)
         torch.manual_seed(cfg.seed)
         init_args = list(module.get_init_inputs())
