@@ -370,25 +370,47 @@ class _Client:
     def alive(self) -> bool:
         return not self.exited
 
+    def close(self, kill: bool = True) -> None:
+        self.events.append("close" if not kill else "kill+close")
+        if self.exited is None:
+            raise ValueError("its fork server's socket is closed")
+
+
+class _Arena:
+    def __init__(self, client: _Client) -> None:
+        self.client = client
+
     def close(self) -> None:
-        self.events.append("close")
+        self.client.events.append("arena freed")
 
 
 def test_an_ended_client_is_killed_at_once_and_waited_for_before_anything_is_timed() -> None:
     """Issue 23: waiting for a client with a device context to exit was 0.15-0.4 s of every
     evaluation's `close`. It is killed when the evaluation ends and waited for later: at the
-    next evaluation's start if it is already gone, and in any case before a timed round."""
+    next evaluation's start if it is already gone, and in any case before a timed round. Its
+    arena is let go only after it exited (freeing memory a living process maps is undefined),
+    and the wait does not kill again (its PID may be another process group's by then)."""
     judge = SimpleNamespace(retired=[], spares=[])
     gone, dying = _Client(exited=True), _Client(exited=False)
     for client in (gone, dying):
-        Judge.retire(judge, client)  # type: ignore[arg-type]
+        Judge.retire(judge, client, _Arena(client))  # type: ignore[arg-type]
     assert gone.events == dying.events == ["kill"]  # nothing of either runs after this
     Judge.reap_retired(judge, wait=False)  # type: ignore[arg-type]
-    assert gone.events == ["kill", "close"] and dying.events == ["kill"]
-    assert judge.retired == [dying]
+    assert gone.events == ["kill", "close", "arena freed"] and dying.events == ["kill"]
+    assert [link for link, _ in judge.retired] == [dying]
     judge.reap_retired = lambda wait=True: Judge.reap_retired(judge, wait)  # type: ignore[arg-type]
     Judge.quiet_spares(judge)  # type: ignore[arg-type]  # right before timing
-    assert dying.events == ["kill", "close"] and judge.retired == []
+    assert dying.events == ["kill", "close", "arena freed"] and judge.retired == []
+
+
+def test_a_retired_client_that_cannot_be_waited_for_is_dropped_not_kept_forever() -> None:
+    judge = SimpleNamespace(retired=[])
+    broken = _Client(exited=None)  # type: ignore[arg-type]
+    Judge.retire(judge, broken, _Arena(broken))  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        Judge.reap_retired(judge)  # type: ignore[arg-type]
+    assert judge.retired == [] and broken.events[-1] == "arena freed"
+    Judge.reap_retired(judge)  # type: ignore[arg-type]  # the next evaluation is not stuck on it
 
 
 def test_a_stage_limit_runs_from_when_the_stage_began() -> None:
@@ -414,14 +436,13 @@ def test_a_task_whose_inputs_change_shape_with_the_seed_is_refused_clearly() -> 
 
 
 # ---- the speed of light: flops counted only where they can matter (issue 23: cost) ---------------
-def _measured(candidate_ms: float, eager_ms: float) -> tuple[SimpleNamespace, list[str]]:
+def _measured(candidate_ms: list[float], eager_ms: list[float]) -> tuple[SimpleNamespace, list[str]]:
     from cuda_agent.evaluation.config import EvalConfig
     from cuda_agent.evaluation.protocol import JudgeAnswer
 
     counted: list[str] = []
     state = SimpleNamespace(work={"bytes": 1.0, "peak_bytes_per_s": 1e12, "peak_flops": 1e15}, flops_counted=False)
-    judge = SimpleNamespace(_time=lambda *a: {"samples": {"eager": [eager_ms] * 3, "candidate": [candidate_ms] * 3},
-                                              "batch": 1})
+    judge = SimpleNamespace(_time=lambda *a: {"samples": {"eager": eager_ms, "candidate": candidate_ms}, "batch": 1})
 
     def count(st: SimpleNamespace) -> None:
         counted.append("flops")
@@ -437,10 +458,13 @@ def test_flops_are_counted_only_for_a_candidate_that_looks_faster_than_eager() -
     """A candidate no faster than eager cannot be under the speed of light (eager is a real
     computation above it): the reference's flop count, one more forward dispatched in Python
     (~0.2 s on level3/16_DenseNet201), is skipped; a faster one gets it, once per task."""
-    state, counted = _measured(candidate_ms=2.0, eager_ms=1.0)
+    state, counted = _measured(candidate_ms=[2.0] * 3, eager_ms=[1.0] * 3)
     assert counted == [] and "flops" not in state.work
-    state, counted = _measured(candidate_ms=0.5, eager_ms=1.0)
+    state, counted = _measured(candidate_ms=[0.5] * 3, eager_ms=[1.0] * 3)
     assert counted == ["flops"] and state.flops_counted
+    # the reward reads per-round ratios: faster in two rounds of three counts, though the medians say otherwise
+    state, counted = _measured(candidate_ms=[0.9, 2.0, 3.0], eager_ms=[1.0, 2.5, 0.5])
+    assert counted == ["flops"]
 
 
 def test_the_flop_count_is_the_references_own(tmp_path) -> None:
@@ -455,3 +479,29 @@ def test_the_flop_count_is_the_references_own(tmp_path) -> None:
     judge = SimpleNamespace(torch=torch, trial=lambda st, i: st.trials[i])
     Judge._count_flops(judge, state)  # type: ignore[arg-type]
     assert state.work["flops"] == 2 * 4 * 16 * 8 and state.flops_counted
+
+
+@pytest.mark.parametrize("guard, stage", [(True, "guard"), (False, None)])
+def test_the_candidates_first_call_while_loading_is_guarded_as_verifications_first(guard: bool, stage: str | None) -> None:
+    """On a GPU the candidate's first call is made while it loads, on verification's first
+    inputs: unguarded, torch could compute trial 0's output there for the guarded call to return."""
+    import torch
+
+    from cuda_agent.evaluation.candidate import _Session, _Stop
+
+    said: list[tuple[str, str]] = []
+
+    def fail(st: str, message: str, step: str | None = None) -> None:
+        said.append((st, message))
+        raise _Stop()
+
+    torch_model = torch.nn.Linear(4, 4)  # torch compute in forward: what the guard forbids
+    session = SimpleNamespace(model=torch_model, slots=[[torch.randn(2, 4)]], req={"warm_guard": guard},
+                              backend=SimpleNamespace(synchronize=lambda: None), fail=fail)
+    if stage is None:
+        _Session._first_call(session)  # type: ignore[arg-type]
+        assert said == []
+    else:
+        with pytest.raises(_Stop):
+            _Session._first_call(session)  # type: ignore[arg-type]
+        assert said[0][0] == stage and "torch compute" in said[0][1]

@@ -108,12 +108,17 @@ class _Session:
         address read as "operation not supported on global/shared address space")."""
         import torch
 
+        from .guards import GuardViolation, guarded
+
+        model = guarded(self.model) if self.req.get("warm_guard") else self.model  # as verification's first call
         try:
             with torch.no_grad():
-                self.model(*self.slots[0])
+                model(*self.slots[0])
             self.backend.synchronize()
         except _Stop:
             raise
+        except GuardViolation as exc:
+            self.fail("guard", str(exc))
         except Exception as exc:  # noqa: BLE001 - the candidate's code: any failure is its verdict
             self.fail("verify", describe_exception(exc))
 

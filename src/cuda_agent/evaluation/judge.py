@@ -451,21 +451,20 @@ class Judge:
 
     def _count_flops(self, state: TaskState) -> None:
         """The reference's flops on trial 0 (FlopCounterMode: one more forward, dispatched in Python,
-        ~0.2 s on level3/16_DenseNet201), once per task and only for a candidate that looks faster
-        than eager: one that is not cannot be under the speed of light, which eager itself is
-        above (issue 23: counted for every task, it was most of the cost over 1.5x the naive harness)."""
+        ~0.2 s on level3/16_DenseNet201), once per task and only for a candidate whose median
+        per-round time ratio to eager is under 1: one that is not earns no "faster" credit, and
+        cannot be under the speed of light, which eager itself is above (issue 23: counted for
+        every task, it was most of the cost over 1.5x the naive harness)."""
         from torch.utils.flop_counter import FlopCounterMode
 
         torch = self.torch
-        flops = 0
         try:
             counter = FlopCounterMode(display=False)
             with torch.no_grad(), counter:
                 state.reference(*_clone(self.trial(state, 0).inputs))
-            flops = int(counter.get_total_flops())
-        except Exception:  # counting is best effort; bytes alone still bound the time
-            pass
-        state.work["flops"] = float(flops)
+        except Exception:  # counting is best effort (tried again next time); bytes alone still bound the time
+            return
+        state.work["flops"] = float(counter.get_total_flops())
         state.flops_counted = True
 
     def _calibrate_probe(self) -> float:
@@ -611,6 +610,7 @@ class Judge:
         if warm is not None:
             warm.close()
         self.baseline = None
+        self.reap_retired()  # the clients ended before this one are gone (their device memory with them)
         base = _CandidateSession(self, self._take_candidate(req), state, cfg, req, answer, clock, m=m,
                                  role="baseline", compiles=compiles)
         base.key = key
@@ -633,7 +633,10 @@ class Judge:
 
     def _candidate_session(self, state: TaskState, cfg: Any, req: JudgeRequest, answer: JudgeAnswer,
                            clock: "_PhaseClock", m: int) -> "_CandidateSession":
-        """The candidate's client, told to start (its load is awaited by `await_ready`)."""
+        """The candidate's client, told to start (its load is awaited by `await_ready`), once the
+        clients ended before it are gone: a dying one's memory beside a loading one's is more than
+        `check_memory` allows for."""
+        self.reap_retired()
         cand = _CandidateSession(self, self._take_candidate(req), state, cfg, req, answer, clock, m=m)
         try:
             cand.send_start()
@@ -711,10 +714,12 @@ class Judge:
     def _measure(self, state: TaskState, cfg: Any, base: "_CandidateSession", cand: "_CandidateSession",
                  answer: JudgeAnswer, clock: "_PhaseClock") -> None:
         """Timing, re-measured once when the candidate beats the speed of light."""
+        from .timing import round_ratios
+
         timing = self._time(state, cfg, base, cand, clock)
         samples = timing["samples"]
-        if cfg.guards.speed_of_light and not state.flops_counted and samples["candidate"] and samples["eager"] \
-                and median(samples["candidate"]) < median(samples["eager"]):
+        ratios = round_ratios(samples["candidate"], samples["eager"])  # the statistic the reward's "faster" reads
+        if cfg.guards.speed_of_light and not state.flops_counted and ratios and median(ratios) < 1:
             self._count_flops(state)
             answer.work = dict(state.work)
         bound = _speed_of_light_ms(state.work) / cfg.guards.peak_scale if cfg.guards.speed_of_light else 0.0
@@ -770,24 +775,33 @@ class Judge:
         needed = (1 if req.baselines_only or not req.config.measure else 2) - (1 if warm else 0)
         self._spawn_spare(req, max(needed, 1))
 
-    def retire(self, link: Any) -> None:
+    def retire(self, link: Any, arena: Any = None) -> None:
         """End a client now (SIGKILL to everything it started) and wait for it later: a process
         with a device context takes 0.1-0.3 s to exit, which the evaluation that ended it no
         longer pays (issue 23: `close` was 0.15-0.4 s of every evaluation). Nothing of it runs
-        after the kill, and its scratch goes now (no later client finds it); `reap_retired`
-        makes sure it is gone before anything is timed."""
+        after the kill, and its scratch goes now (no later client finds it). Its `arena` is let
+        go only once it has exited: memory a living process still maps is not freed under it
+        (cudaFree of an exported allocation before its importer closed it is undefined, and a
+        kernel of the dying client could write into what the judge allocates next).
+        `reap_retired` makes sure it is gone before a new client starts and before anything is timed."""
         link.kill()
         if getattr(link, "scratch", None) is not None:
             shutil.rmtree(link.scratch, ignore_errors=True)
-        self.retired.append(link)
+        self.retired.append((link, arena))
 
     def reap_retired(self, wait: bool = True) -> None:
         """Wait for retired clients to have exited (their device memory released, their
-        scratch removed); with `wait=False` only for those already gone."""
-        for link in list(self.retired):
+        scratch removed), then let their arenas go; with `wait=False` only for those already
+        gone. A client that cannot be waited for is dropped all the same (it was killed)."""
+        for entry in list(self.retired):
+            link, arena = entry
             if wait or not link.alive():
-                link.close()
-                self.retired.remove(link)
+                try:
+                    link.close(kill=False)  # killed at retire; a second kill could reach a reused PID
+                finally:
+                    self.retired.remove(entry)
+                    if arena is not None:
+                        arena.close()
 
     def quiet_spares(self, wait_s: float = SPARE_SETTLE_S) -> None:
         """Let spares finish starting, and retired clients finish ending, before anything is
@@ -1159,10 +1173,8 @@ class _CandidateSession:
         if self.reader is not None:
             self.reader.close()  # unmap the client's memory while it still exists
             self.reader = None
-        self.judge.retire(self.link)
-        if self.arena is not None:
-            self.arena.close()
-            self.arena = None
+        self.judge.retire(self.link, self.arena)
+        self.arena = None
 
     def limit(self, stage: str, since: float | None = None) -> float:
         """When `stage`, begun at `since` (now if None), must have answered."""
@@ -1335,6 +1347,9 @@ class _CandidateSession:
             # `verify`'s first call on, where the torch-compute guard stays. On a CPU the candidate's would take
             # the cores the baseline's load uses
             "warm_call": "baseline" if self.role == "baseline" else ("candidate" if self.judge.backend.gpu else None),
+            # the candidate's first call is on verification's first inputs: guarded as that call is, or torch
+            # could compute trial 0's output there, unseen, for the guarded call to return
+            "warm_guard": self.role == "candidate" and cfg.guards.torch_compute,
         }
 
     def slot(self, s: int) -> list[Any]:

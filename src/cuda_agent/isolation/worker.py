@@ -118,8 +118,11 @@ class WatchedProcess:
     def kill(self) -> None:
         kill_tree(self.proc)
 
-    def close(self) -> None:
-        self.kill()
+    def close(self, kill: bool = True) -> None:
+        """End it (`kill=False`: it was killed already; a second killpg after its exit could reach
+        a new process group that reused its PID) and wait for it; then its scratch and log go."""
+        if kill:
+            self.kill()
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
