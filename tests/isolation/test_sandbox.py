@@ -441,3 +441,39 @@ def test_the_syscall_filter_leaves_speculation_as_it_was() -> None:
     before, after, seccomp = (part.strip() for part in out.stdout.split("|"))
     assert seccomp.startswith("on"), out.stderr[-2000:]
     assert after == before and "force" not in after, (before, after)
+
+
+_THREAD_FLOOD = """
+import sys, threading
+sys.stdin.readline()
+done, started = threading.Event(), 0
+try:
+    for _ in range(200):
+        threading.Thread(target=done.wait, daemon=True).start()
+        started += 1
+except RuntimeError:  # can't start new thread
+    pass
+print(started, flush=True)
+done.set()
+"""
+
+
+def test_a_client_cannot_start_more_threads_than_its_cap() -> None:
+    """Red team round 7: the candidate runs as root, where RLIMIT_NPROC binds nothing, and its
+    loading library started 5,000 threads. In a pids cgroup of its own (where the host has one)
+    the 40th task fails to start, in that process only; the cgroup goes when the process has."""
+    import subprocess
+    import sys
+
+    from cuda_agent.isolation.sandbox import limit_tasks, release_tasks
+
+    proc = subprocess.Popen([sys.executable, "-c", _THREAD_FLOOD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    group = limit_tasks(proc.pid, 40)
+    if group is None:
+        proc.kill()
+        proc.wait()
+        pytest.skip("no pids cgroup this process can make on this host")
+    out, _ = proc.communicate("go\n", timeout=60)
+    assert 0 < int(out.split()[-1]) < 40
+    release_tasks(group)
+    assert not group.exists()

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, TypeVar
 
 from ..isolation.worker import WatchedProcess
-from ..isolation.sandbox import CANDIDATE_NAMESPACE_PREFIX, CONFINE_WRITES_ENV, make_scratch, namespaces_available, process_tree, scrubbed_environment
+from ..isolation.sandbox import (CANDIDATE_NAMESPACE_PREFIX, CONFINE_WRITES_ENV, limit_tasks, make_scratch, namespaces_available,
+                                 process_tree, release_tasks, scrubbed_environment)
 
 MAX_MESSAGE = 1 << 22
 T = TypeVar("T")
@@ -67,6 +68,9 @@ class CandidateLink(WatchedProcess):
         self._closers = [self.sock.close]
         self.tree = FrozenTree(self.proc.pid)
         self._closers.append(self.tree.close)
+        # at most TASKS_MAX threads and processes, where the host has a pids cgroup for it (red team round 7)
+        self.tasks_group = limit_tasks(self.proc.pid)
+        self._closers.append(lambda: release_tasks(self.tasks_group))
         self._started = False  # it said "spare": torch imported, the device started
         self.born = time.monotonic()
         self.start_s: float | None = None  # seconds from its start to its "spare" (seen by `started`)

@@ -16,6 +16,7 @@ import resource
 import shutil
 import subprocess
 import sys
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -71,6 +72,44 @@ def namespaces_available() -> bool:
 
 
 # ---- rlimits (worker side) ---------------------------------------------------------------
+TASKS_MAX = 1024  # threads and processes of one candidate client: an honest one (torch, CUDA, Triton's compiler) uses ~100
+PIDS_ROOTS = (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup"))  # cgroup v1's pids hierarchy, v2's unified one
+
+
+def limit_tasks(pid: int, limit: int = TASKS_MAX, roots: Sequence[Path] = PIDS_ROOTS) -> Path | None:
+    """Put the process tree under `pid` in a pids cgroup of its own, capped at `limit` tasks (each
+    thread counts), where the host lets this process make one; the cgroup, or None where it does
+    not (no pids controller, a read-only cgroup tree). The candidate runs as root, where
+    RLIMIT_NPROC binds nothing: red team round 7's loading library started 5,000 threads (host tasks
+    114 -> 5,399), and a flood to the host's pid limit would break the judge too. Past the cap the
+    candidate's own thread or process creation fails; nothing else on the host notices. Its threads
+    and children go with it; those it starts later are born inside."""
+    for root in roots:
+        try:
+            if root.name != "pids" and "pids" not in (root / "cgroup.subtree_control").read_text().split():
+                continue  # v2: only where the pids controller is handed down to child cgroups
+            group = root / f"cuda-agent-{pid}-{os.urandom(3).hex()}"
+            group.mkdir()
+        except OSError:
+            continue
+        try:
+            (group / "pids.max").write_text(str(limit))
+            for member in process_tree(pid):
+                (group / "cgroup.procs").write_text(str(member))
+            return group
+        except OSError:
+            release_tasks(group)
+    return None
+
+
+def release_tasks(group: Path | None) -> None:
+    """Remove a cgroup from `limit_tasks` once its processes are gone (best effort: a cgroup
+    still holding a task cannot be removed, and is left for the host)."""
+    if group is not None:
+        with suppress(OSError):
+            group.rmdir()
+
+
 def apply_limits(file_size_bytes: int | None, cpu_seconds: int | None, open_files: int | None,
                  processes: int | None, address_space: int | None) -> dict[str, Any]:
     """Set the limits that exist; return what was applied."""
