@@ -73,22 +73,44 @@ def namespaces_available() -> bool:
 
 # ---- rlimits (worker side) ---------------------------------------------------------------
 TASKS_MAX = 1024  # threads and processes of one candidate client: an honest one (torch, CUDA, Triton's compiler) uses ~100
-PIDS_ROOTS = (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup"))  # cgroup v1's pids hierarchy, v2's unified one
+CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 
-def limit_tasks(pid: int, limit: int = TASKS_MAX, roots: Sequence[Path] = PIDS_ROOTS) -> Path | None:
+def _own_pids_cgroups(root: Path, self_cgroup: Path) -> list[Path]:
+    """Where a pids cgroup may go: beside this process, inside its own cgroup (never above it,
+    which would take the client out of whatever limits this process's cgroup sets): cgroup v1's
+    pids hierarchy, or v2's where that cgroup hands the pids controller down."""
+    found = []
+    try:
+        lines = self_cgroup.read_text().splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        _, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        if "pids" in controllers.split(","):
+            found.append(root / "pids" / path.lstrip("/"))
+        elif controllers == "":
+            here = root / path.lstrip("/")
+            try:
+                if "pids" in (here / "cgroup.subtree_control").read_text().split():
+                    found.append(here)
+            except OSError:
+                pass
+    return found
+
+
+def limit_tasks(pid: int, limit: int = TASKS_MAX, root: Path = CGROUP_ROOT,
+                self_cgroup: Path = Path("/proc/self/cgroup")) -> Path | None:
     """Put the process tree under `pid` in a pids cgroup of its own, capped at `limit` tasks (each
-    thread counts), where the host lets this process make one; the cgroup, or None where it does
-    not (no pids controller, a read-only cgroup tree). The candidate runs as root, where
-    RLIMIT_NPROC binds nothing: red team round 7's loading library started 5,000 threads (host tasks
-    114 -> 5,399), and a flood to the host's pid limit would break the judge too. Past the cap the
-    candidate's own thread or process creation fails; nothing else on the host notices. Its threads
-    and children go with it; those it starts later are born inside."""
-    for root in roots:
+    thread counts), inside this process's own cgroup where the host lets it make one; the cgroup,
+    or None where it does not (no pids controller, a read-only cgroup tree). The candidate runs as
+    root, where RLIMIT_NPROC binds nothing: red team round 7's loading library started 5,000
+    threads (host tasks 114 -> 5,399), and a flood to the host's pid limit would break the judge
+    too. Past the cap the candidate's own thread or process creation fails; nothing else on the
+    host notices. Its threads and children go with it; those it starts later are born inside."""
+    for parent in _own_pids_cgroups(root, self_cgroup):
+        group = parent / f"cuda-agent-{pid}-{os.urandom(3).hex()}"
         try:
-            if root.name != "pids" and "pids" not in (root / "cgroup.subtree_control").read_text().split():
-                continue  # v2: only where the pids controller is handed down to child cgroups
-            group = root / f"cuda-agent-{pid}-{os.urandom(3).hex()}"
             group.mkdir()
         except OSError:
             continue
