@@ -496,3 +496,14 @@ def test_the_pids_cgroup_goes_inside_the_judges_own_never_above_it(tmp_path: Pat
     assert _own_pids_cgroups(root, me) == [root / "job" / "a"]  # v2, the controller handed down
     me.write_text("0::/job/b\n")
     assert _own_pids_cgroups(root, me) == []  # v2 without it: no cap, rather than one above us
+
+
+def test_empty_pids_cgroups_of_clients_that_are_gone_are_swept(tmp_path: Path) -> None:
+    from cuda_agent.isolation import sandbox
+
+    parent = tmp_path / "pids"
+    gone, alive = parent / "cuda-agent-999999999-abc123", parent / f"cuda-agent-{os.getpid()}-def456"
+    gone.mkdir(parents=True)
+    alive.mkdir()
+    sandbox._sweep_task_groups(parent)
+    assert not gone.exists() and alive.exists()

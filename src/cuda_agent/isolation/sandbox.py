@@ -109,6 +109,7 @@ def limit_tasks(pid: int, limit: int = TASKS_MAX, root: Path = CGROUP_ROOT,
     too. Past the cap the candidate's own thread or process creation fails; nothing else on the
     host notices. Its threads and children go with it; those it starts later are born inside."""
     for parent in _own_pids_cgroups(root, self_cgroup):
+        _sweep_task_groups(parent)
         group = parent / f"cuda-agent-{pid}-{os.urandom(3).hex()}"
         try:
             group.mkdir()
@@ -122,6 +123,21 @@ def limit_tasks(pid: int, limit: int = TASKS_MAX, root: Path = CGROUP_ROOT,
         except OSError:
             release_tasks(group)
     return None
+
+
+_SWEPT: set[Path] = set()
+
+
+def _sweep_task_groups(parent: Path) -> None:
+    """Once per process and parent: remove the empty cgroups of clients that are gone (a judge
+    killed as a whole leaves its clients' behind; the name carries the client's PID)."""
+    if parent in _SWEPT:
+        return
+    _SWEPT.add(parent)
+    for group in parent.glob("cuda-agent-*-*"):
+        pid = group.name.split("-")[2]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            release_tasks(group)  # refused while it still holds a task
 
 
 def release_tasks(group: Path | None) -> None:
