@@ -176,11 +176,14 @@ class _Session:
             dtype = self.req.get("dtype")
             if dtype:
                 model = model.to(getattr(torch, dtype))
-            # the baseline client (the task's own Model: trusted, laid out as the judge's reference)
-            # takes the arena's weights as they are, no second copy of them (issue 23: a 256 MiB
-            # copy per client put level2/12_Gemm_Multiply_LeakyReLU at 3.01x the naive harness's
-            # memory); a candidate's ModelNew may lay its parameters out otherwise: copied into
-            model.load_state_dict(weights, strict=True, assign=bool(self.req.get("reference_source")))
+            # on a GPU the baseline client (the task's own Model: trusted, laid out as the judge's
+            # reference) takes the arena's weights as they are, no second copy of them (issue 23: a
+            # 256 MiB copy per client put level2/12_Gemm_Multiply_LeakyReLU at 3.01x the naive
+            # harness's memory). Not on a CPU: there the arena is a shared file mapping, slower to read
+            # than the candidate's private copy, and eager lost to the reference as its own solution.
+            # A candidate's ModelNew may lay its parameters out otherwise: always copied into
+            model.load_state_dict(weights, strict=True,
+                                  assign=bool(self.req.get("reference_source")) and self.backend.gpu)
             self.model = model.to(device).eval()
             self.models = {"candidate": self.model, "eager": self.model}
             if self.req.get("compile_mode"):
