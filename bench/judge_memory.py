@@ -14,7 +14,6 @@ import gc
 import json
 import os
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
@@ -38,16 +37,8 @@ def main() -> None:
     args = ap.parse_args()
     if args.variant == "no_freeze":
         gc.freeze = lambda: None  # the judge's own call (this process only)
-    from cuda_agent.backends import get_backend
-    from cuda_agent.benchmark.jobs import reference_model_new
-    from cuda_agent.benchmark.solutions import SINGLE_FILE_BINDING, SINGLE_FILE_BINDING_TEXT, reference_config
-    from cuda_agent.evaluation import EvalConfig
     from cuda_agent.evaluation import judge as judge_module
-    from cuda_agent.evaluation.evaluator import _baseline_key, _judge_request
-    from cuda_agent.isolation.paths import default_cache_dir
-    from cuda_agent.languages import get_language
-    from cuda_agent.tasks.loaders import load_task_file
-    from cuda_agent.workspace import create_workspace
+    from judge_profile import reference_request  # bench/, beside this script
 
     if args.variant == "no_candidate_warm_call":
         layout = judge_module._CandidateSession.layout
@@ -58,23 +49,12 @@ def main() -> None:
                 self.start_request["warm_call"] = None
 
         judge_module._CandidateSession.layout = without  # type: ignore[method-assign]
-    backend = get_backend("cuda")
-    cache = default_cache_dir()
-    cfg = reference_config(EvalConfig(backend="cuda")).model_copy(update={"compile_mode": None})
     judge = judge_module.Judge("cuda")
     torch = judge.torch
     me = str(os.getpid())
     with args.out.open("a") as out:
         for path in args.tasks:
-            task = load_task_file(path)
-            ws = create_workspace(task, Path(tempfile.mkdtemp(prefix="judge-mem-")) / "ws", "cuda")
-            (ws.root / "model_new.py").write_text(reference_model_new(task.source))
-            (ws.root / SINGLE_FILE_BINDING).write_text(SINGLE_FILE_BINDING_TEXT)
-            lang = get_language(ws.language)
-            build = lang.build(ws.root, backend, cache_dir=cache, timeout_s=300)
-            lang.publish(ws.root, backend, build.library)
-            req = _judge_request(ws, ws.task, backend, cfg, cache, _baseline_key(ws.task.content_hash, backend, cfg, None),
-                                 build.library)
+            req = reference_request(path, "cuda")
             t0 = time.perf_counter()
             answer = judge.evaluate(req)
             wall = time.perf_counter() - t0

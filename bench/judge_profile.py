@@ -16,6 +16,34 @@ import pstats
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
+
+
+def reference_request(task_path: Path, backend_name: str) -> Any:
+    """The judge request `bench run --solutions reference` makes for a task file: its reference as
+    the solution, built and published, compile baseline off (as gpu_acceptance's KernelBench step)."""
+    from cuda_agent.backends import get_backend
+    from cuda_agent.benchmark.jobs import reference_model_new
+    from cuda_agent.benchmark.solutions import SINGLE_FILE_BINDING, SINGLE_FILE_BINDING_TEXT, reference_config
+    from cuda_agent.evaluation import EvalConfig
+    from cuda_agent.evaluation.evaluator import _baseline_key, _judge_request
+    from cuda_agent.isolation.paths import default_cache_dir
+    from cuda_agent.languages import get_language
+    from cuda_agent.tasks.loaders import load_task_file
+    from cuda_agent.workspace import create_workspace
+
+    task = load_task_file(task_path)
+    ws = create_workspace(task, Path(tempfile.mkdtemp(prefix="judge-ref-")) / "ws", backend_name)
+    (ws.root / "model_new.py").write_text(reference_model_new(task.source))
+    (ws.root / SINGLE_FILE_BINDING).write_text(SINGLE_FILE_BINDING_TEXT)
+    cfg = reference_config(EvalConfig(backend=backend_name)).model_copy(update={"compile_mode": None})
+    backend, cache = get_backend(backend_name), default_cache_dir()
+    lang = get_language(ws.language)
+    build = lang.build(ws.root, backend, cache_dir=cache, timeout_s=300)
+    assert build.ok, build.log
+    lang.publish(ws.root, backend, build.library)
+    return _judge_request(ws, ws.task, backend, cfg, cache, _baseline_key(ws.task.content_hash, backend, cfg, None),
+                          build.library)
 
 
 def main() -> None:
@@ -35,30 +63,19 @@ def main() -> None:
     from cuda_agent.workspace import create_workspace
     from cuda_agent.isolation.paths import default_cache_dir
 
-    cfg = EvalConfig(backend=args.backend)
-    where = Path(tempfile.mkdtemp(prefix="judge-prof-")) / "ws"
     if args.task is not None:
-        from cuda_agent.benchmark.jobs import reference_model_new
-        from cuda_agent.benchmark.solutions import SINGLE_FILE_BINDING, SINGLE_FILE_BINDING_TEXT, reference_config
-        from cuda_agent.tasks.loaders import load_task_file
-
-        task = load_task_file(args.task)
-        ws = create_workspace(task, where, args.backend)
-        (ws.root / "model_new.py").write_text(reference_model_new(task.source))
-        (ws.root / SINGLE_FILE_BINDING).write_text(SINGLE_FILE_BINDING_TEXT)
-        cfg = reference_config(cfg).model_copy(update={"compile_mode": None})  # as gpu_acceptance's KernelBench step
+        req = reference_request(args.task, args.backend)
     else:
         ex = next(e for e in list_examples() if e.name == args.example)
-        ws = create_workspace(ex.task, where, args.backend)
+        ws = create_workspace(ex.task, Path(tempfile.mkdtemp(prefix="judge-prof-")) / "ws", args.backend)
         ex.install_solution(ws.root, args.backend)
-    backend = get_backend(args.backend)
-    cache = default_cache_dir()
-    lang = get_language(ws.language)
-    build = lang.build(ws.root, backend, cache_dir=cache, timeout_s=300)
-    assert build.ok, build.log
-    lang.publish(ws.root, backend, build.library)
-    req = _judge_request(ws, ws.task, backend, cfg, cache, _baseline_key(ws.task.content_hash, backend, cfg, None),
-                         build.library)
+        backend, cache, cfg = get_backend(args.backend), default_cache_dir(), EvalConfig(backend=args.backend)
+        lang = get_language(ws.language)
+        build = lang.build(ws.root, backend, cache_dir=cache, timeout_s=300)
+        assert build.ok, build.log
+        lang.publish(ws.root, backend, build.library)
+        req = _judge_request(ws, ws.task, backend, cfg, cache, _baseline_key(ws.task.content_hash, backend, cfg, None),
+                             build.library)
     judge = Judge(args.backend)
     lines = []
     for i in range(args.repeats):
