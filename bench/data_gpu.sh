@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # Data synthesis at scale on one GPU host (1-8 GPUs), resumable across 10-minute device calls:
 # catalogue, synth (workers spread over every GPU), audit, reports; everything lands in $OUT.
-#   run: bash bench/data_gpu.sh        carry: .whl .carry-data   (KernelBench levels 1-3 in .carry-data/KernelBench)
+#   run: bash bench/data_gpu.sh        carry: .carry .carry-data   (`bash ../shared/gpu/carry.sh` lays out .carry:
+#        wheels in .carry/whl, KernelBench levels 1-3 in .carry/KernelBench; `.whl` and .carry-data/KernelBench also work)
 # Resume: put the previous call's $OUT/data_run.tar.gz at .carry-data/resume/data_run.tar.gz (or RESUME_TAR=path);
 # each call continues synth until COUNT are accepted, then the audit, then writes the reports.
 # Env: COUNT (2000), CALL_S (seconds this call may use, 540), WORKERS_PER_GPU (8), WORKERS (overrides),
 #      AUDIT_WORKERS_PER_GPU (8), BACKEND (cuda), COMPILE_BACKEND (inductor), QUIET=1 (--quiet-timing), TIMEOUT (90),
-#      EVAL (.carry-data/KernelBench), SKIP_AUDIT=1.
+#      EVAL (.carry-data/KernelBench, else .carry/KernelBench), SKIP_AUDIT=1,
+#      AUDIT_SAMPLE=N (audit N random rows instead of the whole set) and OPS6K=path (the same N rows' audit
+#      of that Ops-6K table beside ours, then audit_compare.md), AUDIT_SEED (0).
 set -uo pipefail
 T0=$SECONDS
-if ls .whl/*.whl >/dev/null 2>&1 && ! python3 -c "import pydantic" 2>/dev/null; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+WHEELS=.whl; ls .whl/*.whl >/dev/null 2>&1 || WHEELS=.carry/whl
+if ls $WHEELS/*.whl >/dev/null 2>&1 && ! python3 -c "import pydantic" 2>/dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site $WHEELS/*.whl || exit 1
   export PYTHONPATH=/tmp/site:$PWD/src
 else
   export PYTHONPATH=$PWD/src${PYTHONPATH:+:$PYTHONPATH}
@@ -19,6 +23,8 @@ export PYTHONUNBUFFERED=1 CUDA_AGENT_CACHE=${CUDA_AGENT_CACHE:-/root/.cache/cuda
 OUT=${OUT:-/tmp/data-gpu-out}; mkdir -p "$OUT"
 BACKEND=${BACKEND:-cuda}; COUNT=${COUNT:-2000}; CALL_S=${CALL_S:-540}; QUIET=${QUIET:-}; TIMEOUT=${TIMEOUT:-90}
 COMPILE_BACKEND=${COMPILE_BACKEND:-inductor}; EVAL=${EVAL:-.carry-data/KernelBench}
+[ -d "$EVAL" ] || [ ! -d .carry/KernelBench ] || EVAL=.carry/KernelBench
+AUDIT_SAMPLE=${AUDIT_SAMPLE:-}; OPS6K=${OPS6K:-}; AUDIT_SEED=${AUDIT_SEED:-0}
 NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true); [ "$BACKEND" = cuda ] && [ "$NGPU" -ge 1 ] || NGPU=1
 DEVICES=$(seq -s, 0 $((NGPU - 1)))
 WORKERS=${WORKERS:-$(( ${WORKERS_PER_GPU:-8} * NGPU ))}; AUDIT_WORKERS=${AUDIT_WORKERS:-$(( ${AUDIT_WORKERS_PER_GPU:-8} * NGPU ))}
@@ -42,7 +48,7 @@ LOG="$OUT/log_call$CALL.txt"
   mkdir -p "$STATE/catalogue"; cp "$CUDA_AGENT_CACHE"/data/catalogue-*.json "$STATE/catalogue/" 2>/dev/null
   accepted=$( [ -f "$RUN/tasks.jsonl" ] && wc -l < "$RUN/tasks.jsonl" || echo 0 )
   if [ "$accepted" -lt "$COUNT" ] && [ "$(left)" -gt 150 ]; then
-    budget=$(( $(left) - 130 ))  # in-flight candidates finish (up to TIMEOUT) after dispatch stops
+    budget=$(( $(left) - TIMEOUT - 40 ))  # in-flight candidates finish (up to TIMEOUT) after dispatch stops
     echo "== synth ($accepted accepted so far; dispatching for ${budget} s)"; t0=$SECONDS
     timeout $(( $(left) - 20 )) $PY -m cuda_agent data synth "$RUN" --count "$COUNT" --seed 0 --backend "$BACKEND" \
         --workers "$WORKERS" "${DEV_ARG[@]}" --eval-set "$EVAL" --time-budget "$budget" --timeout "$TIMEOUT" \
@@ -51,7 +57,19 @@ LOG="$OUT/log_call$CALL.txt"
   fi
   accepted=$( [ -f "$RUN/tasks.jsonl" ] && wc -l < "$RUN/tasks.jsonl" || echo 0 )
   echo "accepted: $accepted of $COUNT"
-  if [ "$accepted" -ge "$COUNT" ] && [ -z "${SKIP_AUDIT:-}" ] && [ "$(left)" -gt 90 ]; then
+  audit_sample() {  # $1 table, $2 out jsonl: N rows drawn under AUDIT_SEED, resumed from $2
+    echo "== audit of $AUDIT_SAMPLE random rows of $1 (until $(( $(left) - 60 )) s from now)"; t0=$SECONDS
+    timeout $(( $(left) - 60 )) $PY -m cuda_agent data audit "$1" --out "$2" --sample "$AUDIT_SAMPLE" --seed "$AUDIT_SEED" \
+        --backend "$BACKEND" --workers "$AUDIT_WORKERS" "${DEV_ARG[@]}" --eval-set "$EVAL" --timeout "$TIMEOUT" \
+        --compile-backend "$COMPILE_BACKEND" ${QUIET:+--quiet-timing} --json
+    echo "audit exit $? after $((SECONDS - t0)) s; rows audited: $(wc -l < "$2" 2>/dev/null || echo 0)"
+  }
+  if [ -n "$AUDIT_SAMPLE" ] && [ "$accepted" -ge "$COUNT" ] && [ -z "${SKIP_AUDIT:-}" ]; then
+    [ "$(left)" -gt 90 ] && audit_sample "$RUN/tasks.parquet" "$RUN/audit.jsonl"
+    [ -n "$OPS6K" ] && [ "$(left)" -gt 90 ] && audit_sample "$OPS6K" "$RUN/audit_ops6k.jsonl"
+    [ -f "$RUN/audit_ops6k.jsonl" ] && $PY -c "from cuda_agent.data.report import audit_comparison as c
+print(open(c({'ours': '$RUN/audit.jsonl', 'Ops-6K': '$RUN/audit_ops6k.jsonl'}, '$RUN/audit_compare.md')).read())"
+  elif [ "$accepted" -ge "$COUNT" ] && [ -z "${SKIP_AUDIT:-}" ] && [ "$(left)" -gt 90 ]; then
     echo "== audit (until $(( $(left) - 60 )) s from now; rows are saved as they finish and resume next call)"; t0=$SECONDS
     timeout $(( $(left) - 60 )) $PY -m cuda_agent data audit "$RUN/tasks.parquet" --out "$RUN/audit.jsonl" \
         --backend "$BACKEND" --workers "$AUDIT_WORKERS" "${DEV_ARG[@]}" --eval-set "$EVAL" --timeout "$TIMEOUT" \
@@ -66,7 +84,8 @@ LOG="$OUT/log_call$CALL.txt"
   $PY bench/data_first_call.py "$RUN/candidates.jsonl" "$RUN/audit.jsonl" > "$STATE/first_call.json" 2>/dev/null
   echo "call $CALL done after $((SECONDS - T0)) s"
 } 2>&1 | tee "$LOG"
-for f in summary.json report.md dataset_report.md nearest_eval.jsonl audit.md tasks.parquet; do
+for f in summary.json report.md dataset_report.md nearest_eval.jsonl audit.md audit_compare.md audit.jsonl \
+         audit_ops6k.jsonl tasks.parquet tasks.jsonl; do
   cp "$RUN/$f" "$OUT/" 2>/dev/null
 done
 cp "$STATE/first_call.json" "$OUT/" 2>/dev/null

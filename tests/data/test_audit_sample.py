@@ -28,3 +28,23 @@ def test_pass_rate_by_filter_counts_rows_once() -> None:
 def test_limit_and_sample_together_are_refused(tmp_path) -> None:
     with pytest.raises(ValueError, match="not both"):
         audit(tmp_path, tmp_path / "a.jsonl", limit=2, sample=2, backend="cpu")
+
+
+def test_two_audits_side_by_side_count_each_row_once_per_filter_and_reason(tmp_path) -> None:
+    from cuda_agent.data.report import audit_comparison
+    import json
+
+    def row(name: str, *failures: tuple[str, str]) -> dict:
+        return {"name": name, "ok": not failures,
+                "failures": [{"filter": f, "reason": r, "detail": ""} for f, r in failures]}
+
+    ours, theirs = tmp_path / "ours.jsonl", tmp_path / "ops6k.jsonl"
+    ours.write_text("".join(json.dumps(r) + "\n" for r in (
+        row("a"), row("b"), row("c", ("runtime", "too_slow"), ("runtime", "too_slow")), row("d"))))
+    theirs.write_text("".join(json.dumps(r) + "\n" for r in (  # a resumed audit can repeat a row
+        row("x", ("compile", "compile_mismatch")), row("y"), row("x", ("compile", "compile_mismatch")))))
+    text = audit_comparison({"ours": ours, "Ops-6K": theirs}, tmp_path / "cmp.md").read_text()
+    assert "| rows audited | 4 | 2 |" in text
+    assert "| **pass every filter** | 3 (75.0%) | 1 (50.0%) |" in text
+    assert "| runtime | 1 (25.0%) | 0 (0.0%) |" in text
+    assert "| compile_mismatch | 0 (0.0%) | 1 (50.0%) |" in text

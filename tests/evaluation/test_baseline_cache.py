@@ -149,3 +149,15 @@ def test_without_compile_times_the_reward_stops_at_2() -> None:
 def test_faster_than_compile_but_not_eager_records_neither_claim_as_3() -> None:
     res, _ = _finish({"eager": [1.0] * 30, "candidate": [1.0] * 30}, [2.0] * 30, None)
     assert res.reward == 1 and not res.faster_than_eager and not res.faster_than_compile
+
+
+def test_a_speedup_printed_above_the_bar_but_not_credited_says_it_is_within_noise() -> None:
+    # median ratio 0.8 (1.25x) but 18 of 40 rounds at 1.0: the interval reaches below 1/0.95
+    cand = [0.8] * 18 + [1.0] * 18 + [0.7] * 4
+    res, _ = _finish({"eager": [1.0] * 40, "candidate": cand}, [2.0] * 40, None)
+    assert res.reward == 1 and res.speedup_vs_eager > 1 / 0.95
+    assert res.speedup_interval["eager"][0] <= 1 / 0.95
+    assert "1.25x vs eager is within noise" in res.reason and "does not clear 1.053x" in res.reason
+    assert "vs torch.compile is within noise" not in res.reason  # its interval clears; eager decided
+    clear, _ = _finish({"eager": [1.0] * 40, "candidate": [0.8] * 40}, [2.0] * 40, None)
+    assert clear.reward == 3 and "within noise" not in clear.reason

@@ -52,6 +52,37 @@ def synth_report(run_dir: str | Path) -> Path:
     return path
 
 
+def audit_comparison(audits: dict[str, str | Path], out: str | Path) -> Path:
+    """Two (or more) audits of equal-size samples side by side: the pass rate in total, per
+    filter (share of rows failing it) and per reason, so two sets are compared on one machine
+    under one set of filters (issue 30: ours beside Ops-6K)."""
+    tables = {label: list({r["name"]: r for r in read_jsonl(Path(p))}.values()) for label, p in audits.items()}
+    labels = list(tables)
+
+    def share(rows: list[dict[str, Any]], hit: Any) -> str:
+        k = sum(1 for r in rows if hit(r))
+        return f"{k} ({k / max(len(rows), 1):.1%})"
+
+    filters = sorted({f["filter"] for rows in tables.values() for r in rows for f in r["failures"]})
+    reasons = sorted({f["reason"] for rows in tables.values() for r in rows for f in r["failures"]})
+    head = "| | " + " | ".join(labels) + " |"
+    rule = "|---|" + "---:|" * len(labels)
+    lines = ["# Audit side by side", "", head, rule,
+             "| rows audited | " + " | ".join(str(len(tables[a])) for a in labels) + " |",
+             "| **pass every filter** | " + " | ".join(share(tables[a], lambda r: r["ok"]) for a in labels) + " |",
+             "", "## Rows failing each filter", "", head, rule]
+    for f in filters:
+        lines.append(f"| {f} | " + " | ".join(
+            share(tables[a], lambda r, f=f: any(x["filter"] == f for x in r["failures"])) for a in labels) + " |")
+    lines += ["", "## Rows failing for each reason", "", head, rule]
+    for reason in reasons:
+        lines.append(f"| {reason} | " + " | ".join(
+            share(tables[a], lambda r, x=reason: any(y["reason"] == x for y in r["failures"])) for a in labels) + " |")
+    path = Path(out)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
 def audit_report(audit_jsonl: str | Path, out: str | Path | None = None, title: str = "Audit report") -> Path:
     """Markdown totals and the failing rows of an audit JSONL file."""
     rows = {r["name"]: r for r in read_jsonl(Path(audit_jsonl))}.values()
