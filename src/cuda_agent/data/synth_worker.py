@@ -53,12 +53,12 @@ def synth_candidate(request: dict[str, Any], backend_name: str, wait_line: Calla
     filters = req.filters
 
     def measure(real: Any) -> float:
-        # An estimate that only steers the size: taken alongside the other workers (shared under
-        # quiet timing, unlocked otherwise), so only the runtime filter's timing makes them wait.
-        # Taken exclusively, it queued every worker of a GPU behind one lock: 7 s of waiting per
-        # candidate on an H200 with 12 workers a GPU, and a quarter of the tasks per hour.
+        # An estimate that only steers the size. Under quiet timing it is taken alongside the
+        # other workers (shared), so only the runtime filter's timing makes them all wait.
         x = make_input(real.plan, real.input_shape, device)
-        with torch.no_grad(), device_lock.shared(filters.shared_lock(), backend.synchronize):
+        lock = (device_lock.shared(filters.shared_lock(), backend.synchronize) if filters.quiet_timing
+                else device_lock.exclusive(filters.gpu_lock))
+        with torch.no_grad(), lock:
             return time_model(lambda: real.run(x), backend, max(3, filters.timing_runs // 2), filters.timing_budget_ms)
 
     try:
