@@ -22,3 +22,24 @@ def test_the_arena_cannot_be_shrunk_or_grown():
         del raw
         mm.close()
         os.close(fd)
+
+
+def test_an_arena_dropped_without_close_gives_its_memory_back() -> None:
+    """Red team round 7: an evaluation that failed before its arena was handed on left the memfd
+    open in the judge for good (64 MiB of host memory each time)."""
+    import gc
+    import os
+
+    from cuda_agent.backends import get_backend
+
+    arena = get_backend("cpu").make_arena(1 << 20)
+    fd = arena.fds[0]
+    os.fstat(fd)
+    del arena
+    gc.collect()
+    with pytest.raises(OSError):
+        os.fstat(fd)
+    closed = get_backend("cpu").make_arena(1 << 20)
+    closed.close()
+    closed.close()  # twice: nothing closed twice (its number may be another file's by then)
+    assert closed.fds == []

@@ -505,3 +505,56 @@ def test_the_candidates_first_call_while_loading_is_guarded_as_verifications_fir
         with pytest.raises(_Stop):
             _Session._first_call(session)  # type: ignore[arg-type]
         assert said[0][0] == stage and "torch compute" in said[0][1]
+
+
+def test_a_client_whose_end_fails_is_still_reaped_and_its_deep_scratch_goes_without_raising(tmp_path) -> None:
+    """Red team round 7: a candidate made 3,000 nested folders in its scratch; shutil.rmtree
+    raised RecursionError out of `retire`, before the client was on the retired list, so the
+    candidate chose an "infrastructure" verdict and its arena stayed with the judge for good."""
+    import time
+
+    deep = tmp_path / "scratch"
+    nest(deep, 3000)
+    client = _Client(exited=True)
+    client.scratch = deep  # type: ignore[attr-defined]
+
+    def kill() -> None:
+        raise ProcessLookupError("already gone")
+
+    client.kill = kill  # type: ignore[method-assign]
+    judge = SimpleNamespace(retired=[])
+    with pytest.raises(ProcessLookupError):
+        Judge.retire(judge, client, _Arena(client))  # type: ignore[arg-type]
+    assert [link for link, _ in judge.retired] == [client]  # reaped later, its arena freed then
+    Judge.reap_retired(judge)  # type: ignore[arg-type]
+    assert client.events == ["close", "arena freed"] and judge.retired == []
+    deadline = time.monotonic() + 30
+    while deep.exists() and time.monotonic() < deadline:  # removed off the judge's thread
+        time.sleep(0.05)
+    assert not deep.exists()
+
+
+def test_a_sandbox_report_that_is_not_an_object_is_the_candidates_protocol_violation() -> None:
+    """Red team round 7: `"sandbox": [1, 2]` in the candidate's "ready" was the judge's TypeError."""
+    from cuda_agent.evaluation.judge import Verdict
+
+    session = SimpleNamespace(role="candidate", answer=SimpleNamespace(sandbox=None), started_at=0.0,
+                              receive=lambda stage, started: {"type": "ready", "sandbox": [1, 2]},
+                              judge=SimpleNamespace(backend=SimpleNamespace(output_reader=lambda pid: None)),
+                              link=SimpleNamespace(pid=lambda: 1, namespaces=False))
+    with pytest.raises(Verdict, match="broke the protocol: its sandbox report is not an object"):
+        _CandidateSession.await_ready(session)  # type: ignore[arg-type]
+
+
+def nest(root, depth: int) -> None:
+    """`depth` folders, one in the next (deeper than a path may be long: made by folder handle)."""
+    import os
+
+    root.mkdir(parents=True, exist_ok=True)
+    fd = os.open(root, os.O_RDONLY)
+    for _ in range(depth):
+        os.mkdir("d", dir_fd=fd)
+        inner = os.open("d", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = inner
+    os.close(fd)

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 from ..evaluation import EvalConfig, EvalResult, evaluate
+from ..isolation.processes import remove_tree
 from ..tasks import Task
 from ..workspace import Workspace, create_workspace
 from .tools import TOOL_NAMES, ToolConfig, ToolExecutor, ToolResult
@@ -56,7 +56,7 @@ class Environment:
         try:
             ws = create_workspace(task, owned / "ws", backend or default_backend_name())
         except BaseException:
-            shutil.rmtree(owned, ignore_errors=True)
+            remove_tree(owned)
             raise
         return cls(ws, owned_dir=owned, **kw)
 
@@ -105,7 +105,7 @@ class Environment:
 
     def _remove(self) -> None:
         if self.owned_dir is not None and not self.keep:
-            shutil.rmtree(self.owned_dir, ignore_errors=True)
+            remove_tree(self.owned_dir)  # the agent's workspace: any depth, any count, any modes
         self.owned_dir = None
 
     def __enter__(self) -> "Environment":

@@ -10,7 +10,7 @@ final reward always comes from `cuda_agent.evaluate`, never from the agent's wor
 from __future__ import annotations
 
 import difflib
-import shutil
+import os
 import time
 import traceback
 import uuid
@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field
 
 from ..evaluation import EvalConfig
 from ..evaluation.records import EvalResult
+from ..isolation.processes import remove_tree
 from ..storage import StoreError
 from ..tasks import Task
 from ..workspace import Workspace, create_workspace, open_workspace
@@ -174,13 +175,9 @@ def _resumable(root: Path, task: Task, episode_id: str | None, cfg: AgentConfig)
 
 
 def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        for sub in path.rglob("*"):  # the workspace's fixed files are read-only
-            if not sub.is_symlink():
-                sub.chmod(0o755 if sub.is_dir() else 0o644)
-        shutil.rmtree(path)
-    elif path.exists() or path.is_symlink():
-        path.unlink()
+    remove_tree(path)  # read-only fixed files and the agent's own folders, any depth
+    if os.path.lexists(path):
+        raise OSError(f"cannot remove {path}")
 
 
 class _Episode:

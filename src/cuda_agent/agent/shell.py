@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from ..isolation import confine, sandbox
-from ..isolation.processes import PDEATHSIG_PREFIX
 from ..isolation.paths import default_cache_dir
+from ..isolation.processes import PDEATHSIG_PREFIX, remove_tree
 
 _CONFINE = Path(confine.__file__)
 AGENT_CACHE = "agent-shell"
@@ -73,7 +73,7 @@ class ShellRunner:
         try:
             self.prefix, self.confinement = self._sealed_prefix() if config.seal else self._prefix()
         except ShellUnavailable:
-            shutil.rmtree(self.scratch, ignore_errors=True)
+            remove_tree(self.scratch)
             raise
 
     def _sealed_prefix(self) -> tuple[list[str], dict[str, Any]]:
@@ -138,7 +138,7 @@ class ShellRunner:
                         seconds=time.monotonic() - t0)
 
     def close(self) -> None:
-        shutil.rmtree(self.scratch, ignore_errors=True)
+        remove_tree(self.scratch)  # the agent's commands filled it: any depth, any count
 
 
 _TOOLCHAIN_ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "passwd", "group", "nsswitch.conf",

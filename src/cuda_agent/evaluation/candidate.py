@@ -189,13 +189,15 @@ class _Session:
             if self.req.get("compile_mode"):
                 self.models["compile"] = torch.compile(self.model, mode=self.req["compile_mode"])
             # JIT languages compile now, while processes may start; the baseline client (trusted) makes its
-            # first call now, beside the candidate's load, and on a GPU the candidate too (`warm_call`)
-            if (lang is not None and lang.warm_up) or self.req.get("warm_call") == "baseline":
+            # first call now, beside the candidate's load, and on a GPU the candidate too (`warm_call`).
+            # A candidate's first call is guarded as verification's, whatever asks for it: its slot 0
+            # holds trial 0's inputs (red team round 7: a Triton candidate's JIT warm-up ran unguarded)
+            if self.req.get("warm_call") == "candidate" or (lang is not None and lang.warm_up):  # lang: candidates'
+                self._first_call()
+            elif self.req.get("warm_call") == "baseline":
                 with torch.no_grad():
                     self.model(*self.slots[0])
                 self.backend.synchronize()
-            elif self.req.get("warm_call") == "candidate":
-                self._first_call()
             if self.req.get("syscalls") and report.get("processes_while_loading"):  # the judge checks for it
                 from ..isolation import sandbox
 

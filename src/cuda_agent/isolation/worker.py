@@ -8,7 +8,6 @@ log; results come over a private channel and are decoded without executing anyth
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import tempfile
@@ -17,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .channel import ChannelError, ChannelTimeout, Reader
-from .processes import start_detached_child
+from .processes import remove_tree, start_detached_child
 from .sandbox import process_tree, resident_bytes
 
 LOG_TAIL_CHARS = 4000
@@ -127,8 +126,7 @@ class WatchedProcess:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
-        if self.scratch is not None:
-            shutil.rmtree(self.scratch, ignore_errors=True)
+        remove_tree(self.scratch)  # the child's to fill: any depth, any count, never raises
         for closer in (*self._closers, self._log.close, lambda: os.unlink(self._log.name)):
             try:
                 closer()
