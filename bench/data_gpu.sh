@@ -8,7 +8,7 @@
 # Env: COUNT (2000), CALL_S (seconds this call may use, 540), WORKERS_PER_GPU (8), WORKERS (overrides),
 #      AUDIT_WORKERS_PER_GPU (8), BACKEND (cuda), COMPILE_BACKEND (inductor), QUIET=1 (--quiet-timing), TIMEOUT (90),
 #      EVAL (.carry-data/KernelBench, else .carry/KernelBench), SKIP_AUDIT=1,
-#      AUDIT_SAMPLE=N (audit N random rows instead of the whole set) and OPS6K=path (the same N rows' audit
+#      MIN_SYNTH_S (150: less left than this, no synth this call), AUDIT_SAMPLE=N (audit N random rows instead of the whole set) and OPS6K=path (the same N rows' audit
 #      of that Ops-6K table beside ours, then audit_compare.md), AUDIT_SEED (0).
 set -uo pipefail
 T0=$SECONDS
@@ -47,7 +47,7 @@ LOG="$OUT/log_call$CALL.txt"
   echo "== catalogue"; t0=$SECONDS; $PY -m cuda_agent data catalogue --json; echo "catalogue wall $((SECONDS - t0)) s"
   mkdir -p "$STATE/catalogue"; cp "$CUDA_AGENT_CACHE"/data/catalogue-*.json "$STATE/catalogue/" 2>/dev/null
   accepted=$( [ -f "$RUN/tasks.jsonl" ] && wc -l < "$RUN/tasks.jsonl" || echo 0 )
-  if [ "$accepted" -lt "$COUNT" ] && [ "$(left)" -gt 150 ]; then
+  if [ "$accepted" -lt "$COUNT" ] && [ "$(left)" -gt "${MIN_SYNTH_S:-150}" ]; then
     budget=$(( $(left) - TIMEOUT - 40 ))  # in-flight candidates finish (up to TIMEOUT) after dispatch stops
     echo "== synth ($accepted accepted so far; dispatching for ${budget} s)"; t0=$SECONDS
     timeout $(( $(left) - 20 )) $PY -m cuda_agent data synth "$RUN" --count "$COUNT" --seed 0 --backend "$BACKEND" \
@@ -57,16 +57,17 @@ LOG="$OUT/log_call$CALL.txt"
   fi
   accepted=$( [ -f "$RUN/tasks.jsonl" ] && wc -l < "$RUN/tasks.jsonl" || echo 0 )
   echo "accepted: $accepted of $COUNT"
-  audit_sample() {  # $1 table, $2 out jsonl: N rows drawn under AUDIT_SEED, resumed from $2
-    echo "== audit of $AUDIT_SAMPLE random rows of $1 (until $(( $(left) - 60 )) s from now)"; t0=$SECONDS
-    timeout $(( $(left) - 60 )) $PY -m cuda_agent data audit "$1" --out "$2" --sample "$AUDIT_SAMPLE" --seed "$AUDIT_SEED" \
+  audit_sample() {  # $1 table, $2 out jsonl, $3 seconds: N rows drawn under AUDIT_SEED, resumed from $2
+    echo "== audit of $AUDIT_SAMPLE random rows of $1 (for up to $3 s)"; t0=$SECONDS
+    timeout "$3" $PY -m cuda_agent data audit "$1" --out "$2" --sample "$AUDIT_SAMPLE" --seed "$AUDIT_SEED" \
         --backend "$BACKEND" --workers "$AUDIT_WORKERS" "${DEV_ARG[@]}" --eval-set "$EVAL" --timeout "$TIMEOUT" \
         --compile-backend "$COMPILE_BACKEND" ${QUIET:+--quiet-timing} --json
     echo "audit exit $? after $((SECONDS - t0)) s; rows audited: $(wc -l < "$2" 2>/dev/null || echo 0)"
   }
   if [ -n "$AUDIT_SAMPLE" ] && [ "$accepted" -ge "$COUNT" ] && [ -z "${SKIP_AUDIT:-}" ]; then
-    [ "$(left)" -gt 90 ] && audit_sample "$RUN/tasks.parquet" "$RUN/audit.jsonl"
-    [ -n "$OPS6K" ] && [ "$(left)" -gt 90 ] && audit_sample "$OPS6K" "$RUN/audit_ops6k.jsonl"
+    share=$(( $(left) - 60 )); [ -n "$OPS6K" ] && share=$(( share / 2 ))  # both sets get their half of the call
+    [ "$(left)" -gt 90 ] && audit_sample "$RUN/tasks.parquet" "$RUN/audit.jsonl" "$share"
+    [ -n "$OPS6K" ] && [ "$(left)" -gt 90 ] && audit_sample "$OPS6K" "$RUN/audit_ops6k.jsonl" $(( $(left) - 60 ))
     [ -f "$RUN/audit_ops6k.jsonl" ] && $PY -c "from cuda_agent.data.report import audit_comparison as c
 print(open(c({'ours': '$RUN/audit.jsonl', 'Ops-6K': '$RUN/audit_ops6k.jsonl'}, '$RUN/audit_compare.md')).read())"
   elif [ "$accepted" -ge "$COUNT" ] && [ -z "${SKIP_AUDIT:-}" ] && [ "$(left)" -gt 90 ]; then

@@ -507,3 +507,25 @@ def test_empty_pids_cgroups_of_clients_that_are_gone_are_swept(tmp_path: Path) -
     alive.mkdir()
     sandbox._sweep_task_groups(parent)
     assert not gone.exists() and alive.exists()
+
+
+def test_watchers_share_one_recent_scan_of_proc_and_a_fresh_one_is_there_when_asked() -> None:
+    """48 data workers' watchers each scanned all of /proc four times a second: among ~1,600
+    processes that held the parent's GIL more than all of it (issue 30's run on four GPUs)."""
+    import os
+    import subprocess
+    import sys
+
+    from cuda_agent.isolation import sandbox
+
+    me = os.getpid()
+    before = sandbox.process_tree(me)  # fresh: made now
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert child.pid not in sandbox.process_tree(me, max_age_s=3600)  # the shared scan, made before it
+        assert child.pid in sandbox.process_tree(me)  # a decision takes a fresh one
+        assert child.pid in sandbox.process_tree(me, max_age_s=3600)  # ... which the watchers then share
+    finally:
+        child.kill()
+        child.wait()
+    assert me in before

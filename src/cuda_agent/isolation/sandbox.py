@@ -10,12 +10,15 @@ from __future__ import annotations
 import ctypes
 import errno
 import functools
+import math
 import os
 import platform
 import resource
 import shutil
 import subprocess
 import sys
+import threading
+import time
 from contextlib import suppress
 from pathlib import Path
 from typing import Any, Sequence
@@ -651,26 +654,46 @@ def apply_candidate_sandbox(scratch: Path, gpu: bool, *, limits: dict[str, Any] 
 
 
 # ---- the worker's process tree (parent side) ---------------------------------------------
-def process_tree(root_pid: int) -> list[int]:
+def process_tree(root_pid: int, max_age_s: float = 0.0) -> list[int]:
     """`root_pid` and all its descendants (orphans inside a PID namespace are re-parented to
-    the namespace's init, which is the worker, so they stay in the tree)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat") as fh:
-                stat = fh.read()
-            ppid = int(stat[stat.rindex(")") + 2:].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(ppid, []).append(int(entry.name))
+    the namespace's init, which is the worker, so they stay in the tree). `max_age_s` > 0 takes
+    a scan of /proc that another thread of this process made that recently: watchers share one
+    (each scan reads every process's stat on the host, so 48 data workers' watchers, each
+    scanning 4 times a second among ~1,600 processes, held the parent's GIL more than all of it
+    and synthesis stalled at ~3 candidates a second on four GPUs). Kills and counts that decide
+    something at once pass 0: a fresh scan."""
+    children = _children_by_parent(max_age_s)
     tree, todo = [], [root_pid]
     while todo:
         pid = todo.pop()
         tree.append(pid)
         todo.extend(children.get(pid, ()))
     return tree
+
+
+_SCAN_LOCK = threading.Lock()
+_last_scan: tuple[float, dict[int, list[int]]] = (-math.inf, {})
+
+
+def _children_by_parent(max_age_s: float) -> dict[int, list[int]]:
+    global _last_scan
+    with _SCAN_LOCK:  # a thread that waited here for another's scan takes that one
+        made, children = _last_scan
+        if max_age_s > 0 and time.monotonic() - made <= max_age_s:
+            return children
+        children = {}
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/stat") as fh:
+                    stat = fh.read()
+                ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+        _last_scan = (time.monotonic(), children)
+        return children
 
 
 def resident_bytes(pids: list[int]) -> int:
