@@ -49,6 +49,7 @@ LOG="$OUT/log_call$CALL.txt"
   accepted=$( [ -f "$RUN/tasks.jsonl" ] && wc -l < "$RUN/tasks.jsonl" || echo 0 )
   if [ "$accepted" -lt "$COUNT" ] && [ "$(left)" -gt "${MIN_SYNTH_S:-150}" ]; then
     budget=$(( $(left) - TIMEOUT - 40 ))  # in-flight candidates finish (up to TIMEOUT) after dispatch stops
+    [ "$budget" -ge 1 ] || budget=1  # 0 would mean no deadline to synth
     echo "== synth ($accepted accepted so far; dispatching for ${budget} s)"; t0=$SECONDS
     timeout $(( $(left) - 20 )) $PY -m cuda_agent data synth "$RUN" --count "$COUNT" --seed 0 --backend "$BACKEND" \
         --workers "$WORKERS" "${DEV_ARG[@]}" --eval-set "$EVAL" --time-budget "$budget" --timeout "$TIMEOUT" \

@@ -54,10 +54,8 @@ class DataWorker(WorkerProcess):
         self.died = False
         env = child_environment()
         extra = dict(extra_env or {})
-        if threads:  # its share of the cores, for torch.compile's compile workers too: by default each
-            # worker started a pool of up to 32, so 48 workers kept ~1,600 processes on a 64-core host
-            extra.update({"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
-                          "TORCHINDUCTOR_COMPILE_THREADS": str(threads)})
+        if threads:
+            extra.update({"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)})
         extra["CUDA_AGENT_DATA_ISOLATE"] = "1" if isolate else "0"
         scratch = make_scratch(Path(tempfile.mkdtemp(prefix="cuda-agent-data-")))
         super().__init__(

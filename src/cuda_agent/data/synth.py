@@ -244,7 +244,8 @@ class _CandidateRunner:
             return TaskCheck(ok=False, reason=rejected[0], detail=rejected[1]), reply["code"], meta
         worker.send("proceed")
         result = worker.receive(self.config.candidate_timeout_s)
-        meta.update(sized_ms=result.get("sized_ms"), compose_s=result.get("compose_s"))
+        meta.update(sized_ms=result.get("sized_ms"), compose_s=result.get("compose_s"),
+                    compose_phases=result.get("compose_phases"))
         return TaskCheck.model_validate(result["check"]), result.get("code"), meta
 
 

@@ -46,11 +46,14 @@ def synth_candidate(request: dict[str, Any], backend_name: str, wait_line: Calla
     except ComposeError as exc:
         yield _result(TaskCheck(ok=False, reason=Reason.COMPOSE_ERROR, detail=str(exc), device=backend.device_name()))
         return
+    sketched = time.perf_counter()
     yield {"type": "code", "code": sketch}
     if wait_line() != "proceed":
         return
+    screened = time.perf_counter()  # the parent's screen, and its answer's way back
     window = req.filters.window(backend_name)
     filters = req.filters
+    measures: list[float] = []
 
     def measure(real: Any) -> float:
         # An estimate that only steers the size. Under quiet timing it is taken alongside the
@@ -58,7 +61,9 @@ def synth_candidate(request: dict[str, Any], backend_name: str, wait_line: Calla
         x = make_input(real.plan, real.input_shape, device)
         lock = (device_lock.shared(filters.shared_lock(), backend.synchronize) if filters.quiet_timing
                 else device_lock.exclusive(filters.gpu_lock))
+        t = time.perf_counter()
         with torch.no_grad(), lock:
+            measures.append(time.perf_counter() - t)  # waiting for the lock
             return time_model(lambda: real.run(x), backend, max(3, filters.timing_runs // 2), filters.timing_budget_ms)
 
     try:
@@ -70,10 +75,13 @@ def synth_candidate(request: dict[str, Any], backend_name: str, wait_line: Calla
         yield _result(TaskCheck(ok=False, reason=Reason.COMPOSE_ERROR, detail=str(exc), device=backend.device_name()))
         return
     compose_s = time.perf_counter() - t0
+    # where composing went (issue 30: 7 s of it per candidate on four H200s, the filters 0.1-5 s)
+    phases = {"sketch_s": sketched - t0, "screen_wait_s": screened - sketched, "size_s": time.perf_counter() - screened,
+              "size_steps": len(measures), "size_lock_wait_s": sum(measures)}
     del real
     check = check_task(code, filters, backend_name)
     yield {"type": "result", "check": check.model_dump(mode="json"), "code": code, "sized_ms": sized_ms,
-           "compose_s": compose_s}
+           "compose_s": compose_s, "compose_phases": {k: round(v, 4) for k, v in phases.items()}}
 
 
 def check_source(request: dict[str, Any], backend_name: str) -> TaskCheck:

@@ -47,6 +47,7 @@ SPARES = {True: 2, False: 2}  # client processes started after an evaluation for
 # CUDA context (~0.5 GiB): a warm re-evaluation takes one and leaves the other idle through its timing
 FORKSERVER_ENV = "CUDA_AGENT_FORKSERVER"  # "0": start every client as a new interpreter (~10 s on an H100 host)
 SPARE_SETTLE_S = 15.0  # the longest the timing waits for a spare to finish starting
+REMOVAL_WAIT_S = 60.0  # the longest a reap waits for retired clients' scratch to be removed
 FORKSERVER_STARTS = 3  # a fork server that keeps dying is not restarted more often than this
 PRECISIONS = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 RESIDENT_BYTES = 1 << 30  # trial inputs, reference outputs and input stacks kept between evaluations up to this
@@ -273,6 +274,8 @@ class Judge:
         self.state: TaskState | None = None
         self.spares: list[Any] = []
         self.retired: list[Any] = []  # clients killed, not yet waited for (`retire`)
+        self.removals: list[Any] = []  # threads removing retired clients' scratch
+        self.kept_arenas: list[Any] = []  # arenas of clients that outlived every kill: never freed under them
         self.baseline: _CandidateSession | None = None  # the baseline client, kept while the task stays
         self._unit_cache: dict[int, tuple[Any, bool]] = {}  # fresh_inputs: stacked input id -> lies in [0, 1]
         self._probes: Any = None  # the current answer's ProbeStats
@@ -779,22 +782,25 @@ class Judge:
         """End a client now (SIGKILL to everything it started) and wait for it later: a process
         with a device context takes 0.1-0.3 s to exit, which the evaluation that ended it no
         longer pays (issue 23: `close` was 0.15-0.4 s of every evaluation). Nothing of it runs
-        after the kill, and its scratch goes now (no later client finds it). Its `arena` is let
-        go only once it has exited: memory a living process still maps is not freed under it
-        (cudaFree of an exported allocation before its importer closed it is undefined, and a
-        kernel of the dying client could write into what the judge allocates next).
-        `reap_retired` makes sure it is gone before a new client starts and before anything is timed."""
-        self.retired.append((link, arena))  # first: whatever fails below, it is reaped and its arena freed
-        try:
-            link.kill()
-        finally:
-            scratch, link.scratch = getattr(link, "scratch", None), None
-            remove_tree(scratch, wait=False)  # its depth and file count are the candidate's
+        after the kill; its scratch is removed from then on, on a thread (its depth and number
+        of files are the candidate's: red team round 8). Its `arena` is let go only once it has
+        exited: memory a living process still maps is not freed under it (cudaFree of an
+        exported allocation before its importer closed it is undefined, and a kernel of the
+        dying client could write into what the judge allocates next). `reap_retired` makes sure
+        it is gone, and its scratch too, before a new client starts and before anything is timed."""
+        self.retired.append((link, arena))  # first: whatever fails below, it is reaped and its arena kept safe
+        link.kill()  # a kill that raised leaves the scratch to `close`, after the process is gone
+        scratch, link.scratch = getattr(link, "scratch", None), None
+        removal = remove_tree(scratch, wait=False)
+        if removal is not None:
+            self.removals.append(removal)
 
     def reap_retired(self, wait: bool = True) -> None:
-        """Wait for retired clients to have exited (their device memory released, their
-        scratch removed), then let their arenas go; with `wait=False` only for those already
-        gone. A client that cannot be waited for is dropped all the same (it was killed)."""
+        """Wait for retired clients to have exited (their device memory released) and for their
+        scratch to be gone (an `rm` of 100k files burns a core beside the timed rounds), then let
+        their arenas go; with `wait=False` only for those already gone. A client that cannot be
+        waited for is dropped all the same, killed once more while it still lives (its PID is
+        still its own until waited for); its arena is then kept, never freed under it."""
         for entry in list(self.retired):
             link, arena = entry
             if wait or not link.alive():
@@ -802,8 +808,16 @@ class Judge:
                     link.close(kill=False)  # killed at retire; a second kill could reach a reused PID
                 finally:
                     self.retired.remove(entry)
-                    if arena is not None:
+                    if link.alive():
+                        link.kill()
+                        self.kept_arenas.append(arena)
+                    elif arena is not None:
                         arena.close()
+        if wait:
+            deadline = time.monotonic() + REMOVAL_WAIT_S
+            for removal in self.removals:
+                removal.join(max(0.0, deadline - time.monotonic()))
+        self.removals = [r for r in self.removals if r.is_alive()]
 
     def quiet_spares(self, wait_s: float = SPARE_SETTLE_S) -> None:
         """Let spares finish starting, and retired clients finish ending, before anything is
@@ -1245,7 +1259,7 @@ class _CandidateSession:
             raise Verdict("worker", "the candidate process broke the protocol")
         self.reader = self.judge.backend.output_reader(self.link.pid())
         if self.role == "candidate":
-            claimed = msg.get("sandbox") or {}  # its own report, shown as it said it: a claim, checked for shape only
+            claimed = msg.get("sandbox", {})  # its own report, shown as it said it: a claim, checked for shape only
             if not isinstance(claimed, dict):  # red team round 7: a list here was the judge's TypeError
                 raise Verdict("worker", "the candidate process broke the protocol: its sandbox report is not an object")
             self.answer.sandbox = {**claimed, "namespaces": self.link.namespaces}
@@ -1348,9 +1362,9 @@ class _CandidateSession:
             "syscalls": cfg.guards.syscalls and self.role == "candidate",
             # each client's first call (lazy kernel loading, library set-up: 0.3-0.5 s on level3/16_DenseNet201)
             # made while the other loads, not in the baseline's warm-up and the candidate's verification after
-            # (issue 23). On trial 0's inputs, unguarded and unread: what the candidate computes counts from
-            # `verify`'s first call on, where the torch-compute guard stays. On a CPU the candidate's would take
-            # the cores the baseline's load uses
+            # (issue 23), on trial 0's inputs and unread. The baseline's is trusted and unguarded; the candidate's
+            # is guarded as verification's first call (`warm_guard`), and so is a JIT language's warm-up call. On
+            # a CPU the candidate's would take the cores the baseline's load uses
             "warm_call": "baseline" if self.role == "baseline" else ("candidate" if self.judge.backend.gpu else None),
             # the candidate's first call is on verification's first inputs: guarded as that call is, or torch
             # could compute trial 0's output there, unseen, for the guarded call to return

@@ -681,7 +681,7 @@ def _children_by_parent(max_age_s: float) -> dict[int, list[int]]:
         made, children = _last_scan
         if max_age_s > 0 and time.monotonic() - made <= max_age_s:
             return children
-        children = {}
+        started, children = time.monotonic(), {}  # its age counts from its start
         for entry in os.scandir("/proc"):
             if not entry.name.isdigit():
                 continue
@@ -692,7 +692,7 @@ def _children_by_parent(max_age_s: float) -> dict[int, list[int]]:
             except (OSError, ValueError, IndexError):
                 continue
             children.setdefault(ppid, []).append(int(entry.name))
-        _last_scan = (time.monotonic(), children)
+        _last_scan = (started, children)
         return children
 
 
