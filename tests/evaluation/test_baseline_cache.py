@@ -161,3 +161,9 @@ def test_a_speedup_printed_above_the_bar_but_not_credited_says_it_is_within_nois
     assert "vs torch.compile is within noise" not in res.reason  # its interval clears; eager decided
     clear, _ = _finish({"eager": [1.0] * 40, "candidate": [0.8] * 40}, [2.0] * 40, None)
     assert clear.reward == 3 and "within noise" not in clear.reason
+    # eager not above the bar: torch.compile's noise decides nothing and is not talked about
+    slow, _ = _finish({"eager": [1.0] * 40, "candidate": [1.0] * 40}, [1.0 / 0.8] * 18 + [1.0] * 22, None)
+    assert slow.reward == 1 and "within noise" not in slow.reason
+    # eager cleared, torch.compile above its bar but within noise: said, it decided 2 rather than 3
+    two, _ = _finish({"eager": [1.0] * 40, "candidate": [0.5] * 40}, [0.5 / 0.8] * 18 + [0.5] * 18 + [0.5 / 0.7] * 4, None)
+    assert two.reward == 2 and "vs torch.compile is within noise" in two.reason
