@@ -70,6 +70,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+def nest_folders(root: Path, depth: int) -> None:
+    """`depth` folders, one in the next, under `root`: deeper than a path may be long, so made
+    through folder handles (a hostile candidate's scratch, red team round 8)."""
+    root.mkdir(parents=True, exist_ok=True)
+    fd = os.open(root, os.O_RDONLY)
+    for _ in range(depth):
+        os.mkdir("d", dir_fd=fd)
+        inner = os.open("d", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = inner
+    os.close(fd)
+
+
 @pytest.fixture(scope="session")
 def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shared = os.environ.get("CUDA_AGENT_TEST_CACHE")

@@ -12,6 +12,7 @@ import torch
 
 from cuda_agent.evaluation.judge import Judge, Verdict, _CandidateSession
 from cuda_agent.evaluation.verify import Tolerance
+from tests.conftest import nest_folders
 
 
 def _judge() -> SimpleNamespace:
@@ -519,7 +520,7 @@ def test_a_client_whose_end_fails_is_still_reaped_and_its_deep_scratch_goes_with
     candidate chose an "infrastructure" verdict and its arena stayed with the judge for good.
     The scratch now goes on a thread, and the reap before anything is timed waits for it."""
     deep = tmp_path / "scratch"
-    nest(deep, 3000)
+    nest_folders(deep, 3000)
     (deep / "many").mkdir()
     for i in range(2000):
         (deep / "many" / str(i)).touch()
@@ -557,17 +558,3 @@ def test_a_sandbox_report_that_is_not_an_object_is_the_candidates_protocol_viola
                               link=SimpleNamespace(pid=lambda: 1, namespaces=False))
     with pytest.raises(Verdict, match="broke the protocol: its sandbox report is not an object"):
         _CandidateSession.await_ready(session)  # type: ignore[arg-type]
-
-
-def nest(root, depth: int) -> None:
-    """`depth` folders, one in the next (deeper than a path may be long: made by folder handle)."""
-    import os
-
-    root.mkdir(parents=True, exist_ok=True)
-    fd = os.open(root, os.O_RDONLY)
-    for _ in range(depth):
-        os.mkdir("d", dir_fd=fd)
-        inner = os.open("d", os.O_RDONLY, dir_fd=fd)
-        os.close(fd)
-        fd = inner
-    os.close(fd)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import cuda_agent
 from cuda_agent.isolation.processes import child_environment
+from tests.conftest import nest_folders
 
 
 def test_a_child_imports_this_copy_of_the_sources() -> None:
@@ -31,7 +32,7 @@ def test_remove_tree_takes_any_depth_any_modes_and_never_follows_a_link_out(tmp_
     outside = tmp_path / "outside.txt"
     outside.write_text("keep")
     tree = tmp_path / "tree"
-    nest(tree, 3000)
+    nest_folders(tree, 3000)
     locked = tree / "locked"
     (locked / "inner").mkdir(parents=True)
     (locked / "inner" / "f").write_text("x")
@@ -49,17 +50,3 @@ def test_remove_tree_takes_any_depth_any_modes_and_never_follows_a_link_out(tmp_
     while later.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not later.exists()
-
-
-def nest(root, depth: int) -> None:
-    """`depth` folders, one in the next (deeper than a path may be long: made by folder handle)."""
-    import os
-
-    root.mkdir(parents=True, exist_ok=True)
-    fd = os.open(root, os.O_RDONLY)
-    for _ in range(depth):
-        os.mkdir("d", dir_fd=fd)
-        inner = os.open("d", os.O_RDONLY, dir_fd=fd)
-        os.close(fd)
-        fd = inner
-    os.close(fd)
