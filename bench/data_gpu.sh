@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Data synthesis at scale on one GPU host (1-8 GPUs), resumable across 10-minute device calls:
-# catalogue, synth (workers spread over every GPU), audit, reports; everything lands in $OUT.
+# catalogue, synth (workers spread over every GPU), audit, reports; everything lands in $OUT/data_run.tar.gz.
 #   run: bash bench/data_gpu.sh        carry: .carry .carry-data   (`bash ../shared/gpu/carry.sh` lays out .carry:
 #        wheels in .carry/whl, KernelBench levels 1-3 in .carry/KernelBench; `.whl` and .carry-data/KernelBench also work)
 # Resume: put the previous call's $OUT/data_run.tar.gz at .carry-data/resume/data_run.tar.gz (or RESUME_TAR=path);
@@ -41,6 +41,17 @@ mkdir -p "$STATE"; echo "$CALL" > "$STATE/calls"
 left() { echo $(( CALL_S - (SECONDS - T0) )); }
 PY=${PYTHON:-python3}
 LOG="$OUT/log_call$CALL.txt"
+# the host beside the run, every 10 s (issue 30: four GPUs made a fifth of one H100's tasks per GPU and
+# nothing recorded how many processes, how much CPU, how busy the GPUs were): in the state, so in the tarball
+( while :; do
+    echo "t=$((SECONDS - T0)) procs=$(ls -d /proc/[0-9]* 2>/dev/null | wc -l) load=$(cut -d' ' -f1-3 /proc/loadavg)" \
+         "gpu%=$(nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits 2>/dev/null | tr '\n' ',')" \
+         "fsync_ms=$($PY -c "import os, time; f = os.open('$STATE/.fsync_probe', os.O_WRONLY | os.O_CREAT)
+t = time.perf_counter(); os.write(f, b'x' * 2048); os.fsync(f); print(round((time.perf_counter() - t) * 1e3, 2))" 2>&1)" \
+         "top=$(ps -eo pcpu,comm --sort=-pcpu --no-headers 2>/dev/null | head -4 | tr -s ' ' | tr '\n' '|')"
+    sleep 10
+  done ) >> "$STATE/host_call$CALL.txt" 2>&1 &
+SAMPLER=$!
 {
   echo "== call $CALL: $NGPU GPU(s) [$DEVICES], $WORKERS synth workers, $AUDIT_WORKERS audit workers, count $COUNT"
   nvidia-smi -L 2>/dev/null; $PY -c "import torch, sys; print('torch', torch.__version__, 'python', sys.version.split()[0])"
@@ -86,11 +97,12 @@ print(open(c({'ours': '$RUN/audit.jsonl', 'Ops-6K': '$RUN/audit_ops6k.jsonl'}, '
   $PY bench/data_first_call.py "$RUN/candidates.jsonl" "$RUN/audit.jsonl" > "$STATE/first_call.json" 2>/dev/null
   echo "call $CALL done after $((SECONDS - T0)) s"
 } 2>&1 | tee "$LOG"
-for f in summary.json report.md dataset_report.md nearest_eval.jsonl audit.md audit_compare.md audit.jsonl \
-         audit_ops6k.jsonl tasks.parquet tasks.jsonl; do
+kill "$SAMPLER" 2>/dev/null
+cp "$LOG" "$STATE/" 2>/dev/null
+# the tarball first and few files beside it: the device tool brings back only so many files, and the
+# tarball holds everything (reports, tasks, audits, the host samples, the logs)
+mkdir -p "$RUN"; tar -czf "$OUT/data_run.tar.gz" -C /tmp "$(basename "$RUN")" "$(basename "$STATE")"
+for f in summary.json audit_compare.md dataset_report.md; do
   cp "$RUN/$f" "$OUT/" 2>/dev/null
 done
-cp "$STATE/first_call.json" "$OUT/" 2>/dev/null
-[ -d "$RUN/plots" ] && cp -r "$RUN/plots" "$OUT/"
-mkdir -p "$RUN"; tar -czf "$OUT/data_run.tar.gz" -C /tmp "$(basename "$RUN")" "$(basename "$STATE")"
 ls -la "$OUT"

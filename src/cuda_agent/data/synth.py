@@ -95,6 +95,7 @@ def _synthesize(out_dir: str | Path, config: SynthConfig, *, catalogue: Catalogu
             stats.reasons[c.get("reason", "unknown")] += 1
     done = store.done()
     lock = threading.Lock()
+    parquet_lock = threading.Lock()
     deadline = time.time() + config.time_budget_s if config.time_budget_s else None
     t_start = time.time()
     prior_elapsed = max((float(c.get("elapsed_s", 0.0)) for c in store.candidates), default=0.0)
@@ -137,9 +138,15 @@ def _synthesize(out_dir: str | Path, config: SynthConfig, *, catalogue: Catalogu
                          "worker_task": check.worker_task,
                          "filters": [f.model_dump() for f in check.filters], "seconds": round(check.seconds, 3),
                          "elapsed_s": round(stats.elapsed_s, 2), **extra}
-            store.add_candidate(candidate, task_row)
-            if task_row and stats.accepted % config.parquet_every == 0:
+            rewrite = task_row is not None and stats.accepted % config.parquet_every == 0
+        # the disk outside the run's lock (the store has its own): an fsync held under it held up
+        # every other worker's screen and dispatch for as long as the disk took
+        store.add_candidate(candidate, task_row)
+        if rewrite and parquet_lock.acquire(blocking=False):  # one rewrite at a time; the last one is at the end
+            try:
                 store.write_parquet()
+            finally:
+                parquet_lock.release()
         if progress:
             progress(stats)
 
