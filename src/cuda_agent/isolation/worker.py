@@ -76,7 +76,7 @@ class WatchedProcess:
         if self._killed_for or now - self._last_watch < WATCH_INTERVAL_S:
             return  # once killed, the reason stands (a later scan would find nothing and forget it)
         self._last_watch = now
-        tree = process_tree(self.proc.pid, max_age_s=WATCH_INTERVAL_S / 2)  # one /proc scan for all watchers
+        tree = process_tree(self.proc.pid, max_age_s=WATCH_INTERVAL_S)  # one /proc scan for all watchers
         rss = resident_bytes(tree)
         if rss > self.memory_limit:
             self._killed_for = (f"out of memory: {self.who} used {rss / 2**30:.1f} GiB, over the "
