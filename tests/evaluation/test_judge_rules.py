@@ -558,3 +558,14 @@ def test_a_sandbox_report_that_is_not_an_object_is_the_candidates_protocol_viola
                               link=SimpleNamespace(pid=lambda: 1, namespaces=False))
     with pytest.raises(Verdict, match="broke the protocol: its sandbox report is not an object"):
         _CandidateSession.await_ready(session)  # type: ignore[arg-type]
+
+
+def test_the_spare_count_can_be_set_for_an_experiment_and_is_the_default_otherwise(monkeypatch) -> None:
+    from cuda_agent.evaluation.judge import SPARES, SPARES_ENV, spare_count
+
+    monkeypatch.delenv(SPARES_ENV, raising=False)
+    assert spare_count(True) == SPARES[True] and spare_count(False) == SPARES[False]
+    monkeypatch.setenv(SPARES_ENV, "4")
+    assert spare_count(True) == 4
+    monkeypatch.setenv(SPARES_ENV, "many")  # not a count: the default
+    assert spare_count(True) == SPARES[True]

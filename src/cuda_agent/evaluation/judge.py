@@ -45,6 +45,9 @@ SPARES = {True: 2, False: 2}  # client processes started after an evaluation for
 # takes two (its baseline client and the candidate's), whose device contexts then come up between evaluations,
 # not beside the judge's reference phase (issue 23: it grew ~0.4 s while two contexts started). Each holds a
 # CUDA context (~0.5 GiB): a warm re-evaluation takes one and leaves the other idle through its timing
+SPARES_ENV = "CUDA_AGENT_SPARES"  # a count: spares kept instead of SPARES (an experiment's knob: issue 23's
+# slowest new tasks took spares forked 0.3-0.6 s before, still starting; more spares keep started ones,
+# each at the cost of a CUDA context, ~0.6 GiB)
 FORKSERVER_ENV = "CUDA_AGENT_FORKSERVER"  # "0": start every client as a new interpreter (~10 s on an H100 host)
 SPARE_SETTLE_S = 15.0  # the longest the timing waits for a spare to finish starting
 REMOVAL_WAIT_S = 60.0  # the longest a reap waits for retired clients' scratch to be removed
@@ -312,7 +315,7 @@ class Judge:
         from .candidate_link import FORKSERVER_READY_S
 
         if self.forkserver is not None and self.forkserver.ready(FORKSERVER_READY_S):
-            while len(self.spares) < SPARES[self.backend.gpu]:
+            while len(self.spares) < spare_count(self.backend.gpu):
                 self.spares.append(self._new_client((True, True)))
 
     def note_probe(self, role: str, ms: float) -> None:
@@ -760,7 +763,7 @@ class Judge:
     def _spawn_spare(self, req: JudgeRequest, count: int | None = None) -> None:
         """Spares up to `count` (SPARES by default): started after an evaluation, for the next."""
         self.spares = [sp for sp in self.spares if sp.alive()]
-        while len(self.spares) < (SPARES[self.backend.gpu] if count is None else count):
+        while len(self.spares) < (spare_count(self.backend.gpu) if count is None else count):
             self.spares.append(self._new_client(_isolation(req)))
 
     def _clients_ahead(self, req: JudgeRequest) -> None:
@@ -1122,6 +1125,12 @@ def _same_shapes(first: list[Any], other: list[Any], seed: int) -> None:
 def _task_key(req: JudgeRequest) -> str:
     """What makes two requests the same task for the judge's warm state."""
     return json.dumps([req.task_hash, req.config.seed, req.config.trials, req.precision])
+
+
+def spare_count(gpu: bool) -> int:
+    """Spares kept after each evaluation: `CUDA_AGENT_SPARES` where it is a count, else SPARES."""
+    wanted = os.environ.get(SPARES_ENV, "")
+    return int(wanted) if wanted.isdigit() else SPARES[gpu]
 
 
 def _isolation(req: JudgeRequest) -> tuple[bool, bool]:
