@@ -44,3 +44,46 @@ def test_the_log_tail_is_read_from_the_end_not_whole(tmp_path) -> None:
         tracemalloc.stop()
     assert tail.endswith("the last words") and len(tail) == LOG_TAIL_CHARS
     assert peak < 1 << 20, peak
+
+
+_MEMFD_HOG = """
+import mmap, os, sys, time
+held = os.memfd_create("held"); os.posix_fallocate(held, 0, 256 << 20)  # open, never mapped
+gone = os.memfd_create("mapped"); os.posix_fallocate(gone, 0, 128 << 20)
+view = mmap.mmap(gone, 128 << 20); os.close(gone)  # mapped, never touched: in no resident count
+print("ready", flush=True); time.sleep(60)
+"""
+
+
+def test_memory_files_count_against_a_candidates_limit_except_the_ones_it_was_given(tmp_path, monkeypatch):
+    """Red team round 7 (m2): memfds fallocated at load held host memory that no resident limit saw.
+    Counted for a candidate, each file once, whether held open or only mapped; the judge's own (the
+    arena it hands over) is not the candidate's."""
+    import subprocess
+
+    from cuda_agent.isolation.sandbox import memfd_bytes, process_tree
+
+    monkeypatch.setattr(worker, "WATCH_INTERVAL_S", 0.0)
+    child = WatchedProcess([sys.executable, "-c", _MEMFD_HOG], env=dict(os.environ), scratch=tmp_path,
+                           log_prefix="watch-test-", memory_limit_bytes=300 << 20, who="the candidate",
+                           stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while memfd_bytes(process_tree(child.proc.pid)) < (384 << 20) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert memfd_bytes(process_tree(child.proc.pid)) == 384 << 20
+        child._watch()  # not counted unless asked: resident memory alone is well under 300 MiB
+        assert child._killed_for is None
+        child.count_memfds = True
+        child._watch()
+        assert child._killed_for and child._killed_for.startswith("out of memory"), child._killed_for
+    finally:
+        child.close()
+    mine = os.memfd_create("shared")
+    try:
+        os.posix_fallocate(mine, 0, 8 << 20)
+        st = os.fstat(mine)
+        assert memfd_bytes([os.getpid()]) >= 8 << 20
+        assert memfd_bytes([os.getpid()], {(st.st_dev, st.st_ino)}) == memfd_bytes([os.getpid()]) - (8 << 20)
+    finally:
+        os.close(mine)

@@ -1252,6 +1252,10 @@ class _CandidateSession:
         """Lay out the arena and tell the client to load (it loads while the judge goes on)."""
         self.layout(self.m)
         self.link.memory_limit = int(self.cfg.memory_limit_gb * 2**30)
+        if self.role == "candidate":  # memory files it makes count against its limit; the arena, the judge's, not
+            self.link.count_memfds = True
+            if getattr(self.arena, "file_id", None) is not None:
+                self.link.shared_files.add(self.arena.file_id)
         from .candidate_link import CandidateDied
 
         try:

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from .channel import ChannelError, ChannelTimeout, Reader
 from .processes import remove_tree, start_detached_child
-from .sandbox import process_tree, resident_bytes
+from .sandbox import memfd_bytes, process_tree, resident_bytes
 
 LOG_TAIL_CHARS = 4000
 WATCH_INTERVAL_S = 0.25  # /proc scans cost CPU the timed models share on small machines
@@ -49,6 +49,8 @@ class WatchedProcess:
         another way (a fork server) and return a Popen-like handle; None falls back to `argv`."""
         self.scratch = scratch
         self.memory_limit = memory_limit_bytes
+        self.count_memfds = False  # memory files count against the limit too (the judge sets it for a candidate)
+        self.shared_files: set[tuple[int, int]] = set()  # ... except these (dev, inode): the parent's, shared
         self.who = who
         self._log = tempfile.NamedTemporaryFile(prefix=log_prefix, suffix=".log", delete=False)
         self._process_baseline: int | None = None
@@ -77,7 +79,7 @@ class WatchedProcess:
             return  # once killed, the reason stands (a later scan would find nothing and forget it)
         self._last_watch = now
         tree = process_tree(self.proc.pid, max_age_s=WATCH_INTERVAL_S)  # one /proc scan for all watchers
-        rss = resident_bytes(tree)
+        rss = resident_bytes(tree) + (memfd_bytes(tree, self.shared_files) if self.count_memfds else 0)
         if rss > self.memory_limit:
             self._killed_for = (f"out of memory: {self.who} used {rss / 2**30:.1f} GiB, over the "
                                 f"{self.memory_limit / 2**30:.1f} GiB limit")
