@@ -102,7 +102,7 @@ class _MemfdArena(Arena):
         fd, self._mm, self.raw = memfd_arena(nbytes)
         self.fds = [fd]
         # an arena dropped without close (an evaluation that failed midway) still gives its fd back:
-        # otherwise its pages stay with the judge for good (red team round 7: 64 MiB each time)
+        # otherwise its pages stay with the judge for good (red team round 8: 64 MiB each time)
         self._close_fds = weakref.finalize(self, _close_all, self.fds)
         st = os.fstat(fd)
         self.file_id = (st.st_dev, st.st_ino)  # how its mappings look in another process's /proc/<pid>/maps

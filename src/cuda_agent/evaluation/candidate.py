@@ -191,7 +191,7 @@ class _Session:
             # JIT languages compile now, while processes may start; the baseline client (trusted) makes its
             # first call now, beside the candidate's load, and on a GPU the candidate too (`warm_call`).
             # A candidate's first call is guarded as verification's, whatever asks for it: its slot 0
-            # holds trial 0's inputs (red team round 7: a Triton candidate's JIT warm-up ran unguarded)
+            # holds trial 0's inputs (red team round 8: a Triton candidate's JIT warm-up ran unguarded)
             if self.req.get("warm_call") == "candidate" or (lang is not None and lang.warm_up):  # lang: candidates'
                 self._first_call()
             elif self.req.get("warm_call") == "baseline":

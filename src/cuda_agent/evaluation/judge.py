@@ -1273,7 +1273,7 @@ class _CandidateSession:
         self.reader = self.judge.backend.output_reader(self.link.pid())
         if self.role == "candidate":
             claimed = msg.get("sandbox", {})  # its own report, shown as it said it: a claim, checked for shape only
-            if not isinstance(claimed, dict):  # red team round 7: a list here was the judge's TypeError
+            if not isinstance(claimed, dict):  # red team round 8: a list here was the judge's TypeError
                 raise Verdict("worker", "the candidate process broke the protocol: its sandbox report is not an object")
             self.answer.sandbox = {**claimed, "namespaces": self.link.namespaces}
             if self.start_request.get("syscalls"):
