@@ -69,25 +69,20 @@ SAMPLER=$!
   fi
   accepted=$( [ -f "$RUN/tasks.jsonl" ] && wc -l < "$RUN/tasks.jsonl" || echo 0 )
   echo "accepted: $accepted of $COUNT"
-  audit_sample() {  # $1 table, $2 out jsonl, $3 seconds: N rows drawn under AUDIT_SEED, resumed from $2
-    echo "== audit of $AUDIT_SAMPLE random rows of $1 (for up to $3 s)"; t0=$SECONDS
-    timeout "$3" $PY -m cuda_agent data audit "$1" --out "$2" --sample "$AUDIT_SAMPLE" --seed "$AUDIT_SEED" \
+  audit() {  # $1 table, $2 out jsonl (resumed), $3 seconds; AUDIT_SAMPLE: N rows drawn under AUDIT_SEED, else all
+    echo "== audit of ${AUDIT_SAMPLE:-all} rows of $1 (for up to $3 s; rows are saved as they finish)"; t0=$SECONDS
+    timeout "$3" $PY -m cuda_agent data audit "$1" --out "$2" ${AUDIT_SAMPLE:+--sample "$AUDIT_SAMPLE" --seed "$AUDIT_SEED"} \
         --backend "$BACKEND" --workers "$AUDIT_WORKERS" "${DEV_ARG[@]}" --eval-set "$EVAL" --timeout "$TIMEOUT" \
         --compile-backend "$COMPILE_BACKEND" ${QUIET:+--quiet-timing} --json
     echo "audit exit $? after $((SECONDS - t0)) s; rows audited: $(wc -l < "$2" 2>/dev/null || echo 0)"
   }
-  if [ -n "$AUDIT_SAMPLE" ] && [ "$accepted" -ge "$COUNT" ] && [ -z "${SKIP_AUDIT:-}" ]; then
+  [ -n "$AUDIT_SAMPLE" ] || OPS6K=  # Ops-6K beside ours only on samples of one size
+  if [ "$accepted" -ge "$COUNT" ] && [ -z "${SKIP_AUDIT:-}" ] && [ "$(left)" -gt 90 ]; then
     share=$(( $(left) - 60 )); [ -n "$OPS6K" ] && share=$(( share / 2 ))  # both sets get their half of the call
-    [ "$(left)" -gt 90 ] && audit_sample "$RUN/tasks.parquet" "$RUN/audit.jsonl" "$share"
-    [ -n "$OPS6K" ] && [ "$(left)" -gt 90 ] && audit_sample "$OPS6K" "$RUN/audit_ops6k.jsonl" $(( $(left) - 60 ))
+    audit "$RUN/tasks.parquet" "$RUN/audit.jsonl" "$share"
+    [ -n "$OPS6K" ] && [ "$(left)" -gt 90 ] && audit "$OPS6K" "$RUN/audit_ops6k.jsonl" $(( $(left) - 60 ))
     [ -f "$RUN/audit_ops6k.jsonl" ] && $PY -c "from cuda_agent.data.report import audit_comparison as c
 print(open(c({'ours': '$RUN/audit.jsonl', 'Ops-6K': '$RUN/audit_ops6k.jsonl'}, '$RUN/audit_compare.md')).read())"
-  elif [ "$accepted" -ge "$COUNT" ] && [ -z "${SKIP_AUDIT:-}" ] && [ "$(left)" -gt 90 ]; then
-    echo "== audit (until $(( $(left) - 60 )) s from now; rows are saved as they finish and resume next call)"; t0=$SECONDS
-    timeout $(( $(left) - 60 )) $PY -m cuda_agent data audit "$RUN/tasks.parquet" --out "$RUN/audit.jsonl" \
-        --backend "$BACKEND" --workers "$AUDIT_WORKERS" "${DEV_ARG[@]}" --eval-set "$EVAL" --timeout "$TIMEOUT" \
-        --compile-backend "$COMPILE_BACKEND" ${QUIET:+--quiet-timing} --json
-    echo "audit exit $? after $((SECONDS - t0)) s; rows audited: $(wc -l < "$RUN/audit.jsonl" 2>/dev/null || echo 0)"
   fi
   echo "== reports"
   [ -f "$RUN/candidates.jsonl" ] && $PY -m cuda_agent data report "$RUN" >/dev/null

@@ -22,13 +22,9 @@ from typing import Any
 def reference_request(task_path: Path, backend_name: str) -> Any:
     """The judge request `bench run --solutions reference` makes for a task file: its reference as
     the solution, built and published, compile baseline off (as gpu_acceptance's KernelBench step)."""
-    from cuda_agent.backends import get_backend
     from cuda_agent.benchmark.jobs import reference_model_new
     from cuda_agent.benchmark.solutions import SINGLE_FILE_BINDING, SINGLE_FILE_BINDING_TEXT, reference_config
     from cuda_agent.evaluation import EvalConfig
-    from cuda_agent.evaluation.evaluator import _baseline_key, _judge_request
-    from cuda_agent.isolation.paths import default_cache_dir
-    from cuda_agent.languages import get_language
     from cuda_agent.tasks.loaders import load_task_file
     from cuda_agent.workspace import create_workspace
 
@@ -36,8 +32,17 @@ def reference_request(task_path: Path, backend_name: str) -> Any:
     ws = create_workspace(task, Path(tempfile.mkdtemp(prefix="judge-ref-")) / "ws", backend_name)
     (ws.root / "model_new.py").write_text(reference_model_new(task.source))
     (ws.root / SINGLE_FILE_BINDING).write_text(SINGLE_FILE_BINDING_TEXT)
-    cfg = reference_config(EvalConfig(backend=backend_name)).model_copy(update={"compile_mode": None})
-    backend, cache = get_backend(backend_name), default_cache_dir()
+    return built_request(ws, reference_config(EvalConfig(backend=backend_name)).model_copy(update={"compile_mode": None}))
+
+
+def built_request(ws: Any, cfg: Any) -> Any:
+    """The judge request for a workspace's solution, built and published as `evaluate` does."""
+    from cuda_agent.backends import get_backend
+    from cuda_agent.evaluation.evaluator import _baseline_key, _judge_request
+    from cuda_agent.isolation.paths import default_cache_dir
+    from cuda_agent.languages import get_language
+
+    backend, cache = get_backend(cfg.backend), default_cache_dir()
     lang = get_language(ws.language)
     build = lang.build(ws.root, backend, cache_dir=cache, timeout_s=300)
     assert build.ok, build.log
@@ -55,13 +60,9 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
     from cuda_agent.evaluation import EvalConfig
-    from cuda_agent.evaluation.evaluator import _baseline_key, _judge_request
     from cuda_agent.evaluation.judge import Judge
     from cuda_agent.examples import list_examples
-    from cuda_agent.backends import get_backend
-    from cuda_agent.languages import get_language
     from cuda_agent.workspace import create_workspace
-    from cuda_agent.isolation.paths import default_cache_dir
 
     if args.task is not None:
         req = reference_request(args.task, args.backend)
@@ -69,13 +70,7 @@ def main() -> None:
         ex = next(e for e in list_examples() if e.name == args.example)
         ws = create_workspace(ex.task, Path(tempfile.mkdtemp(prefix="judge-prof-")) / "ws", args.backend)
         ex.install_solution(ws.root, args.backend)
-        backend, cache, cfg = get_backend(args.backend), default_cache_dir(), EvalConfig(backend=args.backend)
-        lang = get_language(ws.language)
-        build = lang.build(ws.root, backend, cache_dir=cache, timeout_s=300)
-        assert build.ok, build.log
-        lang.publish(ws.root, backend, build.library)
-        req = _judge_request(ws, ws.task, backend, cfg, cache, _baseline_key(ws.task.content_hash, backend, cfg, None),
-                             build.library)
+        req = built_request(ws, EvalConfig(backend=args.backend))
     judge = Judge(args.backend)
     lines = []
     for i in range(args.repeats):

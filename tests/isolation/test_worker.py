@@ -74,7 +74,7 @@ def test_memory_files_count_against_a_candidates_limit_except_the_ones_it_was_gi
         assert memfd_bytes(process_tree(child.proc.pid)) == 384 << 20
         child._watch()  # not counted unless asked: resident memory alone is well under 300 MiB
         assert child._killed_for is None
-        child.count_memfds = True
+        child.memfd_exempt = set()
         child._watch()
         assert child._killed_for and child._killed_for.startswith("out of memory"), child._killed_for
     finally:

@@ -52,32 +52,32 @@ def synth_report(run_dir: str | Path) -> Path:
     return path
 
 
+def _audit_rows(audit_jsonl: str | Path) -> list[dict[str, Any]]:
+    """An audit file's rows, each row once: a resumed audit may repeat one, and its last line wins."""
+    return list({r["name"]: r for r in read_jsonl(Path(audit_jsonl))}.values())
+
+
 def audit_comparison(audits: dict[str, str | Path], out: str | Path) -> Path:
     """Two (or more) audits of equal-size samples side by side: the pass rate in total, per
     filter (share of rows failing it) and per reason, so two sets are compared on one machine
     under one set of filters (issue 30: ours beside Ops-6K)."""
-    tables = {label: list({r["name"]: r for r in read_jsonl(Path(p))}.values()) for label, p in audits.items()}
-    labels = list(tables)
+    tables = {label: _audit_rows(p) for label, p in audits.items()}
 
-    def share(rows: list[dict[str, Any]], hit: Any) -> str:
-        k = sum(1 for r in rows if hit(r))
-        return f"{k} ({k / max(len(rows), 1):.1%})"
+    def row(name: str, hit: Any) -> str:
+        cells = []
+        for rows in tables.values():
+            k = sum(1 for r in rows if hit(r))
+            cells.append(f"{k} ({k / max(len(rows), 1):.1%})")
+        return f"| {name} | " + " | ".join(cells) + " |"
 
-    filters = sorted({f["filter"] for rows in tables.values() for r in rows for f in r["failures"]})
-    reasons = sorted({f["reason"] for rows in tables.values() for r in rows for f in r["failures"]})
-    head = "| | " + " | ".join(labels) + " |"
-    rule = "|---|" + "---:|" * len(labels)
-    lines = ["# Audit side by side", "", head, rule,
-             "| rows audited | " + " | ".join(str(len(tables[a])) for a in labels) + " |",
-             "| **pass every filter** | " + " | ".join(share(tables[a], lambda r: r["ok"]) for a in labels) + " |",
-             "", "## Rows failing each filter", "", head, rule]
-    for f in filters:
-        lines.append(f"| {f} | " + " | ".join(
-            share(tables[a], lambda r, f=f: any(x["filter"] == f for x in r["failures"])) for a in labels) + " |")
-    lines += ["", "## Rows failing for each reason", "", head, rule]
-    for reason in reasons:
-        lines.append(f"| {reason} | " + " | ".join(
-            share(tables[a], lambda r, x=reason: any(y["reason"] == x for y in r["failures"])) for a in labels) + " |")
+    head = ["| | " + " | ".join(tables) + " |", "|---|" + "---:|" * len(tables)]
+    lines = ["# Audit side by side", "", *head,
+             "| rows audited | " + " | ".join(str(len(rows)) for rows in tables.values()) + " |",
+             row("**pass every filter**", lambda r: r["ok"])]
+    for title, key in (("Rows failing each filter", "filter"), ("Rows failing for each reason", "reason")):
+        values = sorted({f[key] for rows in tables.values() for r in rows for f in r["failures"]})
+        lines += ["", f"## {title}", "", *head]
+        lines += [row(v, lambda r, v=v: any(f[key] == v for f in r["failures"])) for v in values]
     path = Path(out)
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -85,8 +85,7 @@ def audit_comparison(audits: dict[str, str | Path], out: str | Path) -> Path:
 
 def audit_report(audit_jsonl: str | Path, out: str | Path | None = None, title: str = "Audit report") -> Path:
     """Markdown totals and the failing rows of an audit JSONL file."""
-    rows = {r["name"]: r for r in read_jsonl(Path(audit_jsonl))}.values()
-    rows = list(rows)
+    rows = _audit_rows(audit_jsonl)
     failed = [r for r in rows if not r["ok"]]
     by_reason = Counter(f["reason"] for r in failed for f in r["failures"])
     n = max(len(rows), 1)

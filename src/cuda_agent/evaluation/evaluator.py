@@ -339,7 +339,7 @@ def _finish(result: EvalResult, cfg: EvalConfig, samples: dict[str, list[float]]
     result.reason = describe(result.correct, fe, fe and fc, s_eager, s_compile)
     if result.correct:
         # torch.compile's bar decides something only once eager's is cleared (reward 2 or 3)
-        notes += _within_noise(result, cfg, ("eager", s_eager, fe), *([("torch.compile", s_compile, fc)] if fe else []))
+        notes += _within_noise(result, cfg, ("eager", s_eager, fe), *([("compile", s_compile, fc)] if fe else []))
     for note in [*notes, *result.flags]:
         result.reason += "; " + note
     return ratios
@@ -360,10 +360,11 @@ def _within_noise(result: EvalResult, cfg: EvalConfig, *bases: tuple[str, float 
     repeat that lands on the other side of the bar is seen to be noise."""
     bar = 1 / (1 - cfg.margin)
     notes = []
-    for name, speedup, credited in bases:
-        interval = result.speedup_interval.get("compile" if name == "torch.compile" else name)
+    for base, speedup, credited in bases:  # base: a key of `speedup_interval`
+        interval = result.speedup_interval.get(base)
         if credited or speedup is None or speedup <= bar or not interval or interval[0] > bar:
             continue
+        name = "torch.compile" if base == "compile" else base
         notes.append(f"{speedup:.2f}x vs {name} is within noise: its {cfg.timing.confidence:.0%} interval "
                      f"{interval[0]:.2f}-{interval[1]:.2f}x does not clear {bar:.3f}x (a {cfg.margin:.0%} margin)")
     return notes

@@ -813,7 +813,8 @@ class Judge:
                     self.retired.remove(entry)
                     if link.alive():
                         link.kill()
-                        self.kept_arenas.append(arena)
+                        if arena is not None:
+                            self.kept_arenas.append(arena)
                     elif arena is not None:
                         arena.close()
         if wait:
@@ -1253,9 +1254,8 @@ class _CandidateSession:
         self.layout(self.m)
         self.link.memory_limit = int(self.cfg.memory_limit_gb * 2**30)
         if self.role == "candidate":  # memory files it makes count against its limit; the arena, the judge's, not
-            self.link.count_memfds = True
-            if getattr(self.arena, "file_id", None) is not None:
-                self.link.shared_files.add(self.arena.file_id)
+            file_id = getattr(self.arena, "file_id", None)
+            self.link.memfd_exempt = {file_id} if file_id is not None else set()
         from .candidate_link import CandidateDied
 
         try:

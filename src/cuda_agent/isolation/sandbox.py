@@ -21,7 +21,7 @@ import threading
 import time
 from contextlib import suppress
 from pathlib import Path
-from typing import Any, Sequence
+from typing import AbstractSet, Any, Sequence
 
 # Environment variables a worker may inherit (exact names, or prefixes ending in "_").
 _ENV_ALLOWED = (
@@ -658,10 +658,9 @@ def process_tree(root_pid: int, max_age_s: float = 0.0) -> list[int]:
     """`root_pid` and all its descendants (orphans inside a PID namespace are re-parented to
     the namespace's init, which is the worker, so they stay in the tree). `max_age_s` > 0 takes
     a scan of /proc that another thread of this process made that recently: watchers share one
-    (each scan reads every process's stat on the host, so 48 data workers' watchers, each
-    scanning 4 times a second among ~1,600 processes, held the parent's GIL more than all of it
-    and synthesis stalled at ~3 candidates a second on four GPUs). Kills and counts that decide
-    something at once pass 0: a fresh scan."""
+    (each scan reads every process's stat on the host, 43 ms among 1,721 processes on a 2-core
+    box, and a data run's parent has a watching thread per worker, 48 on four GPUs). Kills and
+    counts that decide something at once pass 0: a fresh scan."""
     children = _children_by_parent(max_age_s)
     tree, todo = [], [root_pid]
     while todo:
@@ -696,14 +695,14 @@ def _children_by_parent(max_age_s: float) -> dict[int, list[int]]:
         return children
 
 
-def memfd_bytes(pids: list[int], exclude: set[tuple[int, int]] | frozenset[tuple[int, int]] = frozenset()) -> int:
+def memfd_bytes(pids: list[int], exclude: AbstractSet[tuple[int, int]] = frozenset(), *, mapped: bool = True) -> int:
     """Bytes allocated to memory files (memfd_create) that `pids` hold open or map, each file once,
     less those in `exclude` (dev, inode): the judge's own, shared with them. A memfd's pages are
     no process's resident memory until touched through a mapping: a candidate that fallocated
     2 GiB of them at load held that much of the host's memory beyond any resident limit (red team
-    round 7, m2). Read from /proc: the open files, and the mapped ones (found in `maps`, a process
-    of torch has thousands of mappings, and looked at through `map_files`, which root can read);
-    what cannot be read is not counted."""
+    round 7, m2). Read from /proc: the open files, and with `mapped` the mapped ones too (found in
+    `maps`, thousands of lines for a process of torch, and looked at through `map_files`, which
+    root can read); what cannot be read is not counted."""
     seen, total = set(exclude), 0
 
     def count(path: str) -> None:
@@ -727,12 +726,14 @@ def memfd_bytes(pids: list[int], exclude: set[tuple[int, int]] | frozenset[tuple
                     count(f"/proc/{pid}/fd/{fd}")
             except OSError:
                 continue
+        if not mapped:
+            continue
         try:
             with open(f"/proc/{pid}/maps") as fh:
-                mapped = [line.split(None, 1)[0] for line in fh if "/memfd:" in line]
+                spans = [line.split(None, 1)[0] for line in fh if "/memfd:" in line]
         except OSError:
-            mapped = []
-        for span in mapped:
+            spans = []
+        for span in spans:
             count(f"/proc/{pid}/map_files/{span}")
     return total
 

@@ -21,6 +21,7 @@ from .sandbox import memfd_bytes, process_tree, resident_bytes
 
 LOG_TAIL_CHARS = 4000
 WATCH_INTERVAL_S = 0.25  # /proc scans cost CPU the timed models share on small machines
+MAPS_EVERY = 8  # looks between two reads of a watched process's mappings for memory files (~2 s)
 _SIGNAL_HINTS = {"SIGSEGV": "segmentation fault", "SIGBUS": "bus error", "SIGABRT": "aborted",
                  "SIGKILL": "killed (likely out of memory)", "SIGFPE": "arithmetic fault",
                  "SIGILL": "illegal instruction", "SIGSYS": "forbidden system call"}
@@ -49,8 +50,10 @@ class WatchedProcess:
         another way (a fork server) and return a Popen-like handle; None falls back to `argv`."""
         self.scratch = scratch
         self.memory_limit = memory_limit_bytes
-        self.count_memfds = False  # memory files count against the limit too (the judge sets it for a candidate)
-        self.shared_files: set[tuple[int, int]] = set()  # ... except these (dev, inode): the parent's, shared
+        # None: memory files are not counted; a set: they count against the limit too, less these (dev, inode),
+        # the parent's own that it shared (the judge sets it for a candidate, its arena in it)
+        self.memfd_exempt: set[tuple[int, int]] | None = None
+        self._watches = 0
         self.who = who
         self._log = tempfile.NamedTemporaryFile(prefix=log_prefix, suffix=".log", delete=False)
         self._process_baseline: int | None = None
@@ -79,7 +82,10 @@ class WatchedProcess:
             return  # once killed, the reason stands (a later scan would find nothing and forget it)
         self._last_watch = now
         tree = process_tree(self.proc.pid, max_age_s=WATCH_INTERVAL_S)  # one /proc scan for all watchers
-        rss = resident_bytes(tree) + (memfd_bytes(tree, self.shared_files) if self.count_memfds else 0)
+        rss = resident_bytes(tree)
+        if self.memfd_exempt is not None:  # mapped-only ones every MAPS_EVERY looks: reading `maps` holds the
+            self._watches += 1             # process's memory map lock while it runs its timed calls
+            rss += memfd_bytes(tree, self.memfd_exempt, mapped=self._watches % MAPS_EVERY == 1)
         if rss > self.memory_limit:
             self._killed_for = (f"out of memory: {self.who} used {rss / 2**30:.1f} GiB, over the "
                                 f"{self.memory_limit / 2**30:.1f} GiB limit")
