@@ -152,6 +152,9 @@ def gpu_config(**fields: object) -> object:
     return EvalConfig(backend="cuda", guards=guards, **fields)
 
 
+CONTEXT_GIB = 1.0  # a client holding more than this has working memory (a bare context is ~0.6 GiB)
+
+
 def sampled_run(argv: list[str], progress: Path, peaks: dict[int, float], detail: Path,
                 device_peaks: dict[int, float] | None = None) -> None:
     """Run `argv` to its end, sampling the device memory its process tree holds (the driver's
@@ -166,12 +169,21 @@ def sampled_run(argv: list[str], progress: Path, peaks: dict[int, float], detail
     stop = threading.Event()
 
 
+    worked: dict[int, int] = {}  # client pid -> the task it held working memory in
+
     def sample() -> None:
         while not stop.is_set():
             done = sum(1 for _ in progress.open()) if progress.exists() else 0
             tree = set(process_tree(proc.pid))
             table = per_process_gib()
             used = sum(v for pid, v in table.items() if pid in tree)
+            for pid, v in table.items():
+                if pid in tree and v > CONTEXT_GIB and "judge" not in _role(pid):
+                    worked.setdefault(pid, done)
+            # a task's line is written before its clients have exited: while one of them still
+            # holds memory, the sample is that task's tail, not the next task's start (the next
+            # one's spares hold a context only, under CONTEXT_GIB)
+            done = min([done] + [worked[pid] for pid in table if pid in tree and pid in worked])
             whole = device_used_gib()
             if whole is not None and device_peaks is not None and used:
                 device_peaks[done] = max(device_peaks.get(done, 0.0), whole - idle)
@@ -228,6 +240,14 @@ def run_kb(log: Log, out: Path, kb_list: Path, deadline: float, naive_share: flo
                      "naive_error": nv.get("error") if nv else None})
 
 
+def _at_the_bar(repeats: list[tuple[int, dict]], margin: float = 0.05) -> bool:
+    """Whether repeats whose rewards differ sit at the 'faster' bar: some repeat's interval
+    against eager contains it, so which side a repeat lands on is noise (issue 23: "the same
+    reward on repeats unless the speed is within noise")."""
+    bar = 1 / (1 - margin)
+    return any(lo <= bar <= hi for _, interval in repeats for lo, hi in [interval.get("eager") or (0, 0)])
+
+
 def summarise(log: Log, out: Path) -> dict:
     rows = [r for r in log.rows if "reward" in r]
     honest = [r for r in rows if r["step"] in ("examples", "triton", "paper", "latency", "kb")]
@@ -238,10 +258,10 @@ def summarise(log: Log, out: Path) -> dict:
     warm = [r["wall_s"] for r in rows if r["step"] == "latency" and r.get("warm")]
     ratios = [r["wall_s"] / r["naive_s"] for r in rows if r["step"] == "kb" and r.get("naive_s") and r.get("wall_s")]
     kb = [r for r in rows if r["step"] == "kb"]
-    repeats: dict[str, set[int]] = {}
+    repeats: dict[str, list[tuple[int, dict]]] = {}
     for r in rows:
         if r["step"] in ("examples", "triton"):
-            repeats.setdefault(f"{r['step']}:{r['name']}", set()).add(r["reward"])
+            repeats.setdefault(f"{r['step']}:{r['name']}", []).append((r["reward"], r.get("interval") or {}))
     kb_mem = [r["ours_peak_gib"] / r["naive_peak_gib"] for r in rows
               if r["step"] == "kb" and r.get("ours_peak_gib") and r.get("naive_peak_gib")]
     kb_whole = [r["ours_whole_gib"] / r["naive_whole_gib"] for r in rows
@@ -263,7 +283,10 @@ def summarise(log: Log, out: Path) -> dict:
         "warm_latency_s": round(median(warm), 3) if warm else None, "warm_latency_max_s": max(warm) if warm else None,
         "cost_vs_naive_geomean": round(math.exp(sum(map(math.log, ratios)) / len(ratios)), 3) if ratios else None,
         "cost_vs_naive_max": round(max(ratios), 3) if ratios else None,
-        "reward_changed_on_repeat": sorted(k for k, v in repeats.items() if len(v) > 1),
+        "reward_changed_on_repeat": sorted(k for k, v in repeats.items() if len({r for r, _ in v}) > 1
+                                           and not _at_the_bar(v)),
+        "reward_changed_within_noise": sorted(k for k, v in repeats.items() if len({r for r, _ in v}) > 1
+                                              and _at_the_bar(v)),
         "failures": [f"{r['step']}:{r['name']}: {r.get('reason', '')[:160]}" for r in false_neg][:20],
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1))

@@ -196,3 +196,67 @@ def test_worker_has_no_network(make_workspace, fast_config):
                                                             syscalls=False)})
     assert evaluate(make_workspace(model_new=source, name="net2"), open_cfg).reward == 1  # the hole, shown
     server.close()
+
+
+_MEMFD_AFTER_VERIFY = '''
+#include "binding_registry.h"
+#include <sys/mman.h>
+#include <fcntl.h>
+extern "C" void relu_kernel(const float* x, float* y, int64_t n);
+static long g_calls = 0, g_held = 0;
+at::Tensor relu_forward(const at::Tensor& x) {
+  auto y = at::empty_like(x);
+  relu_kernel(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());
+  if (++g_calls > 12 && g_held < (2L << 30)) {  // after verification, 128 MiB a call, every answer fast
+    int fd = memfd_create("h", 0);
+    if (fd >= 0 && fallocate(fd, 0, 0, 128L << 20) == 0) g_held += 128L << 20;
+  }
+  return y;
+}
+REGISTER_BINDING(relu, relu_forward)
+'''
+
+
+def test_memory_taken_after_loading_is_seen_though_every_answer_is_fast(make_workspace, fast_config):
+    """Red team round 9 (m1): the memory watch looked only when an answer was 0.25 s late, so a
+    candidate that took 2 GiB of memory files after verification, 128 MiB a call, kept its reward
+    against a 1 GiB limit. The judge now also looks each time it freezes the candidate."""
+    ws = make_workspace(kernels={"relu.cpp": RELU_KERNEL, "relu_binding.cpp": _MEMFD_AFTER_VERIFY}, name="memfd_late")
+    cfg = _no_static(fast_config).model_copy(update={"memory_limit_gb": 1.0})
+    res = evaluate(ws, cfg)
+    assert res.reward == -1 and "out of memory" in res.reason, res.reason
+
+
+_CAPABILITIES_AT_LOAD = '''
+#include "binding_registry.h"
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+extern "C" void relu_kernel(const float* x, float* y, int64_t n);
+static int capabilities() {  // 1 while any capability is effective or bounding
+  FILE* f = fopen("/proc/self/status", "r");
+  char line[256]; int any = 0;
+  while (f && fgets(line, sizeof line, f))
+    if ((!strncmp(line, "CapEff:", 7) || !strncmp(line, "CapBnd:", 7)) && strtoull(line + 7, nullptr, 16)) any = 1;
+  if (f) fclose(f);
+  return any;
+}
+static int g_caps = capabilities();
+at::Tensor relu_forward(const at::Tensor& x) {
+  auto y = at::empty_like(x);
+  relu_kernel(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());
+  float* p = y.data_ptr<float>();
+  for (int64_t i = 0; g_caps && i < y.numel(); ++i) p[i] += 1;
+  return y;
+}
+REGISTER_BINDING(relu, relu_forward)
+'''
+
+
+def test_candidate_code_runs_without_any_capability(make_workspace, fast_config):
+    """Red team round 9 (i1): a client started by root kept every capability, and one ioctl made
+    its scratch, its log and host files it could read immutable, left past the evaluation. Its
+    code now finds none effective nor in its bounding set (a kernel that sees one answers wrong)."""
+    ws = make_workspace(kernels={"relu.cpp": RELU_KERNEL, "relu_binding.cpp": _CAPABILITIES_AT_LOAD}, name="caps")
+    res = evaluate(ws, _no_static(fast_config))
+    assert res.correct and res.reward >= 0, res.reason

@@ -18,7 +18,7 @@ from tests.conftest import nest_folders
 def _judge() -> SimpleNamespace:
     judge = SimpleNamespace(torch=torch, device=torch.device("cpu"),
                             _unit_interval=lambda x: bool(x.min() >= 0) and bool(x.max() <= 1))
-    judge._rescaled = lambda stack, values, seed: Judge._rescaled(judge, stack, values, seed)  # type: ignore[arg-type]
+    judge._rescaled = lambda stack, values, seed, **kw: Judge._rescaled(judge, stack, values, seed, **kw)  # type: ignore[arg-type]
     return judge
 
 
@@ -569,3 +569,38 @@ def test_the_spare_count_can_be_set_for_an_experiment_and_is_the_default_otherwi
     assert spare_count(True) == 4
     monkeypatch.setenv(SPARES_ENV, "many")  # not a count: the default
     assert spare_count(True) == SPARES[True]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_scaling_in_place_by_chunks_keeps_the_rules_of_scaling(monkeypatch: pytest.MonkeyPatch, dtype: torch.dtype) -> None:
+    """`scaling.scale_` (the judge's own new draws scaled where they are, a chunk of factors at a
+    time: issue 23, level1/100_HingeLoss) keeps `scaled`'s rules across its chunks: factors in
+    [0.8, 1.2] ([0.8, 1.0] in the unit interval), signs and zeros kept, neighbours differing, and a
+    prefix of a row not representative of it."""
+    import random
+
+    from cuda_agent.evaluation import scaling
+
+    monkeypatch.setattr(scaling, "CHUNK", 5000)  # many chunks, boundaries inside rows
+    x = torch.randn(M, 4096).to(dtype)
+    x[:, :16] = 0.0
+    before = x.clone()
+    gen = torch.Generator().manual_seed(3)
+    out = scaling.scale_(x, gen, random.Random(3), False, 4096)
+    assert out is x and x.dtype == dtype  # in place
+    ratio = (x.float() / before.float())[:, 16:]
+    slack = 2e-3 if dtype == torch.float16 else 1e-6
+    assert float(ratio.min()) >= 0.8 - slack and float(ratio.max()) <= 1.2 + slack
+    assert float(ratio.min()) < 0.86 and float(ratio.max()) > 1.14
+    assert float((ratio[:, 1:] - ratio[:, :-1]).abs().mean()) > 0.02
+    assert torch.equal(x[:, :16], torch.zeros(M, 16, dtype=dtype)) and torch.equal(x.sign(), before.sign())
+    p = torch.rand(M, 3000)
+    q = p.clone()
+    scaling.scale_(p, torch.Generator().manual_seed(4), random.Random(4), True, 3000)
+    assert float(p.max()) <= 1.0 and float((p / q).min()) >= 0.8 - 1e-6 and float((p / q).max()) <= 1.0 + 1e-6
+    missed = 0
+    for seed in range(20):
+        rows = torch.full((M * 8, 1 << 14), 2.0)
+        scaling.scale_(rows, torch.Generator().manual_seed(seed), random.Random(seed), False, 8 << 14)
+        missed += float(((rows[:, :1 << 11].mean(1) - rows.mean(1)) / rows.mean(1)).abs().max()) > 0.02
+    assert missed >= 15, missed

@@ -87,3 +87,39 @@ def test_memory_files_count_against_a_candidates_limit_except_the_ones_it_was_gi
         assert memfd_bytes([os.getpid()], {(st.st_dev, st.st_ino)}) == memfd_bytes([os.getpid()]) - (8 << 20)
     finally:
         os.close(mine)
+
+
+_UNDECODABLE_MEMFD = """
+import mmap, os, time
+fd = os.memfd_create("\\udcff\\udcfe"); os.posix_fallocate(fd, 0, 64 << 20)  # its name: bytes ff fe, not text
+view = mmap.mmap(fd, 64 << 20); os.close(fd)  # mapped only: found through `maps`
+print("ready", flush=True); time.sleep(60)
+"""
+
+
+def test_a_memory_file_whose_name_is_not_text_is_counted_and_the_look_does_not_raise(tmp_path, monkeypatch):
+    """Red team round 9 (u1): `maps` was read as text, and a mapped memfd named with bytes that
+    are not UTF-8 made the look raise UnicodeDecodeError: the judge's fault ("infrastructure")
+    instead of the candidate's verdict. Read as bytes, the file is counted like any other."""
+    import subprocess
+
+    from cuda_agent.isolation.sandbox import memfd_bytes, process_tree
+
+    monkeypatch.setattr(worker, "WATCH_INTERVAL_S", 0.0)
+    child = WatchedProcess([sys.executable, "-c", _UNDECODABLE_MEMFD], env=dict(os.environ), scratch=tmp_path,
+                           log_prefix="watch-test-", memory_limit_bytes=1 << 40, who="the candidate",
+                           stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while memfd_bytes(process_tree(child.proc.pid)) < (64 << 20) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert memfd_bytes(process_tree(child.proc.pid)) == 64 << 20
+        child.memfd_exempt = set()
+        child._watch()  # reads `maps` on this first look
+        assert child._killed_for is None
+        child.memory_limit = 32 << 20
+        child._watches = 0  # the next look reads `maps` again
+        child._watch()
+        assert child._killed_for and child._killed_for.startswith("out of memory"), child._killed_for
+    finally:
+        child.close()

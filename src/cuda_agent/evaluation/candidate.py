@@ -34,6 +34,9 @@ def main() -> None:
 def serve(sock_fd: int, backend_name: str) -> None:
     """Confine writes, start the device, say "spare", then serve the judge's one request. Runs
     in a fresh interpreter (`main`) or in a child of the fork server, torch already imported."""
+    from ..isolation.sandbox import drop_capabilities
+
+    capabilities = drop_capabilities()  # one thread yet: every thread the device starts inherits none
     early = _confine_writes_early() if os.environ.get(CONFINE_WRITES_ENV) else None
     import torch  # imported, and the device started, while this process waits as a spare
 
@@ -52,7 +55,7 @@ def serve(sock_fd: int, backend_name: str) -> None:
         os._exit(0)  # the judge went away without using this spare
     if request.get("type") != "start":
         os._exit(0)
-    session = _Session(sock, backend, request, early)
+    session = _Session(sock, backend, request, early, capabilities)
     try:
         session.start(fds)
         session.serve()
@@ -90,8 +93,10 @@ def _receive(sock: socket.socket) -> tuple[dict[str, Any], list[int]]:
 
 
 class _Session:
-    def __init__(self, sock: socket.socket, backend: Any, request: dict[str, Any], early: dict | None) -> None:
+    def __init__(self, sock: socket.socket, backend: Any, request: dict[str, Any], early: dict | None,
+                 capabilities: dict | None = None) -> None:
         self.sock, self.backend, self.req, self.early = sock, backend, request, early
+        self.capabilities = capabilities or {}
         self.stage = "load"
 
     def send(self, msg: dict[str, Any]) -> None:
@@ -143,6 +148,7 @@ class _Session:
         marks.append(("sandbox", time.perf_counter()))
         if self.early is not None:
             report["landlock_before_threads"] = self.early.get("landlock")
+        report.update(self.capabilities)
         device = torch.device(self.backend.torch_device)
 
         def value(spec: dict[str, Any]) -> Any:

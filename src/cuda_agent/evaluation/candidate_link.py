@@ -138,6 +138,15 @@ class CandidateLink(WatchedProcess):
             self._killed_for = "the candidate process stopped itself (SIGSTOP); only the judge stops it"
             self.kill()
 
+    def look(self) -> None:
+        """A look (`_watch`, at most every WATCH_INTERVAL_S) between answers: the look in
+        `receive` comes only when an answer is 0.25 s late, and a candidate whose answers were
+        fast was never looked at after it loaded (red team round 9, m1: 1.9 GiB of memory
+        files held against a 1 GiB limit). CandidateDied when it was killed for what it saw."""
+        self._watch()
+        if self._killed_for:
+            raise CandidateDied(self._killed_for)
+
     # ---- control from outside ------------------------------------------------------------
     def pid(self) -> int:
         """The host PID of the Python process (inside the namespaces it is PID 1)."""
@@ -163,6 +172,14 @@ class CandidateLink(WatchedProcess):
     def cpu_ns(self) -> int:
         """CPU time of the candidate's processes, threads that ended included, in ns."""
         return self.tree.cpu_ns()
+
+    def capabilities(self) -> dict[str, int]:
+        """Thread id -> its effective and bounding capabilities OR-ed together, read from /proc."""
+        def caps(text: str) -> int:
+            fields = dict(ln.split(":", 1) for ln in text.splitlines() if ":" in ln)
+            return int(fields["CapEff"], 16) | int(fields["CapBnd"], 16)
+
+        return _per_thread(self.pid(), "status", caps)
 
     def syscall_filters(self) -> list[tuple[str, int, int | None]]:
         """(thread id, seccomp mode, filter count) of every thread of the candidate's Python
@@ -339,8 +356,8 @@ def _per_thread(pid: int, name: str, parse: Callable[[str], T]) -> dict[str, T]:
     out: dict[str, T] = {}
     for tid in _thread_ids(pid):
         try:
-            with open(f"/proc/{pid}/task/{tid}/{name}") as fh:
-                out[tid] = parse(fh.read())
+            with open(f"/proc/{pid}/task/{tid}/{name}", "rb") as fh:  # a thread's name is the candidate's: any bytes
+                out[tid] = parse(fh.read().decode("utf-8", "replace"))
         except (OSError, ValueError, IndexError):
             continue
     return out

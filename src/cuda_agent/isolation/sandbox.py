@@ -201,6 +201,39 @@ def _libc() -> Any:
     return ctypes.CDLL(None, use_errno=True)
 
 
+_PR_CAPBSET_DROP, _PR_SET_SECUREBITS, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 24, 28, 47, 4
+# SECBIT_NOROOT, SECBIT_NO_SETUID_FIXUP, SECBIT_KEEP_CAPS and SECBIT_NO_CAP_AMBIENT_RAISE, each with its lock
+_SECUREBITS = 0x01 | 0x02 | 0x04 | 0x08 | 0x20 | 0x40 | 0x80
+_CAPSET = {"x86_64": 126, "aarch64": 91}
+_CAP_VERSION_3 = 0x20080522
+
+
+def drop_capabilities() -> dict[str, Any]:
+    """No capability left in this process, nor in anything it starts: the bounding set and the
+    ambient set emptied, root's exec rules locked off (securebits), then capset to nothing. Call
+    it while the process has one thread (capabilities are per thread; threads started later
+    inherit the empty sets). A client run by root kept every capability, and one ioctl
+    (FS_IOC_SETFLAGS, allowed on a read-only fd) made its scratch, its log and any host file it
+    could read immutable: left on the host past every evaluation (red team round 9, i1). Not
+    root: there is nothing to drop, and the calls fail harmlessly. Returns what is left, read back."""
+    libc = _libc()
+    libc.syscall.restype = ctypes.c_long
+    try:
+        last = int(Path("/proc/sys/kernel/cap_last_cap").read_text())
+    except (OSError, ValueError):
+        last = 63
+    for cap in range(last + 1):
+        libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)
+    libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    libc.prctl(_PR_SET_SECUREBITS, _SECUREBITS, 0, 0, 0)
+    number = _CAPSET.get(platform.machine())
+    if number is not None:
+        header = (ctypes.c_uint32 * 2)(_CAP_VERSION_3, 0)
+        data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable: two words each, all zero
+        libc.syscall(ctypes.c_long(number), header, data)
+    return {"capabilities": {name: _status_field(name) for name in ("CapEff", "CapPrm", "CapBnd")}}
+
+
 def landlock_abi() -> int:
     """The kernel's Landlock ABI version, 0 where Landlock is absent or disabled."""
     nums = _SYS.get(platform.machine())
@@ -728,9 +761,9 @@ def memfd_bytes(pids: list[int], exclude: AbstractSet[tuple[int, int]] = frozens
                 continue
         if not mapped:
             continue
-        try:
-            with open(f"/proc/{pid}/maps") as fh:
-                spans = [line.split(None, 1)[0] for line in fh if "/memfd:" in line]
+        try:  # bytes: a file's name in `maps` is the candidate's, and need not be text (red team round 9, u1)
+            with open(f"/proc/{pid}/maps", "rb") as fh:
+                spans = [line.split(None, 1)[0].decode("ascii", "replace") for line in fh if b"/memfd:" in line]
         except OSError:
             spans = []
         for span in spans:

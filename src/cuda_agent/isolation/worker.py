@@ -81,11 +81,16 @@ class WatchedProcess:
         if self._killed_for or now - self._last_watch < WATCH_INTERVAL_S:
             return  # once killed, the reason stands (a later scan would find nothing and forget it)
         self._last_watch = now
-        tree = process_tree(self.proc.pid, max_age_s=WATCH_INTERVAL_S)  # one /proc scan for all watchers
-        rss = resident_bytes(tree)
-        if self.memfd_exempt is not None:  # mapped-only ones every MAPS_EVERY looks: reading `maps` holds the
-            self._watches += 1             # process's memory map lock while it runs its timed calls
-            rss += memfd_bytes(tree, self.memfd_exempt, mapped=self._watches % MAPS_EVERY == 1)
+        try:  # what is read is the process's own (its files' names, its maps): no look may raise (round 9, u1)
+            tree = process_tree(self.proc.pid, max_age_s=WATCH_INTERVAL_S)  # one /proc scan for all watchers
+            rss = resident_bytes(tree)
+            if self.memfd_exempt is not None:  # mapped-only ones every MAPS_EVERY looks: reading `maps` holds the
+                self._watches += 1             # process's memory map lock while it runs its timed calls
+                rss += memfd_bytes(tree, self.memfd_exempt, mapped=self._watches % MAPS_EVERY == 1)
+        except Exception as exc:  # noqa: BLE001 - anything its /proc entries make the reading do is its doing
+            self._killed_for = f"{self.who}'s memory could not be read ({type(exc).__name__}: {exc})"
+            self.kill()
+            return
         if rss > self.memory_limit:
             self._killed_for = (f"out of memory: {self.who} used {rss / 2**30:.1f} GiB, over the "
                                 f"{self.memory_limit / 2**30:.1f} GiB limit")
