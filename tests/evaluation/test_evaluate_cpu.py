@@ -183,3 +183,61 @@ def test_compile_baseline_is_measured_then_cached(make_workspace, fast_config):
     second = evaluate(make_workspace(name="cached", task_source=own), cfg)
     assert second.baseline_cached and second.time_ms.compile is not None
     assert second.seconds < first.seconds
+
+
+ROW_SUM_TASK = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.sum(x, dim=1)
+
+def get_inputs():
+    return [torch.randn(128, 110_000)]  # 56 MB a trial: five are more than the judge holds
+
+def get_init_inputs():
+    return []
+'''
+
+ROW_SUM_MODEL_NEW = '''
+import torch.nn as nn
+import cpu_extension
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return cpu_extension.row_sum(x.contiguous())
+'''
+
+ROW_SUM_BINDING = '''
+#include "binding_registry.h"
+at::Tensor row_sum_forward(const at::Tensor& x) {
+  CHECK_CONTIGUOUS(x); CHECK_DTYPE(x, at::kFloat);
+  auto y = at::empty({x.size(0)}, x.options());
+  const float* p = x.data_ptr<float>(); float* q = y.data_ptr<float>();
+  const int64_t cols = x.size(1);
+  for (int64_t r = 0; r < x.size(0); ++r) {
+    double acc = 0;
+    for (int64_t c = 0; c < COLS; ++c) acc += p[r * cols + c];
+    q[r] = (float)acc;
+  }
+  return y;
+}
+REGISTER_BINDING(row_sum, row_sum_forward)
+'''
+
+
+@pytest.mark.parametrize("cols,correct", [("cols", True), ("cols - 1", False)])
+def test_trials_too_large_to_hold_are_checked_against_held_reference_outputs(make_workspace, fast_config, cols, correct):
+    """Issue 23: where five trials are too large to hold but their outputs are small, the judge
+    holds the reference outputs and makes only the inputs again at verification (and the
+    secret trial's output in the reference phase), with no reference forward beside the clients.
+    The honest row sum keeps its verdict; one that skips a column per row is still wrong."""
+    ws = make_workspace(model_new=ROW_SUM_MODEL_NEW, kernels={"row_sum_binding.cpp": ROW_SUM_BINDING.replace("COLS", cols)},
+                        task_source=ROW_SUM_TASK, name=f"row_sum_{correct}")
+    res = evaluate(ws, fast_config.model_copy(update={"measure": False}))
+    if correct:
+        assert res.correct and res.reward >= 0, res.reason
+        assert len(res.trials) == fast_config.trials + 1 and all(t.ok for t in res.trials)
+    else:
+        assert res.reward == -1 and "incorrect: trial 0" in res.reason, res.reason

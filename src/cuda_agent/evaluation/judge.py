@@ -114,6 +114,10 @@ class TaskState:
     ref_aliases_inputs: bool = False  # the reference returns views of its inputs / weights
     ref_aliases_outputs: bool = False  # two outputs of one reference call share memory
     ref_recycles: bool = False  # outputs of two reference calls share memory (it returns a held buffer)
+    # the trials' reference outputs alone (each with its inputs' fingerprint), where the trials are too
+    # large to hold but their outputs are not: a trial is then its inputs made again, with no forward of
+    # the reference beside the clients (and the forward after all where the inputs came out otherwise)
+    refs: list[tuple[Any, Any]] | None = None
     flops_counted: bool = False
     draws: bool = False  # inputs that are not floating point: a draw that fails is the judge's error
     redraws: bool = True  # get_inputs() under a new seed keeps every tensor's shape (float-only tasks: else scaled)
@@ -276,6 +280,7 @@ class Judge:
         torch.empty(1, device=self.device)
         self.state: TaskState | None = None
         self.spares: list[Any] = []
+        self.secret: tuple[int, Trial | None] = (0, None)  # this evaluation's secret trial (`secret_trial`)
         self.retired: list[Any] = []  # clients killed, not yet waited for (`retire`)
         self.removals: list[Any] = []  # threads removing retired clients' scratch
         self.kept_arenas: list[Any] = []  # arenas of clients that outlived every kill: never freed under them
@@ -358,6 +363,8 @@ class Judge:
         keep = (set_bytes + out_bytes) * len(seeds) <= TRIALS_HELD_BYTES
         trials: list[Trial] | None = [first] if keep else None
         mutates = first.after is not None
+        refs: list[tuple[Any, Any]] | None = (None if keep or not self._ref_holdable(first, out_bytes * len(seeds))
+                                              else [(first.ref, _fingerprint(first.inputs))])
         first_spans = [_span_of(t) for t in _tensor_leaves(first.ref)]
         recycles = False
         with torch.no_grad():
@@ -369,6 +376,8 @@ class Judge:
                 mutates = mutates or trial.after is not None
                 if trials is not None:
                     trials.append(trial)
+                if refs is not None:
+                    refs.append((trial.ref, _fingerprint(trial.inputs)))
                 del trial
             t0 = time.perf_counter()
             for _ in range(3):
@@ -388,8 +397,40 @@ class Judge:
                                                        for i, a in enumerate(first_spans)),
                                ref_recycles=recycles,
                                draws=any(isinstance(x, torch.Tensor) and not x.is_floating_point()
-                                         for x in first.inputs))
+                                         for x in first.inputs),
+                               refs=None if mutates else refs)
         return self.state
+
+    def _ref_holdable(self, trial: Trial, total_out_bytes: int) -> bool:
+        """Whether reference outputs like `trial`'s can be held without their inputs: small, and
+        no view of an input (held, it would keep the whole input alive)."""
+        return total_out_bytes <= TRIALS_HELD_BYTES and not trial.ref_aliases_inputs
+
+    def secret_trial(self, state: TaskState) -> tuple[int, Trial | None]:
+        """The secret trial's seed (os.urandom, per evaluation) and, where its reference output is
+        small enough to hold without its inputs, that output made now: in the reference phase,
+        before the clients hold their working memory, not at verification beside them (issue 23:
+        the reference's forward there was 8 of level1/100_HingeLoss's 16 GiB peak in the judge).
+        None: it is made at verification."""
+        seed = int.from_bytes(os.urandom(6), "little")
+        if state.mutates or state.out_bytes > TRIALS_HELD_BYTES or state.trials is not None:
+            return seed, None
+        trial = self._make_trial(state.module, state.reference, seed, state.dtype, rescale=True, check_mutation=False)
+        if not self._ref_holdable(trial, state.out_bytes):
+            return seed, None
+        return seed, Trial(inputs=[_fingerprint(trial.inputs)], ref=trial.ref, after=None)
+
+    def remade_trial(self, state: TaskState, seed: int, held: tuple[Any, Any], rescale: bool = False) -> Trial:
+        """A trial from its held reference output (`held`: output, the inputs' fingerprint) and its
+        inputs made again; the forward after all where they came out otherwise (a task whose
+        get_inputs() draws from something no seed reaches): never an honest output held to the
+        reference of other inputs."""
+        inputs = self._trial_inputs(state.module, seed, state.dtype, rescale)
+        if _fingerprint(inputs) == held[1]:
+            return Trial(inputs=inputs, ref=held[0], after=None)
+        del inputs
+        return self._make_trial(state.module, state.reference, seed, state.dtype, rescale=rescale,
+                                check_mutation=state.mutates)
 
     def _make_trial(self, module: Any, reference: Any, seed: int, dtype: Any, check_mutation: bool = True,
                     rescale: bool = False) -> Trial:
@@ -400,13 +441,8 @@ class Judge:
         from .guards import inputs_changed
 
         torch = self.torch
-        _seed_all(torch, seed)
+        inputs = self._trial_inputs(module, seed, dtype, rescale)
         with torch.no_grad():
-            with self.device:
-                inputs = list(module.get_inputs())
-            inputs = _cast([x.to(self.device).contiguous() if isinstance(x, torch.Tensor) else x for x in inputs], dtype)
-            if rescale:
-                inputs = self._rescaled(inputs, inputs, seed, stacked=False)
             args = _clone(inputs) if check_mutation else inputs
             ref = reference(*args)
             self.backend.synchronize()
@@ -415,10 +451,24 @@ class Judge:
         return Trial(inputs=inputs, ref=ref, after=args if check_mutation and inputs_changed(inputs, args) else None,
                      ref_aliases_inputs=_any_overlap([_span_of(t) for t in _tensor_leaves(ref)], held))
 
+    def _trial_inputs(self, module: Any, seed: int, dtype: Any, rescale: bool = False) -> list[Any]:
+        """A trial's inputs: the task's own generator under `seed` (the same inputs every time)."""
+        torch = self.torch
+        _seed_all(torch, seed)
+        with torch.no_grad():
+            with self.device:
+                inputs = list(module.get_inputs())
+            inputs = _cast([x.to(self.device).contiguous() if isinstance(x, torch.Tensor) else x for x in inputs], dtype)
+            if rescale:
+                inputs = self._rescaled(inputs, inputs, seed, stacked=False)
+        return inputs
+
     def trial(self, state: TaskState, i: int) -> Trial:
         """Trial i's inputs and reference outputs: kept, or made again from its seed."""
         if state.trials is not None:
             return state.trials[i]
+        if state.refs is not None:
+            return self.remade_trial(state, state.seeds[i], state.refs[i])
         return self._make_trial(state.module, state.reference, state.seeds[i], state.dtype, check_mutation=state.mutates)
 
     def drop_task(self) -> None:
@@ -542,6 +592,10 @@ class Judge:
         except Exception as exc:
             self.drop_task()
             raise JudgeError(f"the reference task failed: {type(exc).__name__}: {exc}") from exc
+        try:
+            self.secret = self.secret_trial(state) if not req.baselines_only else (0, None)
+        except Exception as exc:
+            raise JudgeError(f"the reference task failed on the secret trial: {type(exc).__name__}: {exc}") from exc
         clock.mark("reference")
         cache = BaselineCache(Path(req.cache_dir)) if req.cache_dir else None
         cached = cache.get(req.baseline_key) if (cache and cfg.use_baseline_cache and cfg.measure) else None
@@ -592,6 +646,7 @@ class Judge:
                 self.baseline = None
                 base.close()
             cand = base = None  # nothing of this evaluation outlives it but the warm task
+            self.secret = (0, None)
             answer.memory.judge_peak_gib = self._peak() / 2**30
             if not keep:
                 self.drop_task()
@@ -1651,11 +1706,13 @@ class _CandidateSession:
         from .verify import compare_outputs
 
         state = self.state
-        seed = int.from_bytes(os.urandom(6), "little")
-        # whether the reference mutates its inputs is known by now: no copy of them beside its forward
-        # (a 4 GiB copy was the judge's peak on level1/100_HingeLoss, issue 23)
-        trial = self.judge._make_trial(state.module, state.reference, seed, state.dtype, rescale=True,
-                                       check_mutation=state.mutates)
+        seed, held = self.judge.secret
+        if held is not None:  # its output made in the reference phase (`Judge.secret_trial`): the inputs again
+            trial = self.judge.remade_trial(state, seed, (held.ref, held.inputs[0]), rescale=True)
+        else:  # whether the reference mutates its inputs is known by now: no copy of them beside its forward
+            # (a 4 GiB copy was the judge's peak on level1/100_HingeLoss, issue 23)
+            trial = self.judge._make_trial(state.module, state.reference, seed, state.dtype, rescale=True,
+                                           check_mutation=state.mutates)
         _same_shapes(self.slot(0), trial.inputs, seed)
         self.put(0, trial.inputs)
         self.judge.backend.synchronize()
