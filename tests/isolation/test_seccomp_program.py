@@ -172,6 +172,21 @@ def test_terminal_injection_ioctls_are_refused(x86: list) -> None:
     assert run(x86, 16, (5, 0xC0104601)) == ALLOW  # a driver's ioctl (the GPU's go through ioctl)
 
 
+def test_inode_flag_freeze_and_lease_calls_are_refused(x86: list) -> None:
+    """Red team rounds 9 (i1) and 10 (f1): a root candidate, or one that owns the files it reads,
+    set inode flags (immutable, sync, nodump), changed the inode generation and took a read lease
+    that blocked other processes' opens, all on read-only fds that Landlock does not cover."""
+    for cmd in (0x40086602, 0x40046602, 0x40087602, 0x401C5820, 0xC0045877, 0x8004587D):
+        assert run(x86, 16, (3, cmd)) == EPERM, hex(cmd)  # FS_IOC_SETFLAGS, SETVERSION, FSSETXATTR, FIFREEZE, SHUTDOWN
+    assert run(x86, 16, (3, 0x80086601)) == ALLOW  # FS_IOC_GETFLAGS: reading them is harmless
+    assert run(x86, 72, (3, 1024)) == EPERM  # fcntl F_SETLEASE
+    assert run(x86, 72, (3, 1026)) == EPERM  # fcntl F_NOTIFY
+    for cmd in (1, 2, 3, 4, 6, 1030):  # F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_SETLK, F_DUPFD_CLOEXEC
+        assert run(x86, 72, (3, cmd)) == ALLOW, cmd
+    assert run(seccomp_program("aarch64", OWN), 25, (3, 1024), arch=AUDIT_AARCH64) == EPERM
+    assert run(seccomp_program("aarch64", OWN), 29, (3, 0x40086602), arch=AUDIT_AARCH64) == EPERM
+
+
 def test_foreign_abis_kill_the_process(x86: list) -> None:
     assert run(x86, 0, arch=AUDIT_I386) == KILL             # int 0x80 from a 64-bit process
     assert run(x86, 41, arch=AUDIT_I386) == KILL

@@ -123,3 +123,44 @@ def test_a_memory_file_whose_name_is_not_text_is_counted_and_the_look_does_not_r
         assert child._killed_for and child._killed_for.startswith("out of memory"), child._killed_for
     finally:
         child.close()
+
+
+_TRANSIENT_HOG = """
+import mmap, time
+view = mmap.mmap(-1, 400 << 20)
+view.write(b"x" * (400 << 20))  # 400 MiB touched,
+view.close()                    # and given back before anyone looks
+print("ready", flush=True); time.sleep(60)
+"""
+
+
+def test_memory_taken_and_given_back_between_looks_is_seen_in_its_cgroups_peak(tmp_path, monkeypatch):
+    """Red team round 10 (m3): the watch samples, and 700 MiB taken and let go inside one 0.2 s
+    call was never seen. The client's memory cgroup keeps the kernel's peak, which every look reads."""
+    import subprocess
+
+    from cuda_agent.isolation.sandbox import memory_peak, release_tasks, watch_memory
+
+    monkeypatch.setattr(worker, "WATCH_INTERVAL_S", 0.0)
+    child = WatchedProcess([sys.executable, "-c", "import sys; sys.stdin.readline()\n" + _TRANSIENT_HOG],
+                           env=dict(os.environ), scratch=tmp_path, log_prefix="watch-test-",
+                           memory_limit_bytes=300 << 20, who="the candidate", stdin=subprocess.PIPE)
+    group = watch_memory(child.proc.pid, None)
+    try:
+        if group is None:
+            import pytest
+
+            pytest.skip("no memory cgroup to be had on this host")
+        child.memory_group = group
+        child.proc.stdin.write("go\n")
+        child.proc.stdin.flush()
+        deadline = time.monotonic() + 30
+        while memory_peak(group) < (400 << 20) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)
+        child._watch()  # resident memory is back under 300 MiB; the peak is not
+        assert child._killed_for and child._killed_for.startswith("out of memory"), child._killed_for
+    finally:
+        child.close()
+        time.sleep(0.2)
+        release_tasks(group)

@@ -107,7 +107,9 @@ def audit(dataset: str | Path, out: str | Path, *, backend: str | None = None, f
             if progress:
                 progress(len(done), total, row)
 
-    def check(slot: int, worker: Any, task: Any) -> None:
+    crowded: list[Any] = []  # rows that ran out of device memory beside other workers' rows
+
+    def check(slot: int, worker: Any, task: Any, alone: bool = False) -> None:
         from .data_worker import WorkerDied, WorkerError
 
         filters = by_device[device_of(slot, devices)].model_dump(mode="json")
@@ -116,10 +118,19 @@ def audit(dataset: str | Path, out: str | Path, *, backend: str | None = None, f
             result = TaskCheck.model_validate(reply["check"])
         except (WorkerDied, WorkerError) as exc:
             result = failed_check(exc)
+        if not alone and workers > len(devices or [None]) and out_of_device_memory(result):
+            with lock:
+                crowded.append(task)
+            return
         record(_row(task, result, screens.get(task.name, []), nearest.get(task.name, {})))
 
     todo = [t for t in tasks if t.name not in done]
     run_jobs(todo, workers, lambda slot: start_worker(backend, workers, device_of(slot, devices)), check)
+    # each again with its device to itself: twelve workers a GPU running whole rows at once filled
+    # 80 GB, and 65% of a 200-row sample failed for it (issue 30, two H100s); a row's own need is its verdict
+    alone = len(devices or [None])
+    run_jobs(crowded, alone, lambda slot: start_worker(backend, alone, device_of(slot, devices)),
+             lambda slot, worker, task: check(slot, worker, task, alone=True))
     writer.close()
     chosen = {t.name for t in tasks} | {e.origin for e in loaded.rejected}
     for row in done.values():
@@ -135,6 +146,19 @@ def audit(dataset: str | Path, out: str | Path, *, backend: str | None = None, f
             summary.rows_failing_filter[name] += 1
     summary.seconds = time.time() - t0
     return summary
+
+
+_OUT_OF_MEMORY = ("out of memory", "CUBLAS_STATUS_ALLOC_FAILED", "CUSOLVER_STATUS_ALLOC_FAILED",
+                  "CUSOLVER_STATUS_INTERNAL_ERROR, when calling `cusolverDnCreate", "cudaErrorMemoryAllocation")
+
+
+def out_of_device_memory(result: TaskCheck) -> bool:
+    """Whether a row failed because the device had no memory left for it: torch's OOM, or a vendor
+    library's handle that could not be made (cuBLAS, cuSOLVER need a workspace to start)."""
+    if result.ok:
+        return False
+    texts = [result.detail or ""] + [f.detail or "" for f in result.filters if not f.ok]
+    return any(marker in text for text in texts for marker in _OUT_OF_MEMORY)
 
 
 def _screen(tasks: list[Any], eval_sets: list[str], threshold: float,

@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterable, TypeVar
 
 from ..isolation.worker import WatchedProcess
 from ..isolation.sandbox import (CANDIDATE_NAMESPACE_PREFIX, CONFINE_WRITES_ENV, limit_tasks, make_scratch, namespaces_available,
-                                 process_tree, release_tasks, scrubbed_environment)
+                                 process_tree, release_tasks, scrubbed_environment, watch_memory)
 
 MAX_MESSAGE = 1 << 22
 T = TypeVar("T")
@@ -71,6 +71,11 @@ class CandidateLink(WatchedProcess):
         # at most TASKS_MAX threads and processes, where the host has a pids cgroup for it (red team round 7)
         self.tasks_group = limit_tasks(self.proc.pid)
         self._closers.append(lambda: release_tasks(self.tasks_group))
+        # its memory's peak, counted in every look once it is a candidate's (`memory_group`); a
+        # baseline client runs trusted code under the resident count alone
+        self.memory_cgroup = watch_memory(self.proc.pid, self.tasks_group)
+        if self.memory_cgroup != self.tasks_group:
+            self._closers.append(lambda: release_tasks(self.memory_cgroup))
         self._started = False  # it said "spare": torch imported, the device started
         self.born = time.monotonic()
         self.start_s: float | None = None  # seconds from its start to its "spare" (seen by `started`)
@@ -138,11 +143,14 @@ class CandidateLink(WatchedProcess):
             self._killed_for = "the candidate process stopped itself (SIGSTOP); only the judge stops it"
             self.kill()
 
-    def look(self) -> None:
+    def look(self, force: bool = False) -> None:
         """A look (`_watch`, at most every WATCH_INTERVAL_S) between answers: the look in
         `receive` comes only when an answer is 0.25 s late, and a candidate whose answers were
         fast was never looked at after it loaded (red team round 9, m1: 1.9 GiB of memory
-        files held against a 1 GiB limit). CandidateDied when it was killed for what it saw."""
+        files held against a 1 GiB limit). `force`: now, whenever the last was (before a verdict).
+        CandidateDied when it was killed for what it saw."""
+        if force:
+            self._last_watch = 0.0
         self._watch()
         if self._killed_for:
             raise CandidateDied(self._killed_for)

@@ -735,6 +735,10 @@ class Judge:
             # candidate's warm-up (`warmup_ms`), right before the rounds and for all models alike
         self._check_baseline(state, base)
         base.warmed = True
+        if state.refs is not None and base.m * state.set_bytes > TRIALS_HELD_BYTES:
+            # a large stack is made again for the timing (from the trials' seeds: inputs only, `TaskState.refs`),
+            # not held through verification (issue 23: 4 GiB of level1/100_HingeLoss's judge beside the clients)
+            state.stacks.clear()
 
     def _solo(self, state: TaskState, cfg: Any, base: "_CandidateSession", clock: "_PhaseClock",
               warmup_ms: float = 0.0) -> dict[str, list[float]]:
@@ -1073,6 +1077,7 @@ class Judge:
                 break
             if r + 1 in looks and time.monotonic() > early_from and settled(samples, cfg.margin, level):
                 break
+        cand.watch("time", force=True)
         clock.mark("time")
         return {"samples": samples, "batch": m}
 
@@ -1331,6 +1336,7 @@ class _CandidateSession:
         if self.role == "candidate":  # memory files it makes count against its limit; the arena, the judge's, not
             file_id = getattr(self.arena, "file_id", None)
             self.link.memfd_exempt = {file_id} if file_id is not None else set()
+            self.link.memory_group = getattr(self.link, "memory_cgroup", None)  # and its cgroup's peak
         from .candidate_link import CandidateDied
 
         try:
@@ -1359,21 +1365,28 @@ class _CandidateSession:
             self.freeze()
         self.clock.mark("load")
 
-    def freeze(self, stage: str = "load") -> None:
-        """Stop the candidate (the baseline client runs trusted code and is never frozen), and
-        look at its memory and processes while it is stopped (`CandidateLink.look`: outside every
-        timed interval, and its memory map's lock is not one it is waiting for)."""
+    def watch(self, stage: str, force: bool = False) -> None:
+        """A look at the candidate's memory and processes (`CandidateLink.look`); `force`: the
+        last before a verdict (its memory cgroup's peak holds whatever came between looks)."""
         from .candidate_link import CandidateDied
 
+        if self.role != "candidate":
+            return
+        try:
+            self.link.look(force)
+        except CandidateDied as exc:
+            raise Verdict("guard" if exc.reason.startswith("forbidden") else stage, f"{stage} failed: {exc.reason}") from None
+
+    def freeze(self, stage: str = "load") -> None:
+        """Stop the candidate (the baseline client runs trusted code and is never frozen), and
+        look at its memory and processes while it is stopped (`watch`: outside every timed
+        interval, and its memory map's lock is not one it is waiting for)."""
         if self.role != "candidate":
             return
         if not self.link.freeze():
             raise Verdict("guard", "the candidate kept running after it was stopped: a thread or process of it "
                                    "escaped the freeze (it would work while the judge reads or times)")
-        try:
-            self.link.look()
-        except CandidateDied as exc:
-            raise Verdict("guard" if exc.reason.startswith("forbidden") else stage, f"{stage} failed: {exc.reason}") from None
+        self.watch(stage)
 
     def thaw(self) -> None:
         if self.role == "candidate":
@@ -1429,6 +1442,7 @@ class _CandidateSession:
         entries: list[tuple[str, Any]] = [(f"w:{k}", v) for k, v in weights.items()]
         entries += [(f"i:{j}", x) for j, x in enumerate(state.init_args) if isinstance(x, torch.Tensor)]
         base = self.judge.input_stack(state, m)
+        self.positions = len(base)
         for s in range(m):
             entries += [(f"s:{s}:{p}", x[s]) for p, x in enumerate(base) if isinstance(x, torch.Tensor)]
         offsets, total = {}, 0
@@ -1486,7 +1500,7 @@ class _CandidateSession:
         }
 
     def slot(self, s: int) -> list[Any]:
-        return [self.views.get(f"s:{s}:{p}") for p in range(len(self.judge.input_stack(self.state, self.m)))]
+        return [self.views.get(f"s:{s}:{p}") for p in range(self.positions)]
 
     def put(self, s: int, inputs: list[Any]) -> None:
         for p, x in enumerate(inputs):
@@ -1693,6 +1707,7 @@ class _CandidateSession:
             raise Verdict("verify", "incorrect: constant output: the candidate returned the same output for every "
                                     "input while the reference's changed (it passed only through the tolerance)")
         self.verify_secret()
+        self.watch("verify", force=True)
 
     def verify_secret(self) -> None:
         """Issue 24: one more trial, on inputs from a seed drawn from os.urandom for this

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from .channel import ChannelError, ChannelTimeout, Reader
 from .processes import remove_tree, start_detached_child
-from .sandbox import memfd_bytes, process_tree, resident_bytes
+from .sandbox import memfd_bytes, memory_peak, process_tree, resident_bytes
 
 LOG_TAIL_CHARS = 4000
 WATCH_INTERVAL_S = 0.25  # /proc scans cost CPU the timed models share on small machines
@@ -53,6 +53,7 @@ class WatchedProcess:
         # None: memory files are not counted; a set: they count against the limit too, less these (dev, inode),
         # the parent's own that it shared (the judge sets it for a candidate, its arena in it)
         self.memfd_exempt: set[tuple[int, int]] | None = None
+        self.memory_group: Path | None = None  # a memory cgroup of its own: its peak counts too (`sandbox.watch_memory`)
         self._watches = 0
         self.who = who
         self._log = tempfile.NamedTemporaryFile(prefix=log_prefix, suffix=".log", delete=False)
@@ -87,6 +88,7 @@ class WatchedProcess:
             if self.memfd_exempt is not None:  # mapped-only ones every MAPS_EVERY looks: reading `maps` holds the
                 self._watches += 1             # process's memory map lock while it runs its timed calls
                 rss += memfd_bytes(tree, self.memfd_exempt, mapped=self._watches % MAPS_EVERY == 1)
+            rss = max(rss, memory_peak(self.memory_group))  # the kernel's highest count, between looks too
         except Exception as exc:  # noqa: BLE001 - anything its /proc entries make the reading do is its doing
             self._killed_for = f"{self.who}'s memory could not be read ({type(exc).__name__}: {exc})"
             self.kill()
