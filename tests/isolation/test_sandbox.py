@@ -116,17 +116,21 @@ def test_worker_environment_is_scrubbed(make_workspace, fast_config, monkeypatch
     assert res.reward == 1, res.reason
 
 
-def test_protected_file_rewritten_during_evaluation_is_tampering(make_workspace, fast_config):
-    # Without Landlock (switched off here) the after-check still catches it. (The seccomp filter
-    # refuses the chmod; as root the write goes through regardless.)
+def test_protected_file_cannot_be_rewritten_during_evaluation(make_workspace, fast_config):
+    # Without Landlock (switched off here): the seccomp filter refuses the chmod, and with no
+    # capability left (red team round 9) root's write to the read-only file is refused too; where a
+    # write went through, the after-check calls it tampering. Either way -1, and the file unchanged.
     # (model_new.py runs from the checked snapshot, so the workspace is named, not found from __file__)
     ws = make_workspace(name="tamper")
+    before = (ws.root / "binding.cpp").read_text()
     (ws.root / "model_new.py").write_text(HOSTILE.replace(
         "ACTION", f"p = os.path.join({str(ws.root)!r}, 'binding.cpp')\n"
                   "        try:\n            os.chmod(p, 0o644)\n        except OSError:\n            pass\n"
                   "        open(p, 'a').write('//')"))
     res = evaluate(ws, _cfg(fast_config, filesystem=False))
-    assert res.reward == -1 and "tampered during evaluation" in res.reason, res.reason
+    assert res.reward == -1, res.reason
+    assert "tampered during evaluation" in res.reason or (
+        "Permission denied" in res.reason and (ws.root / "binding.cpp").read_text() == before), res.reason
 
 
 def test_file_size_limit(make_workspace, fast_config):
