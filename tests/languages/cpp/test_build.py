@@ -90,3 +90,32 @@ def test_trim_never_quotes_a_file_outside_the_workspace():
     assert "/venv/pyvenv.cfg:1:30: error: too many decimal points in number" in out
     assert "/venv/secret.h(2): error: identifier '…' is undefined" in out
     assert "kernels/a.cpp:3:5: error: 'foo' was not declared" in out and "foo();" in out
+
+
+def test_the_link_reads_its_own_pins_of_the_cached_objects(make_workspace, cache_dir, monkeypatch):
+    """Issue 23, seventh session: a read rule of the link's sandbox binds to a file's inode, and a
+    concurrent build of identical sources replaced a cached object's name with a new inode between
+    the rule and the linker's open: "ld returned 1" for an honest reference solution (1 in 12 of four
+    concurrent builds). The linker now reads hard links made in its own scratch, pinned to the
+    objects as they were, whatever happens to the cache's names after."""
+    import os
+
+    from cuda_agent.languages.cpp import build as build_module
+
+    seen: list[tuple[list[Path], Path]] = []
+    real = build_module.run_confined
+
+    def recording(cmd, deadline, snap, scratch, *, reads, **kw):
+        if any(str(a).endswith(".so") for a in cmd):  # the link
+            seen.append((list(reads), scratch))
+            for o in (Path(cache_dir).resolve() / "objects").glob("*.o"):  # each cache name now another
+                # inode, as a concurrent build of the same unit leaves it
+                fresh = o.with_suffix(".fresh")
+                fresh.write_bytes(o.read_bytes())
+                os.replace(fresh, o)
+        return real(cmd, deadline, snap, scratch, reads=reads, **kw)
+
+    monkeypatch.setattr(build_module, "run_confined", recording)
+    res = build_workspace(make_workspace().root, get_backend("cpu"), cache_dir=cache_dir)
+    assert res.ok, res.log
+    assert seen and all(r.is_relative_to(scratch) for reads, scratch in seen for r in reads)
