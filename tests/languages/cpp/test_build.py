@@ -116,6 +116,7 @@ def test_the_link_reads_its_own_pins_of_the_cached_objects(make_workspace, cache
         return real(cmd, deadline, snap, scratch, reads=reads, **kw)
 
     monkeypatch.setattr(build_module, "run_confined", recording)
-    res = build_workspace(make_workspace().root, get_backend("cpu"), cache_dir=cache_dir)
+    ws = make_workspace(kernels={"relu.cpp": RELU_KERNEL + "\n// linked anew\n", "relu_binding.cpp": RELU_BINDING})
+    res = build_workspace(ws.root, get_backend("cpu"), cache_dir=cache_dir)
     assert res.ok, res.log
     assert seen and all(r.is_relative_to(scratch) for reads, scratch in seen for r in reads)
