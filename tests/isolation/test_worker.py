@@ -46,6 +46,24 @@ def test_the_log_tail_is_read_from_the_end_not_whole(tmp_path) -> None:
     assert peak < 1 << 20, peak
 
 
+def _child_holding_memfds(script: str, tmp_path, limit: int, total: int) -> WatchedProcess:
+    """A watched child running `script`, once its memory files add up to `total` bytes."""
+    import subprocess
+
+    from cuda_agent.isolation.sandbox import memfd_bytes, process_tree
+
+    child = WatchedProcess([sys.executable, "-c", script], env=dict(os.environ), scratch=tmp_path,
+                           log_prefix="watch-test-", memory_limit_bytes=limit, who="the candidate",
+                           stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while memfd_bytes(process_tree(child.proc.pid)) < total and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if memfd_bytes(process_tree(child.proc.pid)) != total:
+        child.close()
+        raise AssertionError(f"the child never held {total} bytes of memory files")
+    return child
+
+
 _MEMFD_HOG = """
 import mmap, os, sys, time
 held = os.memfd_create("held"); os.posix_fallocate(held, 0, 256 << 20)  # open, never mapped
@@ -59,19 +77,11 @@ def test_memory_files_count_against_a_candidates_limit_except_the_ones_it_was_gi
     """Red team round 7 (m2): memfds fallocated at load held host memory that no resident limit saw.
     Counted for a candidate, each file once, whether held open or only mapped; the judge's own (the
     arena it hands over) is not the candidate's."""
-    import subprocess
-
-    from cuda_agent.isolation.sandbox import memfd_bytes, process_tree
+    from cuda_agent.isolation.sandbox import memfd_bytes
 
     monkeypatch.setattr(worker, "WATCH_INTERVAL_S", 0.0)
-    child = WatchedProcess([sys.executable, "-c", _MEMFD_HOG], env=dict(os.environ), scratch=tmp_path,
-                           log_prefix="watch-test-", memory_limit_bytes=300 << 20, who="the candidate",
-                           stdin=subprocess.DEVNULL)
+    child = _child_holding_memfds(_MEMFD_HOG, tmp_path, 300 << 20, 384 << 20)
     try:
-        deadline = time.monotonic() + 30
-        while memfd_bytes(process_tree(child.proc.pid)) < (384 << 20) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert memfd_bytes(process_tree(child.proc.pid)) == 384 << 20
         child._watch()  # not counted unless asked: resident memory alone is well under 300 MiB
         assert child._killed_for is None
         child.memfd_exempt = set()
@@ -101,19 +111,9 @@ def test_a_memory_file_whose_name_is_not_text_is_counted_and_the_look_does_not_r
     """Red team round 9 (u1): `maps` was read as text, and a mapped memfd named with bytes that
     are not UTF-8 made the look raise UnicodeDecodeError: the judge's fault ("infrastructure")
     instead of the candidate's verdict. Read as bytes, the file is counted like any other."""
-    import subprocess
-
-    from cuda_agent.isolation.sandbox import memfd_bytes, process_tree
-
     monkeypatch.setattr(worker, "WATCH_INTERVAL_S", 0.0)
-    child = WatchedProcess([sys.executable, "-c", _UNDECODABLE_MEMFD], env=dict(os.environ), scratch=tmp_path,
-                           log_prefix="watch-test-", memory_limit_bytes=1 << 40, who="the candidate",
-                           stdin=subprocess.DEVNULL)
+    child = _child_holding_memfds(_UNDECODABLE_MEMFD, tmp_path, 1 << 40, 64 << 20)
     try:
-        deadline = time.monotonic() + 30
-        while memfd_bytes(process_tree(child.proc.pid)) < (64 << 20) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert memfd_bytes(process_tree(child.proc.pid)) == 64 << 20
         child.memfd_exempt = set()
         child._watch()  # reads `maps` on this first look
         assert child._killed_for is None

@@ -119,19 +119,30 @@ def watch_memory(pid: int, tasks_group: Path | None, root: Path = CGROUP_ROOT,
     for parent in _own_pids_cgroups(root, self_cgroup, "memory"):
         if not parent.is_relative_to(root / "memory"):
             continue  # v2: one cgroup per process, and it is `tasks_group`'s
-        _sweep_task_groups(parent)
-        group = parent / f"cuda-agent-{pid}-{os.urandom(3).hex()}"
-        try:
-            group.mkdir()
-        except OSError:
-            continue
-        try:
-            for member in process_tree(pid):
-                (group / "cgroup.procs").write_text(str(member))
+        group = _group_for(pid, parent, {})
+        if group is not None:
             return group
-        except OSError:
-            release_tasks(group)
     return None
+
+
+def _group_for(pid: int, parent: Path, settings: dict[str, str]) -> Path | None:
+    """A new cgroup under `parent` (named for `pid`: `_sweep_task_groups` finds it once that is
+    gone) with `settings` written, holding the process tree under `pid`; None where it cannot be."""
+    _sweep_task_groups(parent)
+    group = parent / f"cuda-agent-{pid}-{os.urandom(3).hex()}"
+    try:
+        group.mkdir()
+    except OSError:
+        return None
+    try:
+        for name, value in settings.items():
+            (group / name).write_text(value)
+        for member in process_tree(pid):
+            (group / "cgroup.procs").write_text(str(member))
+        return group
+    except OSError:
+        release_tasks(group)
+        return None
 
 
 def memory_peak(group: Path | None) -> int:
@@ -156,19 +167,9 @@ def limit_tasks(pid: int, limit: int = TASKS_MAX, root: Path = CGROUP_ROOT,
     too. Past the cap the candidate's own thread or process creation fails; nothing else on the
     host notices. Its threads and children go with it; those it starts later are born inside."""
     for parent in _own_pids_cgroups(root, self_cgroup):
-        _sweep_task_groups(parent)
-        group = parent / f"cuda-agent-{pid}-{os.urandom(3).hex()}"
-        try:
-            group.mkdir()
-        except OSError:
-            continue
-        try:
-            (group / "pids.max").write_text(str(limit))
-            for member in process_tree(pid):
-                (group / "cgroup.procs").write_text(str(member))
+        group = _group_for(pid, parent, {"pids.max": str(limit)})
+        if group is not None:
             return group
-        except OSError:
-            release_tasks(group)
     return None
 
 
