@@ -241,3 +241,35 @@ def test_trials_too_large_to_hold_are_checked_against_held_reference_outputs(mak
         assert len(res.trials) == fast_config.trials + 1 and all(t.ok for t in res.trials)
     else:
         assert res.reward == -1 and "incorrect: trial 0" in res.reason, res.reason
+
+
+RECYCLING_ROW_SUM_TASK = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.held = None
+    def forward(self, x):
+        if self.held is None:
+            self.held = torch.empty(x.shape[0])
+        return torch.sum(x, dim=1, out=self.held)  # one buffer, overwritten by every call
+
+def get_inputs():
+    return [torch.randn(128, COLS)]
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.parametrize("cols", [1000, 110_000])  # trials held; trials too large to hold
+def test_a_reference_that_returns_one_buffer_for_every_call_is_verified_call_by_call(make_workspace, fast_config, cols):
+    """Review of the held reference outputs: a reference whose every call overwrites one buffer
+    gives trials whose outputs are all that buffer; held, every trial would be checked against the
+    last call's output. Such trials are made again, forward and all, when used."""
+    ws = make_workspace(model_new=ROW_SUM_MODEL_NEW, kernels={"row_sum_binding.cpp": ROW_SUM_BINDING.replace("COLS", "cols")},
+                        task_source=RECYCLING_ROW_SUM_TASK.replace("COLS", str(cols)), name=f"recycling_{cols}")
+    res = evaluate(ws, fast_config.model_copy(update={"measure": False}))
+    assert res.correct and res.reward >= 0, res.reason

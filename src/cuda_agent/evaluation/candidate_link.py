@@ -10,7 +10,9 @@ else started as a new interpreter.
 
 from __future__ import annotations
 
+import functools
 import json
+import operator
 import os
 import select
 import signal
@@ -181,11 +183,14 @@ class CandidateLink(WatchedProcess):
         """CPU time of the candidate's processes, threads that ended included, in ns."""
         return self.tree.cpu_ns()
 
-    def capabilities(self) -> dict[str, int]:
-        """Thread id -> its effective and bounding capabilities OR-ed together, read from /proc."""
+    def capabilities(self, bounding: bool = True) -> dict[str, int]:
+        """Thread id -> its effective, permitted and ambient capabilities (and `bounding`: its
+        bounding set) OR-ed together, read from /proc."""
+        names = ("CapEff", "CapPrm", "CapAmb", *(("CapBnd",) if bounding else ()))
+
         def caps(text: str) -> int:
             fields = dict(ln.split(":", 1) for ln in text.splitlines() if ":" in ln)
-            return int(fields["CapEff"], 16) | int(fields["CapBnd"], 16)
+            return functools.reduce(operator.or_, (int(fields.get(n, "0"), 16) for n in names), 0)
 
         return _per_thread(self.pid(), "status", caps)
 

@@ -387,10 +387,14 @@ def _solo_note(name: str, interleaved: list[float], solo: list[float]) -> str:
             "work left on the device while the candidate was frozen slows the baselines)")
 
 
+BASELINE_METHOD = "|solo in rounds"  # how cached baselines were timed: a change of method is a new key (the
+# back-to-back solo batches before issue 23's seventh session ran honest baselines up to 1.9x faster)
+
+
 def _baseline_key(task_hash: str, backend: Backend, cfg: EvalConfig, precision: str | None) -> str:
     """What a cached baseline was measured for: task, device, torch, compile mode, timing, precision."""
     return BaselineCache.key(task_hash, backend.device_key(), torch_version(), cfg.compile_mode, backend.name,
-                             cfg.timing.model_dump_json(), precision)
+                             cfg.timing.model_dump_json() + BASELINE_METHOD, precision)
 
 
 def _fail(result: EvalResult, stage: str, reason: str) -> None:

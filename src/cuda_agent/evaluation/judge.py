@@ -379,6 +379,8 @@ class Judge:
                 if refs is not None:
                     refs.append((trial.ref, _fingerprint(trial.inputs)))
                 del trial
+            if recycles:  # every call's output is one buffer that the next overwrites: none can be held, each
+                trials = refs = None  # trial is made again, forward and all, when used (review of the held outputs)
             t0 = time.perf_counter()
             for _ in range(3):
                 reference(*_clone(first.inputs))
@@ -413,8 +415,8 @@ class Judge:
         the reference's forward there was 8 of level1/100_HingeLoss's 16 GiB peak in the judge).
         None: it is made at verification."""
         seed = int.from_bytes(os.urandom(6), "little")
-        if state.mutates or state.out_bytes > TRIALS_HELD_BYTES or state.trials is not None:
-            return seed, None
+        if state.mutates or state.ref_recycles or state.out_bytes > TRIALS_HELD_BYTES or state.trials is not None:
+            return seed, None  # (an output the reference's next call overwrites cannot be held)
         trial = self._make_trial(state.module, state.reference, seed, state.dtype, rescale=True, check_mutation=False)
         if not self._ref_holdable(trial, state.out_bytes):
             return seed, None
@@ -1408,7 +1410,10 @@ class _CandidateSession:
 
         if not int(_status_field("CapEff") or "0", 16):
             return
-        kept = {tid: caps for tid, caps in self.link.capabilities().items() if caps}
+        # the bounding set is emptied only by a judge that may (CAP_SETPCAP, bit 8): elsewhere what the
+        # candidate could use is its effective, permitted and ambient sets, and those are all emptied
+        bounding = bool(int(_status_field("CapEff") or "0", 16) & (1 << 8))
+        kept = {tid: caps for tid, caps in self.link.capabilities(bounding).items() if caps}
         if kept:
             raise JudgeError(f"{len(kept)} thread(s) of the candidate process kept capabilities "
                              f"({', '.join(f'{tid}: {caps:#x}' for tid, caps in list(kept.items())[:3])}): "

@@ -330,7 +330,10 @@ def _pinned(obj: Path, at: Path) -> Path:
     try:
         os.link(obj, at)
     except OSError:
-        shutil.copyfile(obj, at)
+        try:
+            shutil.copyfile(obj, at)
+        except OSError as exc:  # a full disk, an object pruned meanwhile: a failed build, said as one
+            raise BuildError(f"the link could not take its object {obj.name}: {exc.strerror or exc}") from None
     return at
 
 
