@@ -153,6 +153,10 @@ def gpu_config(**fields: object) -> object:
 
 
 CONTEXT_GIB = 1.0  # a client holding more than this has working memory (a bare context is ~0.6 GiB)
+# what a client's command line says (`_role`): never the judge, nor the naive harness's one process (which
+# held every task in turn: taken for a client, its whole run went to its first task; run 4 of issue 23's
+# seventh session, where the list's name did not happen to contain "judge")
+CLIENT_ROLES = ("evaluation.forkserver", "evaluation.candidate")
 
 
 def sampled_run(argv: list[str], progress: Path, peaks: dict[int, float], detail: Path,
@@ -177,8 +181,8 @@ def sampled_run(argv: list[str], progress: Path, peaks: dict[int, float], detail
             tree = set(process_tree(proc.pid))
             table = per_process_gib()
             used = sum(v for pid, v in table.items() if pid in tree)
-            for pid, v in table.items():
-                if pid in tree and v > CONTEXT_GIB and "judge" not in _role(pid):
+            for pid, v in table.items():  # a judge's client: forked by its fork server, or started as one
+                if pid in tree and v > CONTEXT_GIB and any(r in _role(pid) for r in CLIENT_ROLES):
                     worked.setdefault(pid, done)
             # a task's line is written before its clients have exited: while one of them still
             # holds memory, the sample is that task's tail, not the next task's start (the next
