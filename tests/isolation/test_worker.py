@@ -164,3 +164,25 @@ def test_memory_taken_and_given_back_between_looks_is_seen_in_its_cgroups_peak(t
         child.close()
         time.sleep(0.2)
         release_tasks(group)
+
+
+def test_memory_it_holds_but_another_cgroup_was_charged_for_counts_beside_its_peak(tmp_path, monkeypatch):
+    """Red team round 11 (m4): a client forked from the fork server and moved into its group after
+    keeps the pages it shares with the server charged to the server, so its group's peak missed
+    ~0.3 GiB of what it held. A look adds what is resident but not charged to the group (here a
+    stand-in group: peak 64 MiB, nothing charged now) to the peak."""
+    monkeypatch.setattr(worker, "WATCH_INTERVAL_S", 0.0)
+    group = tmp_path / "group"
+    group.mkdir()
+    (group / "memory.max_usage_in_bytes").write_text(str(64 << 20))
+    (group / "memory.usage_in_bytes").write_text("0")
+    child = WatchedProcess([sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(60)"],
+                           env=dict(os.environ), scratch=tmp_path, log_prefix="watch-test-",
+                           memory_limit_bytes=(64 << 20) + (2 << 20), who="the candidate")
+    try:
+        time.sleep(0.5)  # its interpreter resident: well over 2 MiB
+        child.memory_group = group
+        child._watch()
+        assert child._killed_for and child._killed_for.startswith("out of memory"), child._killed_for
+    finally:
+        child.close()

@@ -103,6 +103,7 @@ def _own_pids_cgroups(root: Path, self_cgroup: Path, controller: str = "pids") -
 
 
 _PEAK_FILES = ("memory.peak", "memory.max_usage_in_bytes")  # cgroup v2, v1
+_USAGE_FILES = ("memory.current", "memory.usage_in_bytes")
 
 
 def watch_memory(pid: int, tasks_group: Path | None, root: Path = CGROUP_ROOT,
@@ -145,11 +146,12 @@ def _group_for(pid: int, parent: Path, settings: dict[str, str]) -> Path | None:
         return None
 
 
-def memory_peak(group: Path | None) -> int:
-    """The highest memory charged to `group` since it was made (0 where it cannot be read)."""
+def memory_peak(group: Path | None, files: tuple[str, ...] = _PEAK_FILES) -> int:
+    """The highest memory charged to `group` since it was made (0 where it cannot be read);
+    with `files=_USAGE_FILES`, what is charged to it now."""
     if group is None:
         return 0
-    for name in _PEAK_FILES:
+    for name in files:
         try:
             return int((group / name).read_text().split()[0])
         except (OSError, ValueError, IndexError):
@@ -578,7 +580,8 @@ _TIOCSTI, _TIOCLINUX = 0x5412, 0x541C  # typing into (or reading) the controllin
 # (immutable, append-only, sync, nodump: red team round 9 i1, round 10 f1), the inode generation, the
 # project/xattr flags; and whole-filesystem freeze, thaw and shutdown (x86-64 and aarch64 alike)
 _DENY_IOCTLS = (_TIOCSTI, _TIOCLINUX, 0x40086602, 0x40046602, 0x40087602, 0x40047602, 0x401C5820,
-                0xC0045877, 0xC0045878, 0x8004587D)
+                0xC0045877, 0xC0045878, 0x8004587D,
+                0x40086604, 0x40046604)  # ext4's own number for the generation (round 11, i2: EXT4_IOC_SETVERSION)
 # fcntl: a lease (it blocks another process's open of the file until the holder lets go, and a
 # candidate that ignores the signal holds it until it dies: round 10, f1), directory notifications
 _DENY_FCNTLS = (1024, 1026)  # F_SETLEASE, F_NOTIFY
