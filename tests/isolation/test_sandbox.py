@@ -486,7 +486,7 @@ def test_a_client_cannot_start_more_threads_than_its_cap() -> None:
 def test_the_pids_cgroup_goes_inside_the_judges_own_never_above_it(tmp_path: Path) -> None:
     """A client moved to a cgroup above the judge's would leave whatever limits the judge's
     cgroup sets (a container's memory, say): the cap's cgroup goes inside the judge's own."""
-    from cuda_agent.isolation.sandbox import _own_pids_cgroups
+    from cuda_agent.isolation.sandbox import _own_cgroups
 
     root = tmp_path / "cgroup"
     (root / "job" / "a").mkdir(parents=True)
@@ -495,11 +495,11 @@ def test_the_pids_cgroup_goes_inside_the_judges_own_never_above_it(tmp_path: Pat
     (root / "job" / "b" / "cgroup.subtree_control").write_text("cpu memory\n")
     me = tmp_path / "self_cgroup"
     me.write_text("8:pids:/job/x\n4:memory:/job/x\n")
-    assert _own_pids_cgroups(root, me) == [root / "pids" / "job" / "x"]  # v1: the pids hierarchy, at our path
+    assert _own_cgroups(root, me) == [root / "pids" / "job" / "x"]  # v1: the pids hierarchy, at our path
     me.write_text("0::/job/a\n")
-    assert _own_pids_cgroups(root, me) == [root / "job" / "a"]  # v2, the controller handed down
+    assert _own_cgroups(root, me) == [root / "job" / "a"]  # v2, the controller handed down
     me.write_text("0::/job/b\n")
-    assert _own_pids_cgroups(root, me) == []  # v2 without it: no cap, rather than one above us
+    assert _own_cgroups(root, me) == []  # v2 without it: no cap, rather than one above us
 
 
 def test_empty_pids_cgroups_of_clients_that_are_gone_are_swept(tmp_path: Path) -> None:

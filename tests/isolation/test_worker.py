@@ -139,7 +139,7 @@ def test_memory_taken_and_given_back_between_looks_is_seen_in_its_cgroups_peak(t
     call was never seen. The client's memory cgroup keeps the kernel's peak, which every look reads."""
     import subprocess
 
-    from cuda_agent.isolation.sandbox import memory_peak, release_tasks, watch_memory
+    from cuda_agent.isolation.sandbox import memory_charged, release_tasks, watch_memory
 
     monkeypatch.setattr(worker, "WATCH_INTERVAL_S", 0.0)
     child = WatchedProcess([sys.executable, "-c", "import sys; sys.stdin.readline()\n" + _TRANSIENT_HOG],
@@ -155,7 +155,7 @@ def test_memory_taken_and_given_back_between_looks_is_seen_in_its_cgroups_peak(t
         child.proc.stdin.write("go\n")
         child.proc.stdin.flush()
         deadline = time.monotonic() + 30
-        while memory_peak(group) < (400 << 20) and time.monotonic() < deadline:
+        while memory_charged(group)[0] < (400 << 20) and time.monotonic() < deadline:
             time.sleep(0.05)
         time.sleep(0.5)
         child._watch()  # resident memory is back under 300 MiB; the peak is not

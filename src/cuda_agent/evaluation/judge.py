@@ -280,7 +280,7 @@ class Judge:
         torch.empty(1, device=self.device)
         self.state: TaskState | None = None
         self.spares: list[Any] = []
-        self.secret: tuple[int, Trial | None] = (0, None)  # this evaluation's secret trial (`secret_trial`)
+        self.secret: tuple[int, tuple[Any, Any] | None] = (0, None)  # this evaluation's secret trial (`secret_trial`)
         self.retired: list[Any] = []  # clients killed, not yet waited for (`retire`)
         self.removals: list[Any] = []  # threads removing retired clients' scratch
         self.kept_arenas: list[Any] = []  # arenas of clients that outlived every kill: never freed under them
@@ -363,8 +363,9 @@ class Judge:
         keep = (set_bytes + out_bytes) * len(seeds) <= TRIALS_HELD_BYTES
         trials: list[Trial] | None = [first] if keep else None
         mutates = first.after is not None
-        refs: list[tuple[Any, Any]] | None = (None if keep or not self._ref_holdable(first, out_bytes * len(seeds))
-                                              else [(first.ref, _fingerprint(first.inputs))])
+        # held without their inputs where small and no view of an input (held, that would keep the input alive)
+        refs: list[tuple[Any, Any]] | None = (None if keep or out_bytes * len(seeds) > TRIALS_HELD_BYTES
+                                              or first.ref_aliases_inputs else [(first.ref, _fingerprint(first.inputs))])
         first_spans = [_span_of(t) for t in _tensor_leaves(first.ref)]
         recycles = False
         with torch.no_grad():
@@ -380,7 +381,7 @@ class Judge:
                     refs.append((trial.ref, _fingerprint(trial.inputs)))
                 del trial
             if recycles:  # every call's output is one buffer that the next overwrites: none can be held, each
-                trials = refs = None  # trial is made again, forward and all, when used (review of the held outputs)
+                trials = None  # trial is made again, forward and all, when used (review of the held outputs)
             t0 = time.perf_counter()
             for _ in range(3):
                 reference(*_clone(first.inputs))
@@ -400,17 +401,12 @@ class Judge:
                                ref_recycles=recycles,
                                draws=any(isinstance(x, torch.Tensor) and not x.is_floating_point()
                                          for x in first.inputs),
-                               refs=None if mutates else refs)
+                               refs=None if mutates or recycles else refs)
         return self.state
 
-    def _ref_holdable(self, trial: Trial, total_out_bytes: int) -> bool:
-        """Whether reference outputs like `trial`'s can be held without their inputs: small, and
-        no view of an input (held, it would keep the whole input alive)."""
-        return total_out_bytes <= TRIALS_HELD_BYTES and not trial.ref_aliases_inputs
-
-    def secret_trial(self, state: TaskState) -> tuple[int, Trial | None]:
+    def secret_trial(self, state: TaskState) -> tuple[int, tuple[Any, Any] | None]:
         """The secret trial's seed (os.urandom, per evaluation) and, where its reference output is
-        small enough to hold without its inputs, that output made now: in the reference phase,
+        small enough to hold without its inputs, that output and its inputs' fingerprint made now: in the reference phase,
         before the clients hold their working memory, not at verification beside them (issue 23:
         the reference's forward there was 8 of level1/100_HingeLoss's 16 GiB peak in the judge).
         None: it is made at verification."""
@@ -418,9 +414,7 @@ class Judge:
         if state.mutates or state.ref_recycles or state.out_bytes > TRIALS_HELD_BYTES or state.trials is not None:
             return seed, None  # (an output the reference's next call overwrites cannot be held)
         trial = self._make_trial(state.module, state.reference, seed, state.dtype, rescale=True, check_mutation=False)
-        if not self._ref_holdable(trial, state.out_bytes):
-            return seed, None
-        return seed, Trial(inputs=[_fingerprint(trial.inputs)], ref=trial.ref, after=None)
+        return seed, None if trial.ref_aliases_inputs else (trial.ref, _fingerprint(trial.inputs))
 
     def remade_trial(self, state: TaskState, seed: int, held: tuple[Any, Any], rescale: bool = False) -> Trial:
         """A trial from its held reference output (`held`: output, the inputs' fingerprint) and its
@@ -1210,6 +1204,11 @@ def _task_key(req: JudgeRequest) -> str:
     return json.dumps([req.task_hash, req.config.seed, req.config.trials, req.precision])
 
 
+def _ended(stage: str, reason: str) -> Verdict:
+    """The verdict on a candidate the watch or its channel ended in `stage`, for `reason`."""
+    return Verdict("guard" if reason.startswith("forbidden") else stage, f"{stage} failed: {reason}")
+
+
 def spare_count(gpu: bool) -> int:
     """Spares kept after each evaluation: `CUDA_AGENT_SPARES` where it is a count, else SPARES."""
     wanted = os.environ.get(SPARES_ENV, "")
@@ -1307,8 +1306,7 @@ class _CandidateSession:
             msg = self.link.receive(self.limit(stage, started), "")
         except CandidateDied as exc:
             if exc.reason:
-                raise Verdict(stage if not exc.reason.startswith("forbidden") else "guard",
-                              f"{stage} failed: {exc.reason}") from None
+                raise _ended(stage, exc.reason) from None
             waited = time.monotonic() - started
             limit = min(stage_s, self.cfg.worker_timeout_s)
             raise Verdict(stage, f"{stage} timed out: the candidate did not answer for {waited:.0f} s "
@@ -1377,7 +1375,7 @@ class _CandidateSession:
         try:
             self.link.look(force)
         except CandidateDied as exc:
-            raise Verdict("guard" if exc.reason.startswith("forbidden") else stage, f"{stage} failed: {exc.reason}") from None
+            raise _ended(stage, exc.reason) from None
 
     def freeze(self, stage: str = "load") -> None:
         """Stop the candidate (the baseline client runs trusted code and is never frozen), and
@@ -1408,12 +1406,12 @@ class _CandidateSession:
         team round 9, i1). The drop happens before candidate code exists, so a miss is the judge's."""
         from ..isolation.sandbox import _status_field
 
-        if not int(_status_field("CapEff") or "0", 16):
+        own = int(_status_field("CapEff") or "0", 16)
+        if not own:
             return
         # the bounding set is emptied only by a judge that may (CAP_SETPCAP, bit 8): elsewhere what the
         # candidate could use is its effective, permitted and ambient sets, and those are all emptied
-        bounding = bool(int(_status_field("CapEff") or "0", 16) & (1 << 8))
-        kept = {tid: caps for tid, caps in self.link.capabilities(bounding).items() if caps}
+        kept = {tid: caps for tid, caps in self.link.capabilities(bool(own & (1 << 8))).items() if caps}
         if kept:
             raise JudgeError(f"{len(kept)} thread(s) of the candidate process kept capabilities "
                              f"({', '.join(f'{tid}: {caps:#x}' for tid, caps in list(kept.items())[:3])}): "
@@ -1728,7 +1726,7 @@ class _CandidateSession:
         state = self.state
         seed, held = self.judge.secret
         if held is not None:  # its output made in the reference phase (`Judge.secret_trial`): the inputs again
-            trial = self.judge.remade_trial(state, seed, (held.ref, held.inputs[0]), rescale=True)
+            trial = self.judge.remade_trial(state, seed, held, rescale=True)
         else:  # whether the reference mutates its inputs is known by now: no copy of them beside its forward
             # (a 4 GiB copy was the judge's peak on level1/100_HingeLoss, issue 23)
             trial = self.judge._make_trial(state.module, state.reference, seed, state.dtype, rescale=True,

@@ -79,7 +79,7 @@ TASKS_MAX = 1024  # threads and processes of one candidate client: an honest one
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 
-def _own_pids_cgroups(root: Path, self_cgroup: Path, controller: str = "pids") -> list[Path]:
+def _own_cgroups(root: Path, self_cgroup: Path, controller: str = "pids") -> list[Path]:
     """Where a `controller` cgroup may go: beside this process, inside its own cgroup (never above
     it, which would take the client out of whatever limits this process's cgroup sets): cgroup
     v1's hierarchy of that controller, or v2's where that cgroup hands the controller down."""
@@ -108,7 +108,7 @@ _USAGE_FILES = ("memory.current", "memory.usage_in_bytes")
 
 def watch_memory(pid: int, tasks_group: Path | None, root: Path = CGROUP_ROOT,
                  self_cgroup: Path = Path("/proc/self/cgroup")) -> Path | None:
-    """A memory cgroup holding the process tree under `pid`, for its peak (`memory_peak`): the
+    """A memory cgroup holding the process tree under `pid`, for its peak (`memory_charged`): the
     kernel's count of everything charged to it (resident and shared memory, memory files, kernel
     objects) at its highest, between any two looks. The watch's sampled resident count missed
     700 MiB taken and let go inside one 0.2 s call, and 750 MiB of epoll watches in the kernel
@@ -117,7 +117,7 @@ def watch_memory(pid: int, tasks_group: Path | None, root: Path = CGROUP_ROOT,
     where the host has none to give."""
     if tasks_group is not None and any((tasks_group / name).exists() for name in _PEAK_FILES):
         return tasks_group
-    for parent in _own_pids_cgroups(root, self_cgroup, "memory"):
+    for parent in _own_cgroups(root, self_cgroup, "memory"):
         if not parent.is_relative_to(root / "memory"):
             continue  # v2: one cgroup per process, and it is `tasks_group`'s
         group = _group_for(pid, parent, {})
@@ -146,17 +146,18 @@ def _group_for(pid: int, parent: Path, settings: dict[str, str]) -> Path | None:
         return None
 
 
-def memory_peak(group: Path | None, files: tuple[str, ...] = _PEAK_FILES) -> int:
-    """The highest memory charged to `group` since it was made (0 where it cannot be read);
-    with `files=_USAGE_FILES`, what is charged to it now."""
-    if group is None:
+def memory_charged(group: Path | None) -> tuple[int, int]:
+    """(the highest memory charged to `group` since it was made, what is charged to it now);
+    0 for what cannot be read."""
+    def first(files: tuple[str, ...]) -> int:
+        for name in files:
+            try:
+                return int((group / name).read_text().split()[0])
+            except (OSError, ValueError, IndexError):
+                continue
         return 0
-    for name in files:
-        try:
-            return int((group / name).read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            continue
-    return 0
+
+    return (first(_PEAK_FILES), first(_USAGE_FILES)) if group is not None else (0, 0)
 
 
 def limit_tasks(pid: int, limit: int = TASKS_MAX, root: Path = CGROUP_ROOT,
@@ -168,7 +169,7 @@ def limit_tasks(pid: int, limit: int = TASKS_MAX, root: Path = CGROUP_ROOT,
     threads (host tasks 114 -> 5,399), and a flood to the host's pid limit would break the judge
     too. Past the cap the candidate's own thread or process creation fails; nothing else on the
     host notices. Its threads and children go with it; those it starts later are born inside."""
-    for parent in _own_pids_cgroups(root, self_cgroup):
+    for parent in _own_cgroups(root, self_cgroup):
         group = _group_for(pid, parent, {"pids.max": str(limit)})
         if group is not None:
             return group

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from .channel import ChannelError, ChannelTimeout, Reader
 from .processes import remove_tree, start_detached_child
-from .sandbox import _USAGE_FILES, memfd_bytes, memory_peak, process_tree, resident_bytes
+from .sandbox import memfd_bytes, memory_charged, process_tree, resident_bytes
 
 LOG_TAIL_CHARS = 4000
 WATCH_INTERVAL_S = 0.25  # /proc scans cost CPU the timed models share on small machines
@@ -91,8 +91,8 @@ class WatchedProcess:
             if self.memory_group is not None:  # the kernel's highest count, between looks too, plus what it holds
                 # charged elsewhere (pages it shares with the fork server it came from stay the server's:
                 # red team round 11, m4, ~0.3 GiB past the limit between looks)
-                elsewhere = max(0, rss - memory_peak(self.memory_group, _USAGE_FILES))
-                rss = max(rss, memory_peak(self.memory_group) + elsewhere)
+                peak, now = memory_charged(self.memory_group)
+                rss = max(rss, peak + max(0, rss - now))
         except Exception as exc:  # noqa: BLE001 - anything its /proc entries make the reading do is its doing
             self._killed_for = f"{self.who}'s memory could not be read ({type(exc).__name__}: {exc})"
             self.kill()
