@@ -604,3 +604,73 @@ def test_scaling_in_place_by_chunks_keeps_the_rules_of_scaling(monkeypatch: pyte
         scaling.scale_(rows, torch.Generator().manual_seed(seed), random.Random(seed), False, 8 << 14)
         missed += float(((rows[:, :1 << 11].mean(1) - rows.mean(1)) / rows.mean(1)).abs().max()) > 0.02
     assert missed >= 15, missed
+
+
+def _slots(stack: list, m: int, *, mutates: bool = False) -> SimpleNamespace:
+    """A client session stand-in: m input slots per tensor position, as `layout` makes them."""
+    views = {f"s:{s}:{p}": torch.zeros_like(x[s]) for p, x in enumerate(stack) if isinstance(x, torch.Tensor)
+             for s in range(m)}
+    session = SimpleNamespace(m=m, views=views, positions=len(stack), _by_position=None, torch=torch,
+                              judge=SimpleNamespace(backend=SimpleNamespace(synchronize=lambda: None)),
+                              cfg=SimpleNamespace(guards=SimpleNamespace(input_mutation=True)),
+                              state=SimpleNamespace(mutates=mutates))
+    session.views_by_position = lambda: _CandidateSession.views_by_position(session)  # type: ignore[arg-type]
+    session.stage_inputs = lambda values, positions: _CandidateSession.stage_inputs(session, values, positions)  # type: ignore[arg-type]
+    return session
+
+
+def _large_round(source: str | None, monkeypatch: pytest.MonkeyPatch) -> tuple:
+    """A judge stand-in whose task counts as large (`TRIALS_HELD_BYTES` 0): rounds made in place."""
+    import cuda_agent.evaluation.judge as judge_module
+
+    monkeypatch.setattr(judge_module, "TRIALS_HELD_BYTES", 0)
+    judge = _drawing_judge(source or FLOAT_INPUTS)
+    judge.state.redraws = source is not None
+    judge.state.mutates, judge.state.set_bytes = False, 4 * 256 * 4
+    judge.backend = SimpleNamespace(synchronize=lambda: None)
+    judge._drawn_inputs = lambda state, stack, seed, into=None: Judge._drawn_inputs(judge, state, stack, seed, into)  # type: ignore[arg-type]
+    cfg = SimpleNamespace(guards=SimpleNamespace(fresh_values=True))
+
+    def round_values(first: SimpleNamespace | None, seed: int) -> list:
+        return Judge._round_values(judge, judge.state, cfg, first, stack, [0], seed)  # type: ignore[arg-type]
+
+    torch.manual_seed(0)
+    stack = [torch.randn(M, 4, 256), 3]
+    return stack, round_values
+
+
+@pytest.mark.parametrize("drawn", [True, False], ids=["drawn", "scaled"])
+def test_a_large_rounds_values_are_made_in_the_first_clients_slots_and_can_be_made_again(
+        drawn: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 23: level1/100_HingeLoss's 4 GiB input drawn into a buffer of its own, beside the draw,
+    the stack and two arenas, was a fifth of its judge. A large round is made in the baseline
+    client's slots; the same seed makes the same values again (what the input check falls back on)."""
+    stack, round_values = _large_round(FLOAT_INPUTS if drawn else None, monkeypatch)
+    base = _slots(stack, M)
+    values = round_values(base, 5)
+    assert values is base.views_by_position() and values[1] is None
+    calls = values[0]
+    assert all(not torch.equal(c, stack[0][s]) for s, c in enumerate(calls))  # every call new
+    assert len({c.numpy().tobytes() for c in calls}) == M
+    if not drawn:  # scaled where they are: signs kept, within 20%
+        assert all(torch.equal(c.sign(), stack[0][s].sign()) for s, c in enumerate(calls))
+    again = round_values(None, 5)[0]  # made again in new memory, the same way
+    assert all(torch.equal(a, c) for a, c in zip(again, calls))
+    other = round_values(None, 6)[0]
+    assert not any(torch.equal(o, c) for o, c in zip(other, calls))
+
+
+def test_an_input_changed_in_the_candidates_slot_is_caught_against_the_baselines_but_never_blamed_for_the_baselines(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    stack, round_values = _large_round(FLOAT_INPUTS, monkeypatch)
+    base, cand = _slots(stack, M), _slots(stack, M)
+    values = round_values(base, 9)
+    cand.stage_inputs(values, [0])
+    remake = lambda: round_values(None, 9)  # noqa: E731
+    _CandidateSession.check_inputs_untouched(cand, values, [0], 0, remake)  # type: ignore[arg-type]
+    cand.views["s:2:0"][0, 0] += 1.0  # the candidate wrote into its input
+    with pytest.raises(Verdict, match="input mutation"):
+        _CandidateSession.check_inputs_untouched(cand, values, [0], 0, remake)  # type: ignore[arg-type]
+    cand.stage_inputs(round_values(None, 9), [0])
+    base.views["s:2:0"][0, 0] += 1.0  # the baseline's (trusted) model changed its own slot: not the candidate's doing
+    _CandidateSession.check_inputs_untouched(cand, values, [0], 0, remake)  # type: ignore[arg-type]

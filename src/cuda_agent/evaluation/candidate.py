@@ -15,6 +15,7 @@ import json
 import os
 import socket
 import sys
+import time
 import traceback
 import types
 from pathlib import Path
@@ -31,25 +32,31 @@ def main() -> None:
     serve(int(sys.argv[1]), sys.argv[2])
 
 
-def serve(sock_fd: int, backend_name: str) -> None:
+def serve(sock_fd: int, backend_name: str, marks: list[tuple[str, float]] | None = None) -> None:
     """Confine writes, start the device, say "spare", then serve the judge's one request. Runs
-    in a fresh interpreter (`main`) or in a child of the fork server, torch already imported."""
+    in a fresh interpreter (`main`) or in a child of the fork server, torch already imported
+    (`marks`: the fork server's steps in this child so far, as (name, perf_counter))."""
     from ..isolation.sandbox import drop_capabilities
 
+    marks = marks or [("begin", time.perf_counter())]
     capabilities = drop_capabilities()  # one thread yet: every thread the device starts inherits none
     early = _confine_writes_early() if os.environ.get(CONFINE_WRITES_ENV) else None
+    marks.append(("confine", time.perf_counter()))
     import torch  # imported, and the device started, while this process waits as a spare
 
     from ..backends import get_backend
 
     backend = get_backend(backend_name)
     backend.start_device()
+    marks.append(("device", time.perf_counter()))
     if backend.gpu:  # where spares start ahead of need; on a small CPU host unused spares would burn its cores
-        warm_up_harness(torch, backend.torch_device)
+        warm_up_harness(torch, backend.torch_device, marks)
         backend.synchronize()
     sock = socket.socket(fileno=sock_fd)
     try:
-        sock.send(json.dumps({"type": "spare"}).encode())  # started: the judge prefers a spare that said so
+        # started: the judge prefers a spare that said so. Where its start spent its time, as this
+        # process saw it: a claim, for diagnosis only
+        sock.send(json.dumps({"type": "spare", "steps_s": _steps(marks)}).encode())
         request, fds = _receive(sock)
     except (OSError, ValueError):
         os._exit(0)  # the judge went away without using this spare
@@ -67,18 +74,25 @@ def serve(sock_fd: int, backend_name: str) -> None:
         os._exit(0)
 
 
-def warm_up_harness(torch: Any, device: str) -> None:
+def warm_up_harness(torch: Any, device: str, marks: list[tuple[str, float]] | None = None) -> None:
     """What the harness's first calls import (the dispatcher guard pulls in ~800 modules, ~2 s),
     done before any workspace is on sys.path: in a spare on its device, or in the fork server on
-    "meta"."""
+    "meta". `marks` gets a (step, perf_counter) after each step."""
     from .guards import guarded
 
+    marks = [] if marks is None else marks
     with torch.no_grad():
         guarded(lambda x: x.clone())(torch.ones(4, device=device))
+        marks.append(("harness", time.perf_counter()))
         if device != "meta":
             from .judge import warm_up_libraries
 
-            warm_up_libraries(torch, device)
+            warm_up_libraries(torch, device, marks)
+
+
+def _steps(marks: list[tuple[str, float]]) -> dict[str, float]:
+    """Seconds each step took, from (name, perf_counter) marks in order."""
+    return {name: round(t - prev, 4) for (name, t), (_, prev) in zip(marks[1:], marks)}
 
 
 class _Stop(Exception):
@@ -136,8 +150,6 @@ class _Session:
 
         from ..backends.sharing import view_bytes
         from ..languages import language_for_artifact
-
-        import time
 
         marks = [("begin", time.perf_counter())]
         raw = self.backend.open_arena(self.req["arena"], fds)  # before the syscall filter: the driver needs it
@@ -214,7 +226,7 @@ class _Session:
             self.fail("load", describe_exception(exc), step)
         marks.append(("construct", time.perf_counter()))
         # where loading spent its time, as this process saw it (a claim: for diagnosis only)
-        report["load_steps_s"] = {name: round(t - prev, 4) for (name, t), (_, prev) in zip(marks[1:], marks)}
+        report["load_steps_s"] = _steps(marks)
         self.send({"type": "ready", "sandbox": report})
 
     def serve(self) -> None:

@@ -81,6 +81,7 @@ class CandidateLink(WatchedProcess):
         self._started = False  # it said "spare": torch imported, the device started
         self.born = time.monotonic()
         self.start_s: float | None = None  # seconds from its start to its "spare" (seen by `started`)
+        self.start_steps: dict[str, float] = {}  # its start's steps, as it said (`_note_started`)
 
     def started(self) -> bool:
         """Whether the process has said it is started (never waits)."""
@@ -88,18 +89,24 @@ class CandidateLink(WatchedProcess):
             ready, _, _ = select.select([self.sock], [], [], 0)
             if ready:
                 with suppress(CandidateDied):
-                    self._started = self.receive(time.monotonic() + 1.0, "starting").get("type") == "spare"
-                    self.start_s = round(time.monotonic() - self.born, 3)
+                    self._note_started(self.receive(time.monotonic() + 1.0, "starting"))
         return self._started
 
     def await_started(self, deadline: float) -> None:
         """Wait for the process's "spare" message (CandidateDied when it never comes)."""
-        if not self._started:
-            msg = self.receive(deadline, "starting")
-            if msg.get("type") != "spare":
-                raise CandidateDied("the client process broke the protocol while starting")
+        if not self._started and not self._note_started(self.receive(deadline, "starting")):
+            raise CandidateDied("the client process broke the protocol while starting")
+
+    def _note_started(self, msg: dict[str, Any]) -> bool:
+        """Whether `msg` is its "spare"; then started, with how long that took (and, as the
+        process said, on what: a claim, kept for diagnosis)."""
+        if msg.get("type") == "spare":
             self._started = True
             self.start_s = round(time.monotonic() - self.born, 3)
+            steps = msg.get("steps_s")
+            self.start_steps = {str(k): v for k, v in steps.items() if isinstance(v, (int, float))} \
+                if isinstance(steps, dict) else {}
+        return self._started
 
     # ---- talking ----------------------------------------------------------------------
     def send(self, msg: dict[str, Any], fds: list[int] | None = None) -> None:
@@ -397,6 +404,8 @@ def pin_threads(pid: int, core: int) -> None:
 # ---- the fork server's handle (the server itself: forkserver.py) ------------------------------
 FORKSERVER_READY_S = 180.0  # torch's import on a loaded host
 FORK_TIMEOUT_S = 10.0
+PRELOAD_ARG = "preload"  # the fork server's argv[3]: open the device's libraries before forking (`Backend.preload_libraries`)
+PRELOAD_ENV = "CUDA_AGENT_PRELOAD"  # "1": the judge's fork server preloads (an experiment's knob, issue 23)
 EXIT_STATUS_WAIT_S = 2.0  # the server reaps a child when it is told (SIGCHLD): moments after it ended
 
 
@@ -405,19 +414,23 @@ class ForkServer(WatchedProcess):
     `fork` gives a Popen-like `ForkedProcess`, or None when this server can't fork (not
     started, dead, or refusing): then start the client anew."""
 
-    def __init__(self, backend: str, env: dict[str, str]) -> None:
+    def __init__(self, backend: str, env: dict[str, str], preload: bool | None = None) -> None:
         scratch = make_scratch(Path(tempfile.mkdtemp(prefix="cuda-agent-forkserver-")))
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock = ours
+        if preload is None:
+            preload = os.environ.get(PRELOAD_ENV, "0") == "1"
         # the clients' own variables, so what torch, OpenMP and glibc's malloc read once at start
         # agree; numpy's OpenBLAS would start its thread pool at import (a thread: no fork)
-        super().__init__([sys.executable, "-m", "cuda_agent.evaluation.forkserver", str(theirs.fileno()), backend],
+        super().__init__([sys.executable, "-m", "cuda_agent.evaluation.forkserver", str(theirs.fileno()), backend,
+                          *([PRELOAD_ARG] if preload else [])],
                          env=scrubbed_environment(env, scratch, {"OPENBLAS_NUM_THREADS": "1"}), scratch=scratch,
                          log_prefix="cuda-agent-forkserver-", pass_fds=(theirs.fileno(),), who="the fork server")
         theirs.close()
         self._closers = [self.sock.close]
         self.born = time.monotonic()
         self._ready = False
+        self.preloaded: Any = None
         self._broken = False
         self._exits: dict[int, int] = {}
 
@@ -483,6 +496,7 @@ class ForkServer(WatchedProcess):
                 self._exits[int(msg["pid"])] = int(msg["code"])
             if msg.get("type") == "ready":
                 self._ready = True
+                self.preloaded = msg.get("preloaded")  # libraries it opened before forking, as it said
             msg["fds"] = list(fds)
             if not want_fds:
                 for fd in fds:

@@ -23,6 +23,7 @@ import signal
 import socket
 import sys
 import tempfile
+import time
 from typing import Any
 
 MAX_MESSAGE = 1 << 20
@@ -33,14 +34,18 @@ _CLONE_NEWNET = 0x40000000
 def main() -> None:
     ctrl_fd, backend_name = int(sys.argv[1]), sys.argv[2]
     from .candidate import trusted_sys_path, warm_up_harness
+    from .candidate_link import PRELOAD_ARG
+
+    preload = len(sys.argv) > 3 and sys.argv[3] == PRELOAD_ARG
 
     trusted_sys_path()
     import torch
 
     from ..backends import get_backend
 
-    get_backend(backend_name)  # imported, never started: a started device can't be forked
+    backend = get_backend(backend_name)  # imported, never started: a started device can't be forked
     warm_up_harness(torch, "meta")  # the imports without a device or a thread: a meta tensor computes nothing
+    preloaded = backend.preload_libraries() if preload else []
     import gc
 
     gc.collect()
@@ -52,7 +57,7 @@ def main() -> None:
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so SIGCHLD reaches the wakeup pipe
     sys.stdout.flush()
-    ctrl.send(json.dumps({"type": "ready"}).encode())
+    ctrl.send(json.dumps({"type": "ready", "preloaded": len(preloaded)}).encode())
     while True:
         ready, _, _ = select.select([ctrl, wake_r], [], [])
         if wake_r in ready:
@@ -123,6 +128,7 @@ def _become_client(ctrl: socket.socket, request: dict[str, Any], sock_fd: int, l
     directory, environment and log, then serve as a client process."""
     from ..isolation.processes import die_with_parent
 
+    marks = [("begin", time.perf_counter())]
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     ctrl.close()
@@ -135,13 +141,14 @@ def _become_client(ctrl: socket.socket, request: dict[str, Any], sock_fd: int, l
     os.close(log_fd)
     if request.get("net_namespace"):
         _unshare_network()
+    marks.append(("namespace", time.perf_counter()))
     os.chdir(request["scratch"])
     os.environ.clear()
     os.environ.update(request["env"])
     tempfile.tempdir = None  # read again from the client's TMPDIR
     from .candidate import serve
 
-    serve(sock_fd, backend_name)
+    serve(sock_fd, backend_name, marks)
 
 
 def _unshare_network() -> None:

@@ -51,6 +51,8 @@ class MemoryStats(BaseModel):
 
     estimate_gib: float = 0.0
     judge_peak_gib: float = 0.0
+    judge_by_phase: dict[str, list[float]] = Field(default_factory=dict, description="per phase: the judge's "
+                                                   "peak allocated and its reserved at the phase's end (GiB)")
     judge_held_after_gib: float = 0.0
     device_total_gib: float = 0.0
 
