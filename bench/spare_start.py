@@ -1,14 +1,12 @@
-"""Where a GPU client's start goes (issue 23: fork to "spare" took ~0.7 s on an H100, and the
+"""Where a GPU client's start goes (issue 23: fork to "spare" took ~0.6 s on an H100, and the
 load phase of a small task waited for it).
 
-Two measurements, side by side in one run:
-1. `clients`, `clients_preload`: N clients started the judge's way (the fork server,
-   `CandidateLink`), without and with the fork server preloading the device's libraries
-   (`Backend.preload_libraries`), each one's start steps as it reported them
-   (`CandidateLink.start_steps`) and its start as the judge saw it.
-2. `raw`: children forked from a parent that imported torch, with and without the parent having
-   opened the device libraries first (`preload`), timing the CUDA context, the first
-   convolution and the first matmul, and the device memory after.
+1. `clients`: N clients started the judge's way (the fork server, `CandidateLink`), each one's
+   start steps as it reported them (`CandidateLink.start_steps`) and its start as the judge saw it.
+2. `raw`, `raw_preload`: children forked from a parent that imported torch, without and with the
+   parent having dlopened cuDNN and cuBLAS first, timing the CUDA context, the first convolution
+   and the first matmul, and the device memory after. (On an H100, 2026-11-28: the preload gained
+   nothing, fork to done 0.55 s vs 0.49 s; the context is ~0.25 s, cuDNN ~0.1-0.2 s, cuBLAS ~0.06 s.)
 
     python bench/spare_start.py [--clients 4] [--raw 4] --out spare_start.json
 """
@@ -23,12 +21,12 @@ import time
 from pathlib import Path
 
 
-def client_starts(count: int, backend: str, preload: bool) -> dict:
+def client_starts(count: int, backend: str) -> dict:
     from cuda_agent.evaluation.candidate_link import CandidateLink, ForkServer
     from cuda_agent.evaluation.judge import _candidate_env
 
     t0 = time.monotonic()
-    server = ForkServer(backend, _candidate_env(), preload=preload)
+    server = ForkServer(backend, _candidate_env())
     server.ready(120.0)
     ready_s = round(time.monotonic() - t0, 2)
     rows = []
@@ -44,7 +42,7 @@ def client_starts(count: int, backend: str, preload: bool) -> dict:
     finally:
         server.close()
     starts = [r["start_s"] for r in rows if r["start_s"] is not None]
-    return {"preload": preload, "server_ready_s": ready_s, "preloaded": server.preloaded, "rows": rows,
+    return {"server_ready_s": ready_s, "rows": rows,
             "median_start_s": statistics.median(starts) if starts else None}
 
 
@@ -125,8 +123,7 @@ def main() -> None:
     ap.add_argument("--backend", default="cuda")
     ap.add_argument("--out", default="spare_start.json")
     args = ap.parse_args()
-    report = {"clients": client_starts(args.clients, args.backend, False),
-              "clients_preload": client_starts(args.clients, args.backend, True)}
+    report = {"clients": client_starts(args.clients, args.backend)}
     # each variant in its own parent: a parent that opened the libraries can't unopen them
     for preload in (False, True):
         r, w = os.pipe()
@@ -142,7 +139,7 @@ def main() -> None:
         os.waitpid(pid, 0)
         report["raw_preload" if preload else "raw"] = json.loads(data) if data else {"error": "no answer"}
     Path(args.out).write_text(json.dumps(report, indent=1))
-    print(json.dumps({k: {n: v.get(n) for n in ("median_start_s", "median_s", "preloaded", "opened", "server_ready_s")
+    print(json.dumps({k: {n: v.get(n) for n in ("median_start_s", "median_s", "opened", "server_ready_s")
                           if n in v} for k, v in report.items()}))
 
 

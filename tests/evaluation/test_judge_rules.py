@@ -674,3 +674,15 @@ def test_an_input_changed_in_the_candidates_slot_is_caught_against_the_baselines
     cand.stage_inputs(round_values(None, 9), [0])
     base.views["s:2:0"][0, 0] += 1.0  # the baseline's (trusted) model changed its own slot: not the candidate's doing
     _CandidateSession.check_inputs_untouched(cand, values, [0], 0, remake)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("reserved_gib, emptied", [(13.5, True), (8.5, False)])
+def test_the_reference_phases_freed_memory_goes_back_before_the_clients_start(reserved_gib: float, emptied: bool) -> None:
+    """Issue 23: the secret trial's inputs and working memory stayed reserved in the judge through
+    the timing (13.5 GiB of level1/100_HingeLoss's, 8 GiB allocated)."""
+    calls: list[str] = []
+    cuda = SimpleNamespace(memory_reserved=lambda: int(reserved_gib * 2**30), empty_cache=lambda: calls.append("empty"))
+    judge = SimpleNamespace(torch=SimpleNamespace(cuda=cuda), _allocated=lambda: 8 * 2**30,
+                            backend=SimpleNamespace(gpu=True, synchronize=lambda: None))
+    Judge._give_back_cached(judge)  # type: ignore[arg-type]
+    assert calls == (["empty"] if emptied else [])

@@ -116,11 +116,6 @@ class Backend(ABC):
         """Start the device's driver in this process where the device is present: before a
         sandbox closes the filesystem (the driver writes while it starts)."""
 
-    def preload_libraries(self) -> list[str]:
-        """Open the device's libraries without starting the device, in a process that forks
-        clients (the fork server), so each child finds them loaded; the paths opened."""
-        return []
-
     @abstractmethod
     def device_name(self) -> str: ...
 

@@ -7,7 +7,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar
@@ -136,31 +135,6 @@ class CudaBackend(Backend):
         import torch
 
         return torch.cuda.is_available()
-
-    def preload_libraries(self) -> list[str]:
-        """cuDNN's sub-libraries and cuBLAS, found beside torch, dlopened (RTLD_GLOBAL) without a
-        CUDA call: a fork's first convolution then finds them loaded (a GPU client's start,
-        fork to ready, was ~0.7 s on an H100, and small tasks waited for it: issue 23). One that
-        fails to open is left to load as before."""
-        import ctypes
-        import glob
-
-        import torch
-
-        roots = [Path(torch.__file__).parent / "lib", *(Path(p) / "nvidia" for p in sys.path if p)]
-        opened: list[str] = []
-        for pattern in ("libcublas*.so*", "libcudnn.so*", "libcudnn_graph*.so*", "libcudnn_ops*.so*",
-                        "libcudnn_heuristic*.so*", "libcudnn_engines*.so*", "libcudnn_cnn*.so*", "libcudnn_adv*.so*"):
-            for root in roots:
-                for lib in sorted(glob.glob(str(root / "**" / pattern), recursive=True)):
-                    if lib in opened:
-                        continue
-                    try:
-                        ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
-                        opened.append(lib)
-                    except OSError:
-                        pass
-        return opened
 
     def start_device(self) -> None:
         import torch

@@ -404,8 +404,6 @@ def pin_threads(pid: int, core: int) -> None:
 # ---- the fork server's handle (the server itself: forkserver.py) ------------------------------
 FORKSERVER_READY_S = 180.0  # torch's import on a loaded host
 FORK_TIMEOUT_S = 10.0
-PRELOAD_ARG = "preload"  # the fork server's argv[3]: open the device's libraries before forking (`Backend.preload_libraries`)
-PRELOAD_ENV = "CUDA_AGENT_PRELOAD"  # "1": the judge's fork server preloads (an experiment's knob, issue 23)
 EXIT_STATUS_WAIT_S = 2.0  # the server reaps a child when it is told (SIGCHLD): moments after it ended
 
 
@@ -414,23 +412,19 @@ class ForkServer(WatchedProcess):
     `fork` gives a Popen-like `ForkedProcess`, or None when this server can't fork (not
     started, dead, or refusing): then start the client anew."""
 
-    def __init__(self, backend: str, env: dict[str, str], preload: bool | None = None) -> None:
+    def __init__(self, backend: str, env: dict[str, str]) -> None:
         scratch = make_scratch(Path(tempfile.mkdtemp(prefix="cuda-agent-forkserver-")))
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock = ours
-        if preload is None:
-            preload = os.environ.get(PRELOAD_ENV, "0") == "1"
         # the clients' own variables, so what torch, OpenMP and glibc's malloc read once at start
         # agree; numpy's OpenBLAS would start its thread pool at import (a thread: no fork)
-        super().__init__([sys.executable, "-m", "cuda_agent.evaluation.forkserver", str(theirs.fileno()), backend,
-                          *([PRELOAD_ARG] if preload else [])],
+        super().__init__([sys.executable, "-m", "cuda_agent.evaluation.forkserver", str(theirs.fileno()), backend],
                          env=scrubbed_environment(env, scratch, {"OPENBLAS_NUM_THREADS": "1"}), scratch=scratch,
                          log_prefix="cuda-agent-forkserver-", pass_fds=(theirs.fileno(),), who="the fork server")
         theirs.close()
         self._closers = [self.sock.close]
         self.born = time.monotonic()
         self._ready = False
-        self.preloaded: Any = None
         self._broken = False
         self._exits: dict[int, int] = {}
 
@@ -496,7 +490,6 @@ class ForkServer(WatchedProcess):
                 self._exits[int(msg["pid"])] = int(msg["code"])
             if msg.get("type") == "ready":
                 self._ready = True
-                self.preloaded = msg.get("preloaded")  # libraries it opened before forking, as it said
             msg["fds"] = list(fds)
             if not want_fds:
                 for fd in fds:

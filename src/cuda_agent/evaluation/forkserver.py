@@ -34,18 +34,14 @@ _CLONE_NEWNET = 0x40000000
 def main() -> None:
     ctrl_fd, backend_name = int(sys.argv[1]), sys.argv[2]
     from .candidate import trusted_sys_path, warm_up_harness
-    from .candidate_link import PRELOAD_ARG
-
-    preload = len(sys.argv) > 3 and sys.argv[3] == PRELOAD_ARG
 
     trusted_sys_path()
     import torch
 
     from ..backends import get_backend
 
-    backend = get_backend(backend_name)  # imported, never started: a started device can't be forked
+    get_backend(backend_name)  # imported, never started: a started device can't be forked
     warm_up_harness(torch, "meta")  # the imports without a device or a thread: a meta tensor computes nothing
-    preloaded = backend.preload_libraries() if preload else []
     import gc
 
     gc.collect()
@@ -57,7 +53,7 @@ def main() -> None:
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler, so SIGCHLD reaches the wakeup pipe
     sys.stdout.flush()
-    ctrl.send(json.dumps({"type": "ready", "preloaded": len(preloaded)}).encode())
+    ctrl.send(json.dumps({"type": "ready"}).encode())
     while True:
         ready, _, _ = select.select([ctrl, wake_r], [], [])
         if wake_r in ready:
