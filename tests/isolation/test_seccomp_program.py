@@ -187,6 +187,20 @@ def test_inode_flag_freeze_and_lease_calls_are_refused(x86: list) -> None:
     assert run(seccomp_program("aarch64", OWN), 29, (3, 0x40086602), arch=AUDIT_AARCH64) == EPERM
 
 
+def test_newer_flag_calls_self_resuming_signals_and_batched_io_are_refused(x86: list) -> None:
+    """Red team round 12: file_setattr (Linux 6.17) set flags on a host directory past the ioctl
+    refusals (f1); a timer whose signal was SIGCONT resumed the frozen candidate (s1; F_SETSIG the
+    same through I/O); one io_submit did a whole batch's gathers after "done" (u2)."""
+    for nr in (469, 443, 222, 206, 209, 253, 294):  # file_setattr, quotactl_fd, timer_create, io_setup, io_submit, inotify
+        assert run(x86, nr) == EPERM, nr
+    assert run(x86, 72, (3, 10)) == EPERM  # fcntl F_SETSIG
+    for nr in (468, 283, 286, 284):  # file_getattr (reading), timerfd_create, timerfd_settime, eventfd: no signal
+        assert run(x86, nr) == ALLOW, nr
+    aarch64 = seccomp_program("aarch64", OWN)
+    for nr in (469, 107, 0, 2, 26):  # file_setattr, timer_create, io_setup, io_submit, inotify_init1
+        assert run(aarch64, nr, arch=AUDIT_AARCH64) == EPERM, nr
+
+
 def test_foreign_abis_kill_the_process(x86: list) -> None:
     assert run(x86, 0, arch=AUDIT_I386) == KILL             # int 0x80 from a 64-bit process
     assert run(x86, 41, arch=AUDIT_I386) == KILL

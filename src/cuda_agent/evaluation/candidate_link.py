@@ -183,6 +183,7 @@ class CandidateLink(WatchedProcess):
         """perf_counter() when the last freeze saw every thread stopped."""
         return self.tree.stopped_at
 
+
     def still_frozen(self) -> bool:
         return self.tree.still_frozen()
 

@@ -1480,8 +1480,23 @@ class _CandidateSession:
         self.watch(stage)
 
     def thaw(self) -> None:
-        if self.role == "candidate":
+        if self.role == "candidate" or not self.judge.backend.gpu:  # on the CPU the baseline client is stopped too
             self.link.thaw()
+
+    def ends_at_stop(self, ms: float, t0: float, stage: str) -> float:
+        """On the CPU, where the judge reads a client's outputs from its memory: the client is
+        stopped (SIGSTOP, the candidate with its checks: `freeze`), and its interval (ms from
+        `t0`) runs until every thread of it was seen stopped, for the baseline client alike.
+        Its "done" says when it claims to be finished; a thread inside one long system call
+        (a read, an io_submit) runs on until the call returns, and the judge waited for it
+        untimed: a flip done by one preadv and a gather by one io_submit after "done" got
+        reward 3 each (red team round 12, u1, u2). Every model's interval includes its own
+        client's stop, so honest code pays what eager pays."""
+        if self.role == "candidate":
+            self.freeze(stage)
+        elif not self.link.freeze():  # the task's own code, trusted: a pool slow to stop is waited for, not judged
+            return ms
+        return max(ms, (self.link.stopped_at() - t0) * 1000)
 
     def check_still_frozen(self) -> None:
         """Where the judge reads outputs after the freeze (the CPU), nothing of the candidate
@@ -1621,7 +1636,10 @@ class _CandidateSession:
         tp = time.perf_counter()
         backend.idle_probe()
         t1 = time.perf_counter()
+        ms = (t1 - t0) * 1000
         self.judge.note_probe(self.role, (t1 - tp) * 1000)
+        if not backend.gpu:  # every model's interval ends when its client is seen stopped (`ends_at_stop`)
+            ms = self.ends_at_stop(ms, t0, stage)
         if self.role == "baseline":
             outs = self.collect(msg, len(slots), stage, copy=False)  # trusted: views, valid until its next run of `model`
             self.outputs[model] = outs
@@ -1630,11 +1648,10 @@ class _CandidateSession:
             backend.synchronize()
             self.freeze(stage)
         else:
-            self.freeze(stage)
             outs = self.collect(msg, len(slots), stage, copy=True)
             self.check_still_frozen()
         self.held[model].append((batch, self.last_spans))
-        return (t1 - t0) * 1000, outs
+        return ms, outs
 
     def next_batch(self, model: str) -> tuple[int, list[int]]:
         """The next batch's id and the earlier batches the client lets go of before running it.
@@ -1966,6 +1983,8 @@ def _really_overlap(a: Any, b: Any) -> bool:
 
     if dense(a) and dense(b):
         return True
+    if _between_each_other(a, b):
+        return False
     lo, hi = max(a[0], b[0]), min(a[1], b[1])
 
     def bytes_in_window(item: Any) -> Any:
@@ -1980,6 +1999,39 @@ def _really_overlap(a: Any, b: Any) -> bool:
     mask = torch.zeros(hi - lo, dtype=torch.bool)
     mask[bytes_in_window(a)] = True
     return bool(mask[bytes_in_window(b)].any())
+
+
+def _between_each_other(a: Any, b: Any) -> bool:
+    """Whether no byte of two strided layouts can meet, by arithmetic. A layout is runs of
+    contiguous bytes (its innermost dimensions while they are contiguous; at least an element),
+    each starting at its first byte plus a multiple of g, the gcd of its other strides in bytes;
+    with G the gcd of both layouts' g, runs of La and Lb bytes whose first bytes differ by r
+    modulo G are apart wherever La <= r <= G - Lb. (The even and odd rows of one buffer, checked
+    byte by byte, took 1.3-1.6 s and ~24x the output in the judge's memory a pair: red team
+    round 12, r1.) False where it cannot tell: the bytes decide."""
+    from math import gcd
+
+    from ..backends.sharing import layout_extent
+
+    def runs(item: Any) -> tuple[int, int]:
+        _, shape, strides, elsize, _ = layout_extent(item[2])
+        run, g, inner = elsize, 0, True
+        for d, st in reversed(list(zip(shape, strides))):
+            if d <= 1:
+                continue
+            if inner and abs(int(st)) * elsize == run:
+                run *= d  # still one contiguous run
+                continue
+            inner = False
+            g = gcd(g, abs(int(st)) * elsize)
+        return g, run
+
+    (ga, la), (gb, lb) = runs(a), runs(b)
+    big = gcd(ga, gb)
+    if big == 0:
+        return False  # one run each: the exact check is cheap
+    r = (b[0] - a[0]) % big
+    return la <= r <= big - lb
 
 
 def _speed_of_light_ms(work: dict[str, float]) -> float:

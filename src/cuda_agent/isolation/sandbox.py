@@ -567,6 +567,15 @@ _DENY_SYSCALLS: dict[str, tuple[int | None, int | None]] = {
     "setxattr": (188, 5), "lsetxattr": (189, 6), "fsetxattr": (190, 7), "setxattrat": (463, 463),
     "removexattr": (197, 14), "lremovexattr": (198, 15), "fremovexattr": (199, 16), "removexattrat": (466, 466),
     "utime": (132, None), "utimes": (235, None), "futimesat": (261, None), "utimensat": (280, 88),
+    # the same flags through the calls Linux 6.17 added (red team round 12, f1: SYNC, NODUMP, NOATIME,
+    # DAX and PROJINHERIT set on a host directory it could not open, kept past its evaluation)
+    "file_setattr": (469, 469), "quotactl_fd": (443, 443),
+    # signals made by the kernel, which resume a frozen candidate (red team round 12, s1: a timer whose
+    # signal was SIGCONT woke it 26-50 times an evaluation while the baselines were timed; also F_SETSIG,
+    # in _DENY_FCNTLS), and Linux AIO, whose io_submit does a whole batch's copies in one call that a
+    # SIGSTOP waits out (u2); directory watches, which named other evaluations' files
+    "timer_create": (222, 107), "io_setup": (206, 0), "io_submit": (209, 2),
+    "inotify_init": (253, None), "inotify_init1": (294, 26),
 }
 # signals only to this process itself (raise, pthread_kill, Python's os.kill(os.getpid(), ...))
 _OWN_PID_SYSCALLS = {"kill": (62, 129), "tgkill": (234, 131), "rt_sigqueueinfo": (129, 138),
@@ -584,8 +593,9 @@ _DENY_IOCTLS = (_TIOCSTI, _TIOCLINUX, 0x40086602, 0x40046602, 0x40087602, 0x4004
                 0xC0045877, 0xC0045878, 0x8004587D,
                 0x40086604, 0x40046604)  # ext4's own number for the generation (round 11, i2: EXT4_IOC_SETVERSION)
 # fcntl: a lease (it blocks another process's open of the file until the holder lets go, and a
-# candidate that ignores the signal holds it until it dies: round 10, f1), directory notifications
-_DENY_FCNTLS = (1024, 1026)  # F_SETLEASE, F_NOTIFY
+# candidate that ignores the signal holds it until it dies: round 10, f1), directory notifications,
+# the signal sent for I/O on a descriptor (round 12, s1)
+_DENY_FCNTLS = (1024, 1026, 10)  # F_SETLEASE, F_NOTIFY, F_SETSIG (a signal of its choosing on I/O: SIGCONT)
 _FCNTL = {"x86_64": 72, "aarch64": 25}
 _RET_ALLOW, _RET_KILL_PROCESS, _RET_ERRNO = 0x7FFF0000, 0x80000000, 0x00050000
 _LD_ABS, _JEQ, _JGE, _JSET, _RET, _JA = 0x20, 0x15, 0x35, 0x45, 0x06, 0x05
