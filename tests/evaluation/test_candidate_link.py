@@ -230,3 +230,29 @@ def test_a_process_that_stopped_itself_is_seen_stopped_and_a_running_one_is_not(
         proc.kill()
         proc.wait()
     assert not _stopped(proc.pid)
+
+
+def test_a_thread_inside_a_long_read_is_not_stopped_at_the_first_look(tmp_path):
+    """Red team round 12 (u1): a thread inside one long read of a memory file runs on until the
+    call returns; a thread blocked in a wait stops at once. The judge times the first to its stop."""
+    script = ("import os, sys, time\n"
+              "fd = os.memfd_create('big'); os.ftruncate(fd, 256 << 20); os.pwrite(fd, b'x' * (256 << 20), 0)\n"
+              "buf = bytearray(256 << 20)\n"
+              "print('ready', flush=True)\n"
+              "if sys.argv[1] == 'read':\n    while True: os.preadv(fd, [buf], 0)\n"
+              "time.sleep(60)\n")
+    for mode, at_once in (("sleep", True), ("read", False)):
+        proc = subprocess.Popen([sys.executable, "-c", script, mode], stdout=subprocess.PIPE, text=True,
+                                start_new_session=True)
+        try:
+            assert proc.stdout.readline().strip() == "ready"
+            tree, seen = FrozenTree(proc.pid), []
+            for _ in range(5):
+                time.sleep(0.05)
+                assert tree.freeze()
+                seen.append(tree.stopped_at_once)
+                tree.thaw()
+            assert (all(seen) if at_once else not all(seen)), (mode, seen)
+        finally:
+            kill_tree(proc)
+            proc.wait()

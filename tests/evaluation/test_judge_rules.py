@@ -662,18 +662,20 @@ def test_a_large_rounds_values_are_made_in_the_first_clients_slots_and_can_be_ma
 
 def test_an_input_changed_in_the_candidates_slot_is_caught_against_the_baselines_but_never_blamed_for_the_baselines(
         monkeypatch: pytest.MonkeyPatch) -> None:
+    from cuda_agent.evaluation.judge import _fingerprint
+
     stack, round_values = _large_round(FLOAT_INPUTS, monkeypatch)
     base, cand = _slots(stack, M), _slots(stack, M)
     values = round_values(base, 9)
+    prints = {(0, s): _fingerprint(values[0][s]) for s in range(M)}  # as `_round` records them when staged
     cand.stage_inputs(values, [0])
-    remake = lambda: round_values(None, 9)  # noqa: E731
-    _CandidateSession.check_inputs_untouched(cand, values, [0], 0, remake)  # type: ignore[arg-type]
+    _CandidateSession.check_inputs_untouched(cand, values, [0], 0, prints)  # type: ignore[arg-type]
     cand.views["s:2:0"][0, 0] += 1.0  # the candidate wrote into its input
     with pytest.raises(Verdict, match="input mutation"):
-        _CandidateSession.check_inputs_untouched(cand, values, [0], 0, remake)  # type: ignore[arg-type]
-    cand.stage_inputs(round_values(None, 9), [0])
+        _CandidateSession.check_inputs_untouched(cand, values, [0], 0, prints)  # type: ignore[arg-type]
+    cand.stage_inputs(values, [0])
     base.views["s:2:0"][0, 0] += 1.0  # the baseline's (trusted) model changed its own slot: not the candidate's doing
-    _CandidateSession.check_inputs_untouched(cand, values, [0], 0, remake)  # type: ignore[arg-type]
+    _CandidateSession.check_inputs_untouched(cand, values, [0], 0, prints)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("reserved_gib, emptied", [(13.5, True), (8.5, False)])
@@ -717,16 +719,21 @@ def test_strided_layouts_apart_by_arithmetic_agree_with_the_bytes(monkeypatch: p
 
 
 @pytest.mark.parametrize("role", ["candidate", "baseline"])
-def test_on_the_cpu_every_interval_runs_until_its_client_was_seen_stopped(role: str) -> None:
+@pytest.mark.parametrize("at_once", [False, True])
+def test_on_the_cpu_an_interval_runs_until_its_client_was_seen_stopped_where_it_was_still_running(
+        role: str, at_once: bool) -> None:
     """Red team round 12 (u1, u2): a thread inside one long preadv or io_submit after "done" ran on
-    while the judge waited for the stop, untimed (reward 3 for a flip and a gather). The interval
-    now ends when the client is seen stopped, for the baseline client as for the candidate."""
+    while the judge waited for the stop, untimed (reward 3 for a flip and a gather). Where the
+    freeze's first look finds a thread still running, the interval ends when the client is seen
+    stopped, the baseline client's as the candidate's; where every thread was stopped at once, at
+    its "done" (the judge's polling is no client's time)."""
     import time
 
     calls: list[str] = []
     stopped_at = time.perf_counter() + 0.2  # its last thread stops 200 ms after "done"
     link = SimpleNamespace(send=lambda *a, **k: None, thaw=lambda: calls.append("thaw"),
-                           freeze=lambda: calls.append("link.freeze") or True, stopped_at=lambda: stopped_at)
+                           freeze=lambda confirm_tree=True: calls.append(f"link.freeze {confirm_tree}") or True,
+                           stopped_at=lambda: stopped_at, stopped_at_once=lambda: at_once)
     backend = SimpleNamespace(gpu=False, idle_probe=lambda: None, synchronize=lambda: None)
     session = SimpleNamespace(
         role=role, link=link, judge=SimpleNamespace(backend=backend, note_probe=lambda *a: None),
@@ -736,6 +743,27 @@ def test_on_the_cpu_every_interval_runs_until_its_client_was_seen_stopped(role: 
     session.thaw = lambda: _CandidateSession.thaw(session)  # type: ignore[arg-type]
     session.ends_at_stop = lambda ms, t0, stage: _CandidateSession.ends_at_stop(session, ms, t0, stage)  # type: ignore[arg-type]
     ms, _ = _CandidateSession.run(session, [0], "time", False, "candidate" if role == "candidate" else "eager")  # type: ignore[arg-type]
-    assert ms >= 190  # not the ~0 ms to its "done"
-    assert calls[0] == "thaw" and "link.freeze" in calls  # thawed before, stopped after, whichever client
-    assert ("freeze" in calls) == (role == "candidate")  # the candidate's freeze carries its checks
+    assert (ms >= 190) == (not at_once)  # not the ~0 ms to its "done" where it ran on
+    assert calls[0] == "thaw"  # thawed before, stopped after, whichever client
+    assert calls[1:] == (["freeze", "link.freeze True"] if role == "candidate" else ["link.freeze False"])
+
+
+def test_a_clients_claimed_steps_keep_known_names_and_finite_seconds() -> None:
+    from cuda_agent.evaluation.judge import LOAD_STEPS, _known_steps
+
+    claimed = {"arena": 0.01, "construct": 2, "import": float("nan"), "sandbox": True, "x" * 4000: 1.0, "pwn": 1e300}
+    assert _known_steps(claimed, LOAD_STEPS) == {"arena": 0.01, "construct": 2.0}
+    assert _known_steps(["arena"], LOAD_STEPS) == {} and _known_steps(None, LOAD_STEPS) == {}
+
+
+def test_the_judges_memory_is_recorded_per_phase_and_a_broken_look_is_dropped() -> None:
+    from cuda_agent.evaluation.judge import _PhaseClock
+
+    looks = iter([(3 * 2**30, 5 * 2**30), (2**30, 4 * 2**30)])
+    phases: dict = {}
+    clock = _PhaseClock(phases, lambda: next(looks))
+    clock.mark("reference")
+    clock.mark("time")
+    assert clock.by_phase == {"reference": [3.0, 5.0], "time": [1.0, 4.0]} and clock.peak == 3 * 2**30
+    clock.mark("close")  # the look raises (StopIteration here, a broken device there): timing goes on
+    assert set(phases) == {"reference", "time", "close"} and clock.memory is None

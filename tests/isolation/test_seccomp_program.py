@@ -191,7 +191,7 @@ def test_newer_flag_calls_self_resuming_signals_and_batched_io_are_refused(x86: 
     """Red team round 12: file_setattr (Linux 6.17) set flags on a host directory past the ioctl
     refusals (f1); a timer whose signal was SIGCONT resumed the frozen candidate (s1; F_SETSIG the
     same through I/O); one io_submit did a whole batch's gathers after "done" (u2)."""
-    for nr in (469, 443, 222, 206, 209, 253, 294):  # file_setattr, quotactl_fd, timer_create, io_setup, io_submit, inotify
+    for nr in (469, 443, 222, 206, 209, 253, 294, 300, 301):  # file_setattr, quotactl_fd, timer_create, AIO, inotify, fanotify
         assert run(x86, nr) == EPERM, nr
     assert run(x86, 72, (3, 10)) == EPERM  # fcntl F_SETSIG
     for nr in (468, 283, 286, 284):  # file_getattr (reading), timerfd_create, timerfd_settime, eventfd: no signal

@@ -170,11 +170,16 @@ class CandidateLink(WatchedProcess):
         tree = process_tree(self.proc.pid)
         return tree[-1] if self.namespaces and not self.forked and len(tree) > 1 else self.proc.pid
 
-    def freeze(self) -> bool:
+    def freeze(self, confirm_tree: bool = True) -> bool:
         """Stop every thread of the candidate while the judge times its own models: nothing
         it left running on the CPU can slow the baselines or work ahead. False when some
-        thread still runs (the judge refuses such a candidate)."""
-        return self.tree.freeze()
+        thread still runs (the judge refuses such a candidate). `confirm_tree`: look for
+        processes it started since (False for the baseline client: trusted, it starts none)."""
+        return self.tree.freeze(confirm_tree)
+
+    def stopped_at_once(self) -> bool:
+        """Whether the last freeze found every thread asleep or stopped, and stopped at once."""
+        return self.tree.stopped_at_once
 
     def thaw(self) -> None:
         self.tree.thaw()
@@ -221,6 +226,8 @@ class FrozenTree:
     that left the group (setpgid; the sandbox denies it too) is stopped all the same."""
 
     STOP_LIMIT_S = 2.0  # SIGSTOP lands when a thread next runs: room for a loaded host
+    AT_ONCE_S = 0.002  # stopped "at once": every thread asleep in a wait (or stopped) just before the signal, and
+    # all seen stopped within this of it (a thread inside a long system call is neither: red team round 12, u1)
 
     def __init__(self, root: int) -> None:
         self.root = root
@@ -229,14 +236,19 @@ class FrozenTree:
         self._scanned_at: int | None = None  # the last PID allocated before the tree's last scan
         self._pidfds: dict[int, int] = {}
         self.stopped_at = 0.0  # perf_counter() when the last freeze saw the tree stopped
+        self.stopped_at_once = False  # whether the last freeze found it idle and stopped at once (AT_ONCE_S)
 
-    def freeze(self) -> bool:
-        """Stop the tree; False when some thread of it still runs at the limit."""
+    def freeze(self, confirm_tree: bool = True) -> bool:
+        """Stop the tree; False when some thread of it still runs at the limit. `confirm_tree`:
+        rescan for processes started since the last scan where a PID was allocated meanwhile."""
         if not self.frozen:
             tree = self._known()
+            idle = all(s in "TtZXS" for pid in tree for s in _thread_states(pid))  # before the signal wakes them
+            sent = time.perf_counter()
             self._signal(signal.SIGSTOP, tree)
             self.frozen = True
-            self._stopped = self._wait_stopped(tree)
+            self._stopped = self._wait_stopped(tree, confirm_tree)
+            self.stopped_at_once = self.stopped_at_once and idle and self.stopped_at - sent <= self.AT_ONCE_S
         return self._stopped is not None
 
     def thaw(self) -> None:
@@ -248,7 +260,7 @@ class FrozenTree:
         """The last freeze's tree where it stopped whole, else a fresh /proc scan."""
         return list(self._stopped) if self._stopped else process_tree(self.root)
 
-    def _wait_stopped(self, tree: list[int]) -> dict[int, dict[str, tuple[int, ...]]] | None:
+    def _wait_stopped(self, tree: list[int], confirm_tree: bool = True) -> dict[int, dict[str, tuple[int, ...]]] | None:
         """SIGSTOP lands asynchronously, and /proc's CPU counters of a running thread lag: wait
         until every thread of the process tree is stopped, so CPU read from now on is CPU used
         while frozen. Returns each stopped thread's CPU counters by process (`still_frozen` and
@@ -260,8 +272,10 @@ class FrozenTree:
         tree was last scanned, `tree` stands; else one /proc scan confirms it. Counters that
         still move (a thread shows stopped a moment before it is switched out) mean the wait
         goes on; SIGSTOP is sent again on every poll, since a candidate can aim SIGCONT at itself
-        (a red-team candidate armed timers to)."""
+        (a red-team candidate armed timers to). `stopped_at_once` is False where a process
+        joined the tree meanwhile (`freeze` adds the rest)."""
         end = time.monotonic() + self.STOP_LIMIT_S
+        at_once = True
         while time.monotonic() < end:
             if not all(_threads_stopped(pid) for pid in tree):
                 time.sleep(0.0002)
@@ -269,17 +283,18 @@ class FrozenTree:
                 continue
             seen_at, counters = time.perf_counter(), {pid: _thread_counters(pid) for pid in tree}
             mark = _last_pid()
-            if not (self._stopped and mark is not None and mark == self._scanned_at):
+            if confirm_tree and not (self._stopped and mark is not None and mark == self._scanned_at):
                 now = process_tree(self.root)
                 if set(now) != set(tree):
                     self._signal(signal.SIGSTOP, [pid for pid in now if pid not in tree])  # started before it stopped
-                    tree = now
+                    tree, at_once = now, False
                     continue
                 self._scanned_at = mark
             if {pid: _thread_counters(pid) for pid in tree} == counters:
-                self.stopped_at = seen_at
+                self.stopped_at, self.stopped_at_once = seen_at, at_once
                 return counters
         self._scanned_at = None
+        self.stopped_at_once = False
         return None
 
     def still_frozen(self) -> bool:

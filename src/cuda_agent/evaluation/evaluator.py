@@ -391,10 +391,15 @@ BASELINE_METHOD = "|solo in rounds"  # how cached baselines were timed: a change
 # back-to-back solo batches before issue 23's seventh session ran honest baselines up to 1.9x faster)
 
 
+CPU_STOP_METHOD = "|cpu: to the client's stop"  # on the CPU an interval that ran past "done" ends at the client's
+# stop (red team round 12): baselines timed before are not comparable with those timed since
+
+
 def _baseline_key(task_hash: str, backend: Backend, cfg: EvalConfig, precision: str | None) -> str:
     """What a cached baseline was measured for: task, device, torch, compile mode, timing, precision."""
+    method = BASELINE_METHOD + ("" if backend.gpu else CPU_STOP_METHOD)
     return BaselineCache.key(task_hash, backend.device_key(), torch_version(), cfg.compile_mode, backend.name,
-                             cfg.timing.model_dump_json() + BASELINE_METHOD, precision)
+                             cfg.timing.model_dump_json() + method, precision)
 
 
 def _fail(result: EvalResult, stage: str, reason: str) -> None:

@@ -162,17 +162,14 @@ def construct(torch: Any, cls: Any, init_args: list[Any], seed: int, device: str
 
 
 def warm_up_libraries(torch: Any, device: str, marks: list[tuple[str, float]] | None = None) -> None:
-    """What a process's first task would otherwise load inside its load phase, paid ahead of
-    need (the judge before it says ready, a GPU spare before it is taken): the kernels of a
-    model's random init (a client constructs the task's model, issue 23: 0.13-0.18 s of a small
-    task's load on an H100), and cuDNN and cuBLAS, started by the first convolution and matmul
-    (0.3-1 s each). `marks` gets a (step, perf_counter) after each, synchronized."""
+    """The first matmul and convolution of a process start cuBLAS and cuDNN (0.05-0.2 s each on
+    an H100, up to 1 s elsewhere): paid ahead of need (the judge before it says ready, a GPU
+    spare before it is taken), not inside a task's load or reference phase. (Loading a model's
+    random-init kernels here too did not shorten a client's construct on an H100: issue 23,
+    eighth session.) `marks` gets a (library, perf_counter) after each, synchronized."""
     marks = [] if marks is None else marks
-    w = torch.empty(8, 8, device=device)
     x = torch.ones(1, 1, 8, 8, device=device)
-    for step, first_call in (("init", lambda: (torch.nn.init.kaiming_uniform_(w), w.normal_(), torch.randn(8, device=device),
-                                                torch.randint(0, 8, (8,), device=device))),
-                             ("cudnn", lambda: torch.nn.functional.conv2d(x, torch.ones(1, 1, 3, 3, device=device))),
+    for step, first_call in (("cudnn", lambda: torch.nn.functional.conv2d(x, torch.ones(1, 1, 3, 3, device=device))),
                              ("cublas", lambda: x[0, 0] @ x[0, 0])):
         first_call()
         if device.startswith("cuda"):
@@ -1125,6 +1122,9 @@ class Judge:
         Without one (`_solo`) the same steps less its batch, so alone and beside differ only by it."""
         m = base.m
         values = self._round_values(state, cfg, base, stack, positions, seed)
+        prints = None  # where the values are the baseline client's own slots: what they held when staged
+        if cand is not None and values is base.views_by_position() and cfg.guards.input_mutation:
+            prints = {(p, s): _fingerprint(values[p][s]) for p in positions for s in range(m)}
         if cand is not None:
             cand.stage_inputs(values, positions)
         order = names[:]
@@ -1142,8 +1142,7 @@ class Judge:
                 cand.after_own_interval()
         if cand is not None:
             cand.check_round(base.outputs["eager"], r)
-            cand.check_inputs_untouched(values, positions, r, remake=None if values is not base.views_by_position()
-                                        else lambda: self._round_values(state, cfg, None, stack, positions, seed))
+            cand.check_inputs_untouched(values, positions, r, prints)
 
     def _round_values(self, state: TaskState, cfg: Any, first: "_CandidateSession | None", stack: list[Any],
                       positions: list[int], seed: int) -> list[Any]:
@@ -1152,7 +1151,7 @@ class Judge:
         they are made in those slots themselves, drawn or scaled there, and what is returned is
         `first.views_by_position()`: a 4 GiB input drawn into a buffer of its own beside the
         draw, the stack and two arenas was a fifth of level1/100_HingeLoss's judge (issue 23).
-        Without `first`, made in new memory the same way (the same values for the same seed)."""
+        Without `first`, made in new memory the same way."""
         torch = self.torch
         big = first is None or (cfg.guards.fresh_values and not state.mutates
                                 and first.m * state.set_bytes > TRIALS_HELD_BYTES)
@@ -1252,7 +1251,11 @@ class _PhaseClock:
         self.phases[phase] = self.phases.get(phase, 0.0) + now - self.last
         self.last = now
         if self.memory is not None:
-            peak, reserved = self.memory()
+            try:
+                peak, reserved = self.memory()
+            except Exception:  # noqa: BLE001 - a broken device context: the evaluation's own error says so
+                self.memory = None
+                return
             self.peak = max(self.peak, peak)
             earlier = self.by_phase.get(phase, [0.0, 0.0])
             self.by_phase[phase] = [max(earlier[0], round(peak / 2**30, 2)), round(reserved / 2**30, 2)]
@@ -1451,10 +1454,9 @@ class _CandidateSession:
         if record is None:
             return
         steps = report.get("load_steps_s") if isinstance(report, dict) else None
-        record.update(role=self.role, start_s=self.link.start_s, start_steps_s=self.link.start_steps,
-                      load_steps_s={str(k): v for k, v in steps.items() if isinstance(v, (int, float))}
-                      if isinstance(steps, dict) else {},
-                      load_s=round(time.monotonic() - self.started_at, 3))
+        record.update(role=self.role, start_s=self.link.start_s,
+                      start_steps_s=_known_steps(self.link.start_steps, START_STEPS),
+                      load_steps_s=_known_steps(steps, LOAD_STEPS), load_s=round(time.monotonic() - self.started_at, 3))
 
     def watch(self, stage: str, force: bool = False) -> None:
         """A look at the candidate's memory and processes (`CandidateLink.look`); `force`: the
@@ -1491,10 +1493,15 @@ class _CandidateSession:
         (a read, an io_submit) runs on until the call returns, and the judge waited for it
         untimed: a flip done by one preadv and a gather by one io_submit after "done" got
         reward 3 each (red team round 12, u1, u2). Every model's interval includes its own
-        client's stop, so honest code pays what eager pays."""
+        client's stop, so honest code pays what eager pays. Only where the freeze's first look
+        found a thread running or in an uninterruptible wait: a client whose every thread was
+        stopped or asleep in a wait (its next receive, a futex) did nothing past its "done", and
+        the judge's polling, slower for more threads and on a busy host, is no client's time."""
         if self.role == "candidate":
             self.freeze(stage)
-        elif not self.link.freeze():  # the task's own code, trusted: a pool slow to stop is waited for, not judged
+        elif not self.link.freeze(confirm_tree=False):  # the task's own code, trusted: waited for, not judged
+            return ms
+        if self.link.stopped_at_once():
             return ms
         return max(ms, (self.link.stopped_at() - t0) * 1000)
 
@@ -1898,26 +1905,22 @@ class _CandidateSession:
         return self._by_position
 
     def check_inputs_untouched(self, values: list[Any], positions: list[int], r: int,
-                               remake: Callable[[], list[Any]] | None = None) -> None:
+                               prints: dict[tuple[int, int], Any] | None = None) -> None:
         """While timed too: the candidate's input slots still hold the round's values (a
         kernel that writes its output into its input saves the allocation the baseline pays).
-        `remake`: where `values` are another client's slots (`Judge._round_values`), the round's
-        values made again, asked for only where they differ: the candidate is blamed only for
-        slots that differ from those while the other client's still equal them (its trusted
-        model could have changed them; the candidate can't reach them)."""
+        `prints`: where `values` are the baseline client's slots (`Judge._round_values`), their
+        fingerprints when staged; a slot that differs blames the candidate only while the
+        baseline's still matches its print (its trusted model could have changed it; the
+        candidate can't reach it). No copy of the round is made for this (a 4 GiB input's)."""
         if not self.cfg.guards.input_mutation or self.state.mutates:
             return
         equal = self.torch.equal
-        remade: list[Any] = []
         for p in positions:
             for s in range(self.m):
                 if equal(self.views[f"s:{s}:{p}"], values[p][s]):
                     continue
-                if remake is not None:
-                    remade = remade or remake()
-                    again = remade[p][s]
-                    if not equal(values[p][s], again) or equal(self.views[f"s:{s}:{p}"], again):
-                        continue  # the other client's slot changed, or the round can't be made again: no verdict
+                if prints is not None and _fingerprint(values[p][s]) != prints[(p, s)]:
+                    continue  # the baseline client's slot changed: no verdict
                 raise Verdict("guard", f"input mutation while being timed (round {r}, call {s}, argument {p}): "
                                        "the candidate modified its inputs where the reference did not")
 
@@ -2032,6 +2035,18 @@ def _between_each_other(a: Any, b: Any) -> bool:
         return False  # one run each: the exact check is cheap
     r = (b[0] - a[0]) % big
     return la <= r <= big - lb
+
+
+START_STEPS = ("namespace", "confine", "device", "harness", "cudnn", "cublas")  # a client's start (candidate.serve)
+LOAD_STEPS = ("arena", "sandbox", "import", "construct")  # its load (`_Session.start`)
+
+
+def _known_steps(steps: Any, names: tuple[str, ...]) -> dict[str, float]:
+    """A client's claimed step times, kept only under known names and as finite seconds."""
+    if not isinstance(steps, dict):
+        return {}
+    return {k: round(float(v), 4) for k, v in steps.items() if k in names and isinstance(v, (int, float))
+            and not isinstance(v, bool) and math.isfinite(v) and 0 <= v < 1e6}
 
 
 def _speed_of_light_ms(work: dict[str, float]) -> float:

@@ -575,7 +575,7 @@ _DENY_SYSCALLS: dict[str, tuple[int | None, int | None]] = {
     # in _DENY_FCNTLS), and Linux AIO, whose io_submit does a whole batch's copies in one call that a
     # SIGSTOP waits out (u2); directory watches, which named other evaluations' files
     "timer_create": (222, 107), "io_setup": (206, 0), "io_submit": (209, 2),
-    "inotify_init": (253, None), "inotify_init1": (294, 26),
+    "inotify_init": (253, None), "inotify_init1": (294, 26), "fanotify_init": (300, 262), "fanotify_mark": (301, 263),
 }
 # signals only to this process itself (raise, pthread_kill, Python's os.kill(os.getpid(), ...))
 _OWN_PID_SYSCALLS = {"kill": (62, 129), "tgkill": (234, 131), "rt_sigqueueinfo": (129, 138),
