@@ -172,7 +172,7 @@ def warm_up_libraries(torch: Any, device: str, marks: list[tuple[str, float]] | 
     for step, first_call in (("cudnn", lambda: torch.nn.functional.conv2d(x, torch.ones(1, 1, 3, 3, device=device))),
                              ("cublas", lambda: x[0, 0] @ x[0, 0])):
         first_call()
-        if device.startswith("cuda"):
+        if x.is_cuda:
             torch.cuda.synchronize()
         marks.append((step, time.perf_counter()))
 
