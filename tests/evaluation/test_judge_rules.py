@@ -662,12 +662,12 @@ def test_a_large_rounds_values_are_made_in_the_first_clients_slots_and_can_be_ma
 
 def test_an_input_changed_in_the_candidates_slot_is_caught_against_the_baselines_but_never_blamed_for_the_baselines(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from cuda_agent.evaluation.judge import _fingerprint
+    from cuda_agent.evaluation.judge import _slot_print
 
     stack, round_values = _large_round(FLOAT_INPUTS, monkeypatch)
     base, cand = _slots(stack, M), _slots(stack, M)
     values = round_values(base, 9)
-    prints = {(0, s): _fingerprint(values[0][s]) for s in range(M)}  # as `_round` records them when staged
+    prints = {(0, s): _slot_print(values[0][s]) for s in range(M)}  # as `_round` records them when staged
     cand.stage_inputs(values, [0])
     _CandidateSession.check_inputs_untouched(cand, values, [0], 0, prints)  # type: ignore[arg-type]
     cand.views["s:2:0"][0, 0] += 1.0  # the candidate wrote into its input
