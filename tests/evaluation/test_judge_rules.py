@@ -767,3 +767,26 @@ def test_the_judges_memory_is_recorded_per_phase_and_a_broken_look_is_dropped() 
     assert clock.by_phase == {"reference": [3.0, 5.0], "time": [1.0, 4.0]} and clock.peak == 3 * 2**30
     clock.mark("close")  # the look raises (StopIteration here, a broken device there): timing goes on
     assert set(phases) == {"reference", "time", "close"} and clock.memory is None
+
+
+def test_inputs_holding_nan_are_untouched_when_their_bits_are() -> None:
+    """Red team round 13 (n1): `torch.equal` says NaN != NaN, so an honest kernel on a task whose
+    inputs hold NaN got −1 for "input mutation" at the first timed round."""
+    x = torch.randn(M, 4, 8)
+    x[:, 0, 0] = float("nan")
+    cand = _slots([x], M)
+    cand.stage_inputs([x], [0])
+    _CandidateSession.check_inputs_untouched(cand, [x], [0], 0)  # type: ignore[arg-type]
+    cand.views["s:3:0"][1, 1] = 7.0
+    with pytest.raises(Verdict, match="input mutation"):
+        _CandidateSession.check_inputs_untouched(cand, [x], [0], 0)  # type: ignore[arg-type]
+
+
+def test_on_the_cpu_the_clients_openmp_workers_sleep_when_idle() -> None:
+    """Red team round 13 (a1): torch's spinning OpenMP pool was still running when the judge stopped
+    the baseline client, so eager's intervals ran on to its stop and a candidate's (asleep) did not."""
+    from cuda_agent.evaluation.judge import _candidate_env
+    from cuda_agent.isolation.sandbox import scrubbed_environment
+
+    assert _candidate_env(gpu=False)["GOMP_SPINCOUNT"] == "0"
+    assert "GOMP_SPINCOUNT" in scrubbed_environment(_candidate_env(gpu=False), __import__("pathlib").Path("/tmp"), {})

@@ -228,6 +228,7 @@ class FrozenTree:
     STOP_LIMIT_S = 2.0  # SIGSTOP lands when a thread next runs: room for a loaded host
     AT_ONCE_S = 0.002  # stopped "at once": every thread asleep in a wait (or stopped) just before the signal, and
     # all seen stopped within this of it (a thread inside a long system call is neither: red team round 12, u1)
+    SETTLE_S = 0.0002  # how long the look before the signal waits for threads to fall asleep (`_settles`)
 
     def __init__(self, root: int) -> None:
         self.root = root
@@ -243,7 +244,7 @@ class FrozenTree:
         rescan for processes started since the last scan where a PID was allocated meanwhile."""
         if not self.frozen:
             tree = self._known()
-            idle = all(s in "TtZXS" for pid in tree for s in _thread_states(pid))  # before the signal wakes them
+            idle = self._settles(tree)  # looked at before the signal wakes them
             sent = time.perf_counter()
             self._signal(signal.SIGSTOP, tree)
             self.frozen = True
@@ -259,6 +260,19 @@ class FrozenTree:
     def _known(self) -> list[int]:
         """The last freeze's tree where it stopped whole, else a fresh /proc scan."""
         return list(self._stopped) if self._stopped else process_tree(self.root)
+
+    def _settles(self, tree: list[int]) -> bool:
+        """Whether every thread of the tree is asleep in a wait (or stopped) within SETTLE_S:
+        a client that has just sent its "done" is a few system calls from its next receive (tens
+        of microseconds, more under the candidate's syscall filter; red team round 13: looked at
+        once, honest candidates were "running" in half their rounds, the baseline client in
+        none, and only theirs ran on to the stop)."""
+        end = time.perf_counter() + self.SETTLE_S
+        while True:
+            if all(s in "TtZXS" for pid in tree for s in _thread_states(pid)):
+                return True
+            if time.perf_counter() > end:
+                return False
 
     def _wait_stopped(self, tree: list[int], confirm_tree: bool = True) -> dict[int, dict[str, tuple[int, ...]]] | None:
         """SIGSTOP lands asynchronously, and /proc's CPU counters of a running thread lag: wait
