@@ -631,7 +631,7 @@ def _large_round(source: str | None, monkeypatch: pytest.MonkeyPatch) -> tuple:
     judge._drawn_inputs = lambda state, stack, seed, into=None: Judge._drawn_inputs(judge, state, stack, seed, into)  # type: ignore[arg-type]
     cfg = SimpleNamespace(guards=SimpleNamespace(fresh_values=True))
 
-    def round_values(first: SimpleNamespace | None, seed: int) -> list:
+    def round_values(first: SimpleNamespace, seed: int) -> list:
         return Judge._round_values(judge, judge.state, cfg, first, stack, [0], seed)  # type: ignore[arg-type]
 
     torch.manual_seed(0)
@@ -654,9 +654,9 @@ def test_a_large_rounds_values_are_made_in_the_first_clients_slots_and_can_be_ma
     assert len({c.numpy().tobytes() for c in calls}) == M
     if not drawn:  # scaled where they are: signs kept, within 20%
         assert all(torch.equal(c.sign(), stack[0][s].sign()) for s, c in enumerate(calls))
-    again = round_values(None, 5)[0]  # made again in new memory, the same way
+    again = round_values(_slots(stack, M), 5)[0]  # made again in another client's slots, the same way
     assert all(torch.equal(a, c) for a, c in zip(again, calls))
-    other = round_values(None, 6)[0]
+    other = round_values(_slots(stack, M), 6)[0]
     assert not any(torch.equal(o, c) for o, c in zip(other, calls))
 
 

@@ -103,9 +103,8 @@ class CandidateLink(WatchedProcess):
         if msg.get("type") == "spare":
             self._started = True
             self.start_s = round(time.monotonic() - self.born, 3)
-            steps = msg.get("steps_s")
-            self.start_steps = {str(k): v for k, v in steps.items() if isinstance(v, (int, float))} \
-                if isinstance(steps, dict) else {}
+            steps = msg.get("steps_s")  # the spare's own code said it, before any candidate code existed
+            self.start_steps = steps if isinstance(steps, dict) else {}
         return self._started
 
     # ---- talking ----------------------------------------------------------------------
@@ -188,7 +187,6 @@ class CandidateLink(WatchedProcess):
         """perf_counter() when the last freeze saw every thread stopped."""
         return self.tree.stopped_at
 
-
     def still_frozen(self) -> bool:
         return self.tree.still_frozen()
 
@@ -249,7 +247,8 @@ class FrozenTree:
             self._signal(signal.SIGSTOP, tree)
             self.frozen = True
             self._stopped = self._wait_stopped(tree, confirm_tree)
-            self.stopped_at_once = self.stopped_at_once and idle and self.stopped_at - sent <= self.AT_ONCE_S
+            self.stopped_at_once = (idle and self._stopped is not None and set(self._stopped) == set(tree)  # none joined
+                                    and self.stopped_at - sent <= self.AT_ONCE_S)
         return self._stopped is not None
 
     def thaw(self) -> None:
@@ -286,10 +285,8 @@ class FrozenTree:
         tree was last scanned, `tree` stands; else one /proc scan confirms it. Counters that
         still move (a thread shows stopped a moment before it is switched out) mean the wait
         goes on; SIGSTOP is sent again on every poll, since a candidate can aim SIGCONT at itself
-        (a red-team candidate armed timers to). `stopped_at_once` is False where a process
-        joined the tree meanwhile (`freeze` adds the rest)."""
+        (a red-team candidate armed timers to)."""
         end = time.monotonic() + self.STOP_LIMIT_S
-        at_once = True
         while time.monotonic() < end:
             if not all(_threads_stopped(pid) for pid in tree):
                 time.sleep(0.0002)
@@ -301,14 +298,13 @@ class FrozenTree:
                 now = process_tree(self.root)
                 if set(now) != set(tree):
                     self._signal(signal.SIGSTOP, [pid for pid in now if pid not in tree])  # started before it stopped
-                    tree, at_once = now, False
+                    tree = now
                     continue
                 self._scanned_at = mark
             if {pid: _thread_counters(pid) for pid in tree} == counters:
-                self.stopped_at, self.stopped_at_once = seen_at, at_once
+                self.stopped_at = seen_at
                 return counters
         self._scanned_at = None
-        self.stopped_at_once = False
         return None
 
     def still_frozen(self) -> bool:

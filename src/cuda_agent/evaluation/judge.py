@@ -32,7 +32,7 @@ import struct
 import sys
 import time
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import median
@@ -236,18 +236,6 @@ def _layout_spec(t: Any) -> tuple[tuple[int, ...], str, bool, int]:
             _extent(t.shape, t.stride(), t.element_size()))
 
 
-def _identical(a: Any, b: Any) -> bool:
-    import torch
-
-    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
-        return a.shape == b.shape and a.dtype == b.dtype and bool(torch.equal(a, b))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_identical(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_identical(x, y) for x, y in zip(a, b))
-    return type(a) is type(b) and a == b
-
-
 def _same_bits(a: Any, b: Any) -> bool:
     """Whether two tensors hold the same bytes in the same shape and dtype: an input left alone is
     bit for bit what was staged, NaN included (`torch.equal` says NaN != NaN: an honest kernel on a
@@ -259,34 +247,38 @@ def _same_bits(a: Any, b: Any) -> bool:
     return bool(torch.equal(a.contiguous().reshape(-1).view(torch.uint8), b.contiguous().reshape(-1).view(torch.uint8)))
 
 
+def _word_chunks(x: Any) -> Iterator[Any]:
+    """`x`'s bits as int32 words, 2**26 of them at a time (bytes that make no whole words are
+    widened a chunk at a time: never a copy of all of `x`)."""
+    import torch
+
+    words = x.detach().contiguous().view(-1).view(torch.uint8)
+    whole = words.numel() % 4 == 0
+    if whole:
+        words = words.view(torch.int32)
+    for at in range(0, words.numel(), 1 << 26):
+        chunk = words[at:at + (1 << 26)]
+        yield chunk if whole else chunk.to(torch.int32)
+
+
 def _slot_print(x: Any) -> Any:
     """A small tensor of sums over `x`'s bits, a chunk each, left on x's device (no host sync:
     it is read only where a candidate's input slot differs from the baseline's, to tell whether
     the baseline's, trusted, changed since it was staged)."""
     import torch
 
-    words = x.detach().contiguous().view(-1).view(torch.uint8)
-    if words.numel() % 4 == 0:
-        words = words.view(torch.int32)
-    step = 1 << 26
-    return torch.stack([words[at:at + step].sum(dtype=torch.int64) for at in range(0, max(words.numel(), 1), step)])
+    return torch.stack([c.sum(dtype=torch.int64) for c in _word_chunks(x)] or [torch.zeros((), dtype=torch.int64)])
 
 
 def _fingerprint(obj: Any) -> Any:
-    """What `_identical` compares, small enough to keep: two sums over the tensor's bits, in
-    chunks (equal tensors give equal prints; a changed output changes them but by a vanishing
-    chance), so the judge need not hold a large output to compare it with the next."""
+    """Small enough to keep: two sums over each tensor's bits, in chunks (equal tensors give
+    equal prints; a changed output changes them but by a vanishing chance), so the judge need
+    not hold a large output to compare it with the next."""
     import torch
 
     if isinstance(obj, torch.Tensor):
-        flat = obj.detach().contiguous().view(-1)
-        nbytes = flat.numel() * flat.element_size()
-        words = flat.view(torch.uint8)
-        words = words.view(torch.int32) if nbytes % 4 == 0 else words.to(torch.int32)
         plain = mixed = 0
-        step = 1 << 26
-        for at in range(0, words.numel(), step):
-            chunk = words[at:at + step]
+        for chunk in _word_chunks(obj):
             plain += int(chunk.sum())
             mixed += int((chunk ^ (chunk >> 7)).mul_(-1640531535).sum())  # wraps in int32: deterministic
         return (tuple(obj.shape), str(obj.dtype), plain, mixed)
@@ -1168,23 +1160,18 @@ class Judge:
             cand.check_round(base.outputs["eager"], r)
             cand.check_inputs_untouched(values, positions, r, prints)
 
-    def _round_values(self, state: TaskState, cfg: Any, first: "_CandidateSession | None", stack: list[Any],
+    def _round_values(self, state: TaskState, cfg: Any, first: "_CandidateSession", stack: list[Any],
                       positions: list[int], seed: int) -> list[Any]:
         """A round's new values (`fresh_inputs`), staged in `first`'s input slots, and returned to
         stage other clients' from. Where they are large and the reference leaves its inputs alone,
         they are made in those slots themselves, drawn or scaled there, and what is returned is
         `first.views_by_position()`: a 4 GiB input drawn into a buffer of its own beside the
-        draw, the stack and two arenas was a fifth of level1/100_HingeLoss's judge (issue 23).
-        Without `first`, made in new memory the same way."""
-        torch = self.torch
-        big = first is None or (cfg.guards.fresh_values and not state.mutates
-                                and first.m * state.set_bytes > TRIALS_HELD_BYTES)
-        if not big:
+        draw, the stack and two arenas was a fifth of level1/100_HingeLoss's judge (issue 23)."""
+        if not (cfg.guards.fresh_values and not state.mutates and first.m * state.set_bytes > TRIALS_HELD_BYTES):
             values = self.fresh_inputs(stack, seed, cfg.guards.fresh_values)
             first.stage_inputs(values, positions)
             return values
-        into = first.views_by_position() if first is not None else \
-            [[torch.empty_like(c) for c in x] if isinstance(x, torch.Tensor) else x for x in stack]
+        into = first.views_by_position()
         drawn = self._drawn_inputs(state, stack, seed, into) if state.redraws else None
         if drawn is None:  # scaled from the stack where they are
             for p in positions:
