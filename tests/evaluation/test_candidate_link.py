@@ -256,3 +256,70 @@ def test_a_thread_inside_a_long_read_is_not_stopped_at_the_first_look(tmp_path):
         finally:
             kill_tree(proc)
             proc.wait()
+
+
+# threads asleep on an event; a line on stdin makes one of them spin for the CPU time given, then sleep again
+POOL = """
+import sys, threading, time
+ev = threading.Event()
+for _ in range(int(sys.argv[1])):
+    threading.Thread(target=ev.wait, daemon=True).start()
+print('ready', flush=True)
+for line in sys.stdin:
+    end = time.thread_time() + float(line)
+    while time.thread_time() < end:
+        pass
+    print('spun', flush=True)
+"""
+
+
+def _pool(threads: int) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-c", POOL, str(threads)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, start_new_session=True)
+    assert proc.stdout.readline().strip() == "ready"
+    return proc
+
+
+def test_an_idle_pool_of_many_threads_is_stopped_at_once():
+    """Red team round 14 (h2): an honest client with an idle pool of 150 threads had its intervals
+    run on to the stop (+4.3 ms on 28.5), charged with the judge's own scan of /proc after the
+    signal. What it ran since "done" is read from its CPU clocks, and the wall-clock allowance
+    grows with the threads the judge must scan: 400 sleeping threads are idle, stopped at once."""
+    proc = _pool(400)
+    try:
+        tree, seen = FrozenTree(proc.pid), []
+        for _ in range(7):
+            time.sleep(0.02)
+            tree.mark_done()
+            assert tree.freeze()
+            seen.append(tree.stopped_at_once)
+            tree.thaw()
+        assert sum(seen) >= 4, seen
+    finally:
+        kill_tree(proc)
+        proc.wait()
+
+
+def test_work_done_after_done_is_seen_though_every_thread_sleeps_again_before_the_stop():
+    """Red team round 14 (w1, w2): a thread asleep when the judge looked at thread states could
+    work until the signal, and the look was as long as the candidate made it. The CPU the client
+    ran from its "done" to its stop is measured whole: 2 ms of work, over before the freeze, is
+    not "at once", and the same client idle is."""
+    proc = _pool(4)
+    try:
+        tree, seen = FrozenTree(proc.pid), {}
+        for spin in (0.0, 0.002, 0.0, 0.002):
+            time.sleep(0.02)
+            tree.mark_done()
+            proc.stdin.write(f"{spin}\n")
+            proc.stdin.flush()
+            assert proc.stdout.readline().strip() == "spun"  # asleep again: nothing runs when the signal lands
+            time.sleep(0.005)
+            assert tree.freeze()
+            seen.setdefault(spin, []).append((tree.stopped_at_once, tree.cpu_after_done_ns))
+            tree.thaw()
+        assert not any(once for once, _ in seen[0.002]) and all(ns >= 2_000_000 for _, ns in seen[0.002]), seen
+        assert any(once for once, _ in seen[0.0]), seen
+    finally:
+        kill_tree(proc)
+        proc.wait()

@@ -731,12 +731,12 @@ def test_on_the_cpu_an_interval_runs_until_its_client_was_seen_stopped_where_it_
 
     calls: list[str] = []
     stopped_at = time.perf_counter() + 0.2  # its last thread stops 200 ms after "done"
-    link = SimpleNamespace(send=lambda *a, **k: None, thaw=lambda: calls.append("thaw"),
+    link = SimpleNamespace(send=lambda *a, **k: None, thaw=lambda: calls.append("thaw"), mark_done=lambda: None,
                            freeze=lambda confirm_tree=True: calls.append(f"link.freeze {confirm_tree}") or True,
-                           stopped_at=lambda: stopped_at, stopped_at_once=lambda: at_once)
+                           stopped_at=lambda: stopped_at, stopped_at_once=lambda: at_once, cpu_after_done_ns=lambda: 0)
     backend = SimpleNamespace(gpu=False, idle_probe=lambda: None, synchronize=lambda: None)
     session = SimpleNamespace(
-        role=role, link=link, judge=SimpleNamespace(backend=backend, note_probe=lambda *a: None),
+        role=role, link=link, judge=SimpleNamespace(backend=backend, note_probe=lambda *a: None, note_stop=lambda *a: None),
         next_batch=lambda model: (1, []), receive=lambda stage, started: {"type": "done", "outputs": []},
         collect=lambda msg, n, stage, copy: [], outputs={}, held={"candidate": [], "eager": []}, last_spans=[],
         freeze=lambda stage: calls.append("freeze") or link.freeze(), check_still_frozen=lambda: None)
@@ -790,3 +790,62 @@ def test_on_the_cpu_the_clients_openmp_workers_sleep_when_idle() -> None:
 
     assert _candidate_env(gpu=False)["GOMP_SPINCOUNT"] == "0"
     assert "GOMP_SPINCOUNT" in scrubbed_environment(_candidate_env(gpu=False), __import__("pathlib").Path("/tmp"), {})
+
+
+def _task_module(get_inputs):  # type: ignore[no-untyped-def]
+    return SimpleNamespace(get_inputs=get_inputs)
+
+
+def test_a_task_whose_integer_inputs_ignore_the_seed_is_refused_as_the_tasks_fault() -> None:
+    """Red team round 14 (c1): an embedding_bag task drew its indices from a generator of its
+    own; every timed call got the same ones, and a kernel that remembered its answer scored 2
+    where the same kernel computing scored 1. Integer inputs that stay the same under many new
+    seeds are refused (the judge cannot make them new); ones drawn from torch's generator pass,
+    and so does a one-element flag that repeated by chance."""
+    from cuda_agent.evaluation.judge import JudgeError, _fingerprint, _not_scaled
+
+    judge = SimpleNamespace(torch=torch, device=torch.device("cpu"))
+    judge._trial_inputs = lambda module, seed, dtype, rescale=False: Judge._trial_inputs(  # type: ignore[attr-defined]
+        judge, module, seed, dtype, rescale)  # type: ignore[arg-type]
+    own = _task_module(lambda: [torch.randint(0, 1000, (64, 8), generator=torch.Generator().manual_seed(1234))])
+    seeded = _task_module(lambda: [torch.randint(0, 1000, (64, 8)), torch.randn(4)])
+    flag = iter([torch.tensor([1])] * 3 + [torch.tensor([0])] * 100)  # the same in the 5 trials, then not
+    by_chance = _task_module(lambda: [next(flag)])
+
+    def check(module):  # type: ignore[no-untyped-def]
+        drawn = _fingerprint(_not_scaled(torch, judge._trial_inputs(module, 1, None)))  # type: ignore[attr-defined]
+        Judge._check_inputs_move(judge, module, None, 1, drawn)  # type: ignore[arg-type]
+
+    with pytest.raises(JudgeError, match="same integer/bool inputs under every seed"):
+        check(own)
+    check(seeded)
+    check(by_chance)
+
+
+def test_an_empty_output_is_read_as_empty_and_aliases_nothing() -> None:
+    """Red team round 14 (h1): an empty tensor's address is 0, and the reader refused it: every
+    candidate of a task with a zero-size output got -1 ("could not be read"), blamed for the
+    baseline client's own output. Nothing is read for 0 bytes, and a failure to read what the
+    baseline client (the task's own code) returned is the judge's, never the candidate's."""
+    from cuda_agent.evaluation.judge import JudgeError
+
+    layout = {"dtype": "float32", "shape": [64, 0], "strides": [0, 1]}
+
+    class Refuses:
+        def read(self, where, layout, copy=True):  # type: ignore[no-untyped-def]
+            raise ValueError("malformed output address")
+
+        def span(self, where, layout):  # type: ignore[no-untyped-def]
+            raise ValueError("malformed output address")
+
+    session = SimpleNamespace(torch=torch, reader=Refuses(), judge=SimpleNamespace(device=torch.device("cpu")),
+                              state=SimpleNamespace(ref_aliases_inputs=False), held={}, arena=None)
+    session.reader.in_arena = lambda spans, arena: [False] * len(spans)  # type: ignore[attr-defined]
+    out = _CandidateSession.materialise(session, {"tensor": layout, "where": {}, "device": "cpu"}, True)  # type: ignore[arg-type]
+    assert out.shape == (64, 0) and out.dtype == torch.float32
+    _CandidateSession.check_aliasing(session, [(0, 0, {"address": 0}, layout)])  # type: ignore[arg-type]
+    session.role = "baseline"
+    session.materialise = lambda d, copy: _CandidateSession.materialise(session, d, copy)  # type: ignore[arg-type]
+    bad = {"type": "done", "outputs": [{"tensor": {**layout, "shape": [4]}, "where": {"address": 0}, "device": "cpu"}]}
+    with pytest.raises(JudgeError, match="baseline client's output could not be read"):
+        _CandidateSession.collect(session, bad, 1, "time", copy=False)  # type: ignore[arg-type]

@@ -277,7 +277,9 @@ def describe_output(backend: Any, obj: Any) -> Any:
     from ..backends.sharing import describe_tensor
 
     if isinstance(obj, torch.Tensor):
-        return {"tensor": describe_tensor(obj), "where": backend.locate(obj), "device": obj.device.type}
+        # an empty tensor has no memory to locate (its address is 0; CUDA cannot export it)
+        return {"tensor": describe_tensor(obj), "where": backend.locate(obj) if obj.numel() else {},
+                "device": obj.device.type}
     if isinstance(obj, tuple):
         return {"tuple": [describe_output(backend, o) for o in obj]}
     if isinstance(obj, list):

@@ -176,9 +176,17 @@ class CandidateLink(WatchedProcess):
         processes it started since (False for the baseline client: trusted, it starts none)."""
         return self.tree.freeze(confirm_tree)
 
+    def mark_done(self) -> None:
+        """Its "done" arrived: what it runs from now to its stop is measured (`FrozenTree`)."""
+        self.tree.mark_done()
+
     def stopped_at_once(self) -> bool:
-        """Whether the last freeze found every thread asleep or stopped, and stopped at once."""
+        """Whether the last freeze found it idle since its "done" and stopped at once."""
         return self.tree.stopped_at_once
+
+    def cpu_after_done_ns(self) -> int:
+        """What it ran from its last "done" to its stop (ns of CPU)."""
+        return self.tree.cpu_after_done_ns
 
     def thaw(self) -> None:
         self.tree.thaw()
@@ -224,9 +232,16 @@ class FrozenTree:
     that left the group (setpgid; the sandbox denies it too) is stopped all the same."""
 
     STOP_LIMIT_S = 2.0  # SIGSTOP lands when a thread next runs: room for a loaded host
-    AT_ONCE_S = 0.002  # stopped "at once": every thread asleep in a wait (or stopped) just before the signal, and
-    # all seen stopped within this of it (a thread inside a long system call is neither: red team round 12, u1)
-    SETTLE_S = 0.0002  # how long the look before the signal waits for threads to fall asleep (`_settles`)
+    # stopped "at once", where the interval may end at the client's "done" (`_CandidateSession.ends_at_stop`): the
+    # client used at most this CPU from "done" (`mark_done`) to its stop, for its threads' way back into a wait and
+    # each thread's taking of the signal (red team round 14: a look at thread states before the signal, h2 and w2,
+    # was as long as the candidate made it and charged the judge's scan to an idle pool) ...
+    CPU_AT_ONCE_NS = 200_000
+    CPU_AT_ONCE_PER_THREAD_NS = 5_000
+    # ... and was seen stopped within this of the signal, so no long system call (red team round 12, u1: a preadv
+    # past "done") or device transfer ran on: the judge's own scan of /proc grows with the threads
+    AT_ONCE_S = 0.002
+    AT_ONCE_PER_THREAD_S = 0.00003
 
     def __init__(self, root: int) -> None:
         self.root = root
@@ -234,21 +249,36 @@ class FrozenTree:
         self._stopped: dict[int, dict[str, tuple[int, ...]]] | None = None  # see _wait_stopped
         self._scanned_at: int | None = None  # the last PID allocated before the tree's last scan
         self._pidfds: dict[int, int] = {}
+        self._done_cpu: dict[int, int] | None = None  # each process's CPU ns at its last "done" (`mark_done`)
         self.stopped_at = 0.0  # perf_counter() when the last freeze saw the tree stopped
-        self.stopped_at_once = False  # whether the last freeze found it idle and stopped at once (AT_ONCE_S)
+        self.stopped_at_once = False  # whether the last freeze found it idle since "done" and stopped at once
+        self.cpu_after_done_ns = 0  # what the tree ran from its "done" (or the signal) to its stop, last freeze
+
+    def mark_done(self) -> None:
+        """The client said "done": read its processes' CPU clocks now (one system call each,
+        exact whatever its threads are doing), so the freeze can tell what it ran after."""
+        if not self.frozen:
+            self._done_cpu = {pid: _process_ns([pid]) for pid in self._known()}
 
     def freeze(self, confirm_tree: bool = True) -> bool:
         """Stop the tree; False when some thread of it still runs at the limit. `confirm_tree`:
         rescan for processes started since the last scan where a PID was allocated meanwhile."""
         if not self.frozen:
             tree = self._known()
-            idle = self._settles(tree)  # looked at before the signal wakes them
+            since = self._done_cpu if self._done_cpu is not None else {pid: _process_ns([pid]) for pid in tree}
+            self._done_cpu = None
             sent = time.perf_counter()
             self._signal(signal.SIGSTOP, tree)
             self.frozen = True
             self._stopped = self._wait_stopped(tree, confirm_tree)
-            self.stopped_at_once = (idle and self._stopped is not None and set(self._stopped) == set(tree)  # none joined
-                                    and self.stopped_at - sent <= self.AT_ONCE_S)
+            self.stopped_at_once = False
+            if self._stopped is not None:
+                # a process that joined since "done" counts whole (`since` lacks it)
+                self.cpu_after_done_ns = sum(_process_ns([pid]) - since.get(pid, 0) for pid in self._stopped)
+                threads = sum(len(t) for t in self._stopped.values())
+                self.stopped_at_once = (
+                    self.cpu_after_done_ns <= self.CPU_AT_ONCE_NS + self.CPU_AT_ONCE_PER_THREAD_NS * threads
+                    and self.stopped_at - sent <= self.AT_ONCE_S + self.AT_ONCE_PER_THREAD_S * threads)
         return self._stopped is not None
 
     def thaw(self) -> None:
@@ -259,19 +289,6 @@ class FrozenTree:
     def _known(self) -> list[int]:
         """The last freeze's tree where it stopped whole, else a fresh /proc scan."""
         return list(self._stopped) if self._stopped else process_tree(self.root)
-
-    def _settles(self, tree: list[int]) -> bool:
-        """Whether every thread of the tree is asleep in a wait (or stopped) within SETTLE_S:
-        a client that has just sent its "done" is a few system calls from its next receive (tens
-        of microseconds, more under the candidate's syscall filter; red team round 13: looked at
-        once, honest candidates were "running" in half their rounds, the baseline client in
-        none, and only theirs ran on to the stop)."""
-        end = time.perf_counter() + self.SETTLE_S
-        while True:
-            if all(s in "TtZXS" for pid in tree for s in _thread_states(pid)):
-                return True
-            if time.perf_counter() > end:
-                return False
 
     def _wait_stopped(self, tree: list[int], confirm_tree: bool = True) -> dict[int, dict[str, tuple[int, ...]]] | None:
         """SIGSTOP lands asynchronously, and /proc's CPU counters of a running thread lag: wait

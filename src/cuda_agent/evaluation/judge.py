@@ -64,6 +64,7 @@ CONTEXT_BYTES = 600 << 20  # a CUDA context and its allocator's slack, per clien
 EARLY_LOOKS = (12, 24, 48, 96, 192, 384, 768)  # rounds after which the timing may stop once its decisions are
 # settled: doubling, so a fast op whose first looks came before EARLY_SHARE still gets one after it
 EARLY_SHARE = 0.25  # ... and once this share of the budget's wall time is spent (drift averages over it)
+INPUTS_MOVE_DRAWS = 16  # draws more that confirm a task's integer inputs ignore the seed (`_check_inputs_move`)
 PROBE_SAMPLE = 64  # marker latencies kept per role in the answer
 BASELINE_TIMEOUT_S = 900.0  # the baseline client's bound per evaluation (torch.compile's first call included)
 HOLD_GENERATIONS = 2  # earlier batches a client may be told to keep holding while it runs the next
@@ -189,6 +190,12 @@ def _cast(inputs: list[Any], dtype: Any) -> list[Any]:
     if dtype is None:
         return inputs
     return [x.to(dtype) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
+
+
+def _not_scaled(torch: Any, inputs: list[Any]) -> list[Any]:
+    """The tensor inputs the judge cannot give new values by scaling (integer, bool): only the
+    task's get_inputs() under a new seed can."""
+    return [x for x in inputs if isinstance(x, torch.Tensor) and not x.is_floating_point() and x.numel()]
 
 
 def _seed_all(torch: Any, seed: int) -> None:
@@ -355,6 +362,14 @@ class Judge:
             if len(kept) < PROBE_SAMPLE:
                 kept.append(round(ms, 4))
 
+    def note_stop(self, role: str, at_once: bool, cpu_after_done_ns: int) -> None:
+        """Count how a client's interval ended on the CPU (`ProbeStats.stops`), for diagnosis."""
+        if self._probes is not None:
+            kept = self._probes.stops.setdefault(role, [0, 0, 0.0])
+            kept[0] += 1
+            kept[1] += not at_once
+            kept[2] = max(kept[2], round(cpu_after_done_ns / 1000, 1))
+
     # ---- the trusted phase -------------------------------------------------------------
     def task_state(self, req: JudgeRequest, cfg: Any) -> TaskState:
         """Reference, inputs and reference outputs for the request's task; reused while the
@@ -393,10 +408,12 @@ class Judge:
                                               or first.ref_aliases_inputs else [(first.ref, _fingerprint(first.inputs))])
         first_spans = [_span_of(t) for t in _tensor_leaves(first.ref)]
         recycles = False
+        drawn = [_fingerprint(_not_scaled(torch, first.inputs))]
         with torch.no_grad():
             for seed in seeds[1:]:
                 trial = self._make_trial(module, reference, seed, dtype, check_mutation=keep or mutates)
                 _same_shapes(first.inputs, trial.inputs, seed)
+                drawn.append(_fingerprint(_not_scaled(torch, trial.inputs)))
                 prints.append(_fingerprint(trial.ref))
                 recycles = recycles or _any_overlap(first_spans, [_span_of(t) for t in _tensor_leaves(trial.ref)])
                 mutates = mutates or trial.after is not None
@@ -405,6 +422,8 @@ class Judge:
                 if refs is not None:
                     refs.append((trial.ref, _fingerprint(trial.inputs)))
                 del trial
+            if drawn[0] and all(d == drawn[0] for d in drawn[1:]):
+                self._check_inputs_move(module, dtype, seeds[0], drawn[0])
             if recycles:  # every call's output is one buffer that the next overwrites: none can be held, each
                 trials = None  # trial is made again, forward and all, when used (review of the held outputs)
             t0 = time.perf_counter()
@@ -471,6 +490,24 @@ class Judge:
         held = [_span_of(t) for t in [*_tensor_leaves(args), *reference.state_dict().values()]]
         return Trial(inputs=inputs, ref=ref, after=args if check_mutation and inputs_changed(inputs, args) else None,
                      ref_aliases_inputs=_any_overlap([_span_of(t) for t in _tensor_leaves(ref)], held))
+
+    def _check_inputs_move(self, module: Any, dtype: Any, seed: int, drawn: Any) -> None:
+        """The task's integer and bool inputs (which the judge cannot scale) were the same in
+        every trial: where they are the same under INPUTS_MOVE_DRAWS more seeds too, its
+        get_inputs() ignores the seed (a generator of its own, constants), every timed call would
+        get the same ones, and a kernel that remembers its answers would be faster than one that
+        computes them (red team round 14, c1: reward 2 for a cache, 1 for the kernel). The task's
+        fault: refused, as a task whose shapes move is. (A few small draws, e.g. one flag, can
+        repeat over 5 trials by chance; not over 5 + 16.)"""
+        rng = random.Random(seed)
+        for _ in range(INPUTS_MOVE_DRAWS):
+            other = self._trial_inputs(module, rng.randrange(2**62), dtype)
+            if _fingerprint(_not_scaled(self.torch, other)) != drawn:
+                return
+            del other
+        raise JudgeError("the task's get_inputs() gives the same integer/bool inputs under every seed (a generator "
+                         "of its own, or constants): the judge cannot give a timed call new inputs, and a kernel "
+                         "that remembered its answers would look faster; draw them from torch's global generator")
 
     def _trial_inputs(self, module: Any, seed: int, dtype: Any, rescale: bool = False) -> list[Any]:
         """A trial's inputs: the task's own generator under `seed` (the same inputs every time)."""
@@ -628,6 +665,9 @@ class Judge:
         self._reset_peak()
         try:
             state = self.task_state(req, cfg)
+        except JudgeError:  # the task refused, in its own words
+            self.drop_task()
+            raise
         except Exception as exc:
             self.drop_task()
             raise JudgeError(f"the reference task failed: {type(exc).__name__}: {exc}") from exc
@@ -1512,15 +1552,20 @@ class _CandidateSession:
         (a read, an io_submit) runs on until the call returns, and the judge waited for it
         untimed: a flip done by one preadv and a gather by one io_submit after "done" got
         reward 3 each (red team round 12, u1, u2). Every model's interval includes its own
-        client's stop, so honest code pays what eager pays. Only where the freeze's first look
-        found a thread running or in an uninterruptible wait: a client whose every thread was
-        stopped or asleep in a wait (its next receive, a futex) did nothing past its "done", and
-        the judge's polling, slower for more threads and on a busy host, is no client's time."""
+        client's stop, so honest code pays what eager pays. Only where it did something past
+        its "done": a client that ran at most its way back into a wait and its threads' taking of
+        the signal (its processes' CPU clocks, read at "done" and at the stop) and stopped at once
+        did nothing more, and the judge's polling, slower for more threads and on a busy host,
+        is no client's time (`FrozenTree.stopped_at_once`; red team round 14, h2: a look at
+        thread states charged the scan of an idle 150-thread pool, w2: and was as long as the
+        candidate made it)."""
         if self.role == "candidate":
             self.freeze(stage)
         elif not self.link.freeze(confirm_tree=False):  # the task's own code, trusted: waited for, not judged
             return ms
-        if self.link.stopped_at_once():
+        at_once = self.link.stopped_at_once()
+        self.judge.note_stop(self.role, at_once, self.link.cpu_after_done_ns())
+        if at_once:
             return ms
         return max(ms, (self.link.stopped_at() - t0) * 1000)
 
@@ -1662,6 +1707,8 @@ class _CandidateSession:
         tp = time.perf_counter()
         backend.idle_probe()
         t1 = time.perf_counter()
+        if not backend.gpu:
+            self.link.mark_done()
         ms = (t1 - t0) * 1000
         self.judge.note_probe(self.role, (t1 - tp) * 1000)
         if not backend.gpu:  # every model's interval ends when its client is seen stopped (`ends_at_stop`)
@@ -1709,6 +1756,8 @@ class _CandidateSession:
                 self.check_aliasing(leaves)  # copied first, right behind the end marker (see `run`)
             return got
         except (SharingError, LookupError, TypeError, ValueError, RuntimeError, ArithmeticError, struct.error) as exc:
+            if self.role == "baseline":  # the task's own outputs, described by trusted code: never the candidate's -1
+                raise JudgeError(f"the baseline client's output could not be read: {exc}") from None  # (round 14, h1)
             # the description is the candidate's claim: whatever in it cannot be read is its fault
             # (red team round 6: an infinite shape raised OverflowError, a 2**70 address struct.error,
             # and each was the judge's "infrastructure" verdict instead of -1)
@@ -1763,9 +1812,13 @@ class _CandidateSession:
         go of: memory the allocator reuses after that is honest). Where the reference itself
         aliases in one of these ways, so may the candidate. Memory is compared by address ranges
         (`OutputReader.span`), element by element where strided layouts interleave."""
+        from ..backends.sharing import layout_extent
+
         state = self.state
         items = []  # (start, end, layout, owner): owner is (call, leaf) or ("held", batch)
         for call, k, where, layout in leaves:
+            if not layout_extent(layout)[-1]:
+                continue  # no memory (an empty tensor's address is 0): it aliases nothing
             start, end = self.reader.span(where, layout)
             if end > start:
                 items.append((start, end, layout, (call, k)))
@@ -1794,11 +1847,16 @@ class _CandidateSession:
             active.append(item)
 
     def materialise(self, d: Any, copy: bool) -> Any:
+        from ..backends.sharing import layout_extent
+
         if not isinstance(d, dict):
             raise ValueError("malformed output description")
         if "tensor" in d:
             if d.get("device") != self.judge.device.type:
                 raise ValueError(f"output on {d.get('device')!r}, expected {self.judge.device.type!r}")
+            dtype, shape, _, _, extent = layout_extent(d["tensor"])
+            if not extent:  # nothing to read, wherever it says it is (red team round 14, h1: an empty output was -1)
+                return self.torch.empty(shape, dtype=dtype, device=self.judge.device)
             return self.reader.read(d["where"], d["tensor"], copy=copy)
         if "tuple" in d:
             return tuple(self.materialise(x, copy) for x in d["tuple"])

@@ -44,6 +44,9 @@ class ProbeStats(BaseModel):
     calibration_ms: float = 0.0
     candidate: list[float] = Field(default_factory=list, description="after the candidate's intervals (a sample)")
     baseline: list[float] = Field(default_factory=list, description="after the baselines' intervals (a sample)")
+    stops: dict[str, list[float]] = Field(default_factory=dict, description="on the CPU, per client role: [intervals, "
+                                          "those run on to the client's stop, the most CPU it used from 'done' to "
+                                          "its stop (us)] (`FrozenTree.stopped_at_once`)")
 
 
 class MemoryStats(BaseModel):
