@@ -142,6 +142,7 @@ def run(repro: str, label: str, ws, cfg: EvalConfig, deserved: str = "", log_cha
            "speedup_vs_compile": res.speedup_vs_compile, "seconds": round(time.time() - t0, 1),
            "interleaved_ms": res.judge.get("interleaved_ms") if res.judge else None,
            "solo_ms": res.judge.get("solo_ms") if res.judge else None, "deserved": deserved,
+           "stops": res.judge.get("probes", {}).get("stops") if res.judge else None,
            "log_tail": (res.worker_log or "")[-log_chars:], **extra}
     print(json.dumps(row), flush=True)
     with open(RESULTS, "a") as fh:

@@ -232,14 +232,17 @@ class FrozenTree:
     that left the group (setpgid; the sandbox denies it too) is stopped all the same."""
 
     STOP_LIMIT_S = 2.0  # SIGSTOP lands when a thread next runs: room for a loaded host
-    # stopped "at once", where the interval may end at the client's "done" (`_CandidateSession.ends_at_stop`): the
-    # client used at most this CPU from "done" (`mark_done`) to its stop, for its threads' way back into a wait and
-    # each thread's taking of the signal (red team round 14: a look at thread states before the signal, h2 and w2,
-    # was as long as the candidate made it and charged the judge's scan to an idle pool) ...
-    CPU_AT_ONCE_NS = 200_000
-    CPU_AT_ONCE_PER_THREAD_NS = 5_000
-    # ... and was seen stopped within this of the signal, so no long system call (red team round 12, u1: a preadv
-    # past "done") or device transfer ran on: the judge's own scan of /proc grows with the threads
+    # stopped "at once", where the interval may end at the client's "done" (`_CandidateSession.ends_at_stop`): from
+    # "done" (`mark_done`) to the signal the client used at most this CPU, for its way back into its next receive
+    # (red team round 14: a look at thread states before the signal, h2 and w2, was as long as the candidate made
+    # it and charged the judge's scan to an idle pool) ...
+    CPU_BEFORE_SIGNAL_NS = 200_000
+    # ... from the signal to its stop at most this, each thread's taking of the signal (a sleeping thread is woken
+    # for it: 3-19 us each measured), so no thread was inside a long system call (red team round 12, u1) ...
+    CPU_TO_STOP_NS = 100_000
+    CPU_TO_STOP_PER_THREAD_NS = 25_000
+    # ... and it was seen stopped within this of the signal (a device transfer runs on without CPU in the thread;
+    # the judge's own scan of /proc grows with the threads)
     AT_ONCE_S = 0.002
     AT_ONCE_PER_THREAD_S = 0.00003
 
@@ -265,7 +268,8 @@ class FrozenTree:
         rescan for processes started since the last scan where a PID was allocated meanwhile."""
         if not self.frozen:
             tree = self._known()
-            since = self._done_cpu if self._done_cpu is not None else {pid: _process_ns([pid]) for pid in tree}
+            at_signal = {pid: _process_ns([pid]) for pid in tree}
+            since = self._done_cpu if self._done_cpu is not None else at_signal
             self._done_cpu = None
             sent = time.perf_counter()
             self._signal(signal.SIGSTOP, tree)
@@ -273,11 +277,14 @@ class FrozenTree:
             self._stopped = self._wait_stopped(tree, confirm_tree)
             self.stopped_at_once = False
             if self._stopped is not None:
-                # a process that joined since "done" counts whole (`since` lacks it)
-                self.cpu_after_done_ns = sum(_process_ns([pid]) - since.get(pid, 0) for pid in self._stopped)
+                # a process that joined since "done" counts whole (the reads before lack it)
+                before = sum(at_signal[pid] - since.get(pid, 0) for pid in tree)
+                after = sum(_process_ns([pid]) - at_signal.get(pid, 0) for pid in self._stopped)
+                self.cpu_after_done_ns = before + after
                 threads = sum(len(t) for t in self._stopped.values())
                 self.stopped_at_once = (
-                    self.cpu_after_done_ns <= self.CPU_AT_ONCE_NS + self.CPU_AT_ONCE_PER_THREAD_NS * threads
+                    before <= self.CPU_BEFORE_SIGNAL_NS
+                    and after <= self.CPU_TO_STOP_NS + self.CPU_TO_STOP_PER_THREAD_NS * threads
                     and self.stopped_at - sent <= self.AT_ONCE_S + self.AT_ONCE_PER_THREAD_S * threads)
         return self._stopped is not None
 
