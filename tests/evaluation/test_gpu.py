@@ -241,3 +241,35 @@ def test_the_input_arena_is_an_allocation_of_its_own():
         assert mapped.numel() == size and not bool(mapped.any())
         del arena, mapped
     assert int(neighbour[0]) == 7
+
+
+EMPTY_OUTPUT_TASK = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, a, b):
+        return torch.relu(a), torch.relu(b)
+
+def get_inputs():
+    return [torch.randn(256, 1024), torch.randn(64, 0)]
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_task_with_an_empty_output_keeps_the_references_reward(tmp_path, gpu_config):
+    """Red team round 14 (h1): an empty output's address is 0, which CUDA cannot export and the
+    reader refused: every candidate of such a task got -1. The reference as its own solution
+    gets reward 1."""
+    from cuda_agent.benchmark.jobs import reference_model_new
+    from cuda_agent.benchmark.solutions import SINGLE_FILE_BINDING, SINGLE_FILE_BINDING_TEXT, reference_config
+    from cuda_agent.tasks import Task
+
+    task = Task.from_source(EMPTY_OUTPUT_TASK, name="empty_output", origin="test")
+    ws = create_workspace(task, tmp_path / "empty", "cuda", cache_dir=tmp_path / "c")
+    (ws.root / "model_new.py").write_text(reference_model_new(task.source))
+    (ws.root / SINGLE_FILE_BINDING).write_text(SINGLE_FILE_BINDING_TEXT)
+    res = evaluate(ws, reference_config(gpu_config))
+    assert res.reward == 1, res.reason + res.worker_log
