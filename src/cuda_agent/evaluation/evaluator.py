@@ -240,6 +240,7 @@ def _take_answer(result: EvalResult, answer: JudgeAnswer, cfg: EvalConfig) -> tu
     result.trials = list(answer.trials)
     result.calls_per_interval = answer.batch
     result.judge = {"probes": answer.probes.model_dump(), "memory": answer.memory.model_dump(), "clients": answer.clients,
+                    "spares_at_start": answer.spares_at_start,
                     "solo_ms": {k: median(v) for k, v in answer.solo.items() if v},
                     "interleaved_ms": {k: median(v) for k, v in (answer.samples or {}).items() if v},
                     "rounds": len((answer.samples or {}).get("candidate") or []),

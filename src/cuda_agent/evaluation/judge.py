@@ -319,6 +319,7 @@ class Judge:
         self.baseline: _CandidateSession | None = None  # the baseline client, kept while the task stays
         self._unit_cache: dict[int, tuple[Any, bool]] = {}  # fresh_inputs: stacked input id -> lies in [0, 1]
         self._probes: Any = None  # the current answer's ProbeStats
+        self.evaluation_began = time.monotonic()  # when the current evaluation began (`clients`: when each was taken)
         self._forward_peak = 0
         self.clients: list[dict[str, Any]] = []  # how the current evaluation's client processes were found
         self.forkserver: Any = None
@@ -658,6 +659,9 @@ class Judge:
         self.clients = answer.clients
         clock = _PhaseClock(answer.phases, self._memory_since_mark if self.backend.gpu else None,
                             answer.memory.judge_by_phase)
+        self.evaluation_began = time.monotonic()
+        answer.spares_at_start = [{"age_s": round(self.evaluation_began - sp.born, 2), "started": sp.started()}
+                                  for sp in self.spares if sp.alive()]
         self.reap_retired(wait=False)
         self._clients_ahead(req)
         self.backend.synchronize()
@@ -900,8 +904,9 @@ class Judge:
             self.spares.remove(link)
         else:
             link = self._new_client(wanted)
-        link.record = {"started": bool(ready), "age_s": round(time.monotonic() - link.born, 2),
-                       "forked": link.forked, "start_s": link.start_s}
+        now = time.monotonic()
+        link.record = {"started": bool(ready), "age_s": round(now - link.born, 2), "forked": link.forked,
+                       "start_s": link.start_s, "taken_at_s": round(now - self.evaluation_began, 2)}
         self.clients.append(link.record)  # completed once it is loaded (`_CandidateSession.await_ready`)
         return link
 

@@ -84,5 +84,7 @@ class JudgeAnswer(BaseModel):
     candidate_log: str = ""
     probes: ProbeStats = Field(default_factory=ProbeStats)
     clients: list[dict[str, Any]] = Field(default_factory=list, description="each client process taken: whether it "
-                                          "had finished starting, and its age (s)")
+                                          "had finished starting, its age and when in the evaluation it was taken (s)")
+    spares_at_start: list[dict[str, Any]] = Field(default_factory=list, description="the spare clients alive when the "
+                                                  "evaluation began: age (s), whether started")
     memory: MemoryStats = Field(default_factory=MemoryStats)
