@@ -113,6 +113,8 @@ static long (*sc())(long, ...) {
 
 def config(*, fast: bool = True, compile_mode: str | None = None, guards: GuardConfig | None = None,
            **timing) -> EvalConfig:
+    if compile_mode is None and os.environ.get("RT15_COMPILE"):  # RT15_COMPILE=1: the shipped default, eager and torch.compile
+        compile_mode = "default"
     t = dict(budget_s=0.5, min_trials=20, warmup_ms=5) if fast else {}
     t.update(timing)
     return EvalConfig(backend="cpu", compile_mode=compile_mode, worker_timeout_s=300, memory_limit_gb=3.0,

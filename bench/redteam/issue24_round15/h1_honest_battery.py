@@ -7,6 +7,7 @@ Cases:
                constant by design (`Judge._check_inputs_move`, judge.py:494)
   complex      forward(z, x) -> (z * 2, relu(x)), z complex64: a non-floating input that is not an integer
   complex_in   forward(z) -> view_as_real(z).sum(-1): complex input, real output
+  scalar_moves forward(x, k) -> x * k, k a Python int drawn per seed (torch.randint(...).item())
   ints_move    forward(x, idx) -> x[idx] (index_select rows), idx from torch.randint: integer inputs that move
 Usage: h1_honest_battery.py CASE[,CASE...]
 """
@@ -212,6 +213,37 @@ at::Tensor resum(const at::Tensor& z) {
   return y;
 }
 REGISTER_BINDING(resum, resum)
+''')
+
+CASES["scalar_moves"] = ('''
+import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+    def forward(self, x, k):
+        return x * k
+def get_inputs():
+    return [torch.randn(256, 1024), int(torch.randint(1, 5, ()).item())]
+def get_init_inputs():
+    return []
+''', '''
+import torch.nn as nn
+import cpu_extension
+class ModelNew(nn.Module):
+    def forward(self, x, k):
+        return cpu_extension.scale(x.contiguous(), float(k))
+''', '''
+#include "binding_registry.h"
+at::Tensor scale(const at::Tensor& x, double k) {
+  CHECK_CONTIGUOUS(x); CHECK_DTYPE(x, at::kFloat);
+  auto y = at::empty_like(x);
+  const float* s = x.data_ptr<float>(); float* d = y.data_ptr<float>(); int64_t n = x.numel(); float f = (float)k;
+  #pragma omp parallel for simd
+  for (int64_t i = 0; i < n; ++i) d[i] = s[i] * f;
+  return y;
+}
+REGISTER_BINDING(scale, scale)
 ''')
 
 if __name__ == "__main__":
