@@ -718,6 +718,36 @@ def test_strided_layouts_apart_by_arithmetic_agree_with_the_bytes(monkeypatch: p
             monkeypatch.undo()
 
 
+def test_the_byte_by_byte_overlap_check_works_a_chunk_at_a_time_and_agrees_with_every_byte(monkeypatch) -> None:
+    """Red team round 15 (r1): padded rows of two strides the arithmetic cannot prove apart sent
+    the judge to its byte check, which listed one int64 per byte of both outputs at once (1.5 GB
+    for two 64 MiB outputs). Now a chunk of elements at a time: with chunks of 3 elements, its
+    answers are every byte's (a set of byte addresses per layout) on random strided pairs."""
+    import random
+
+    import cuda_agent.evaluation.judge as judge_module
+    from cuda_agent.backends.sharing import layout_extent
+
+    def item(address: int, layout: dict) -> tuple:
+        return (address, address + layout_extent(layout)[-1], layout)
+
+    def every_byte(it: tuple) -> set[int]:
+        _, shape, strides, elsize, _ = layout_extent(it[2])
+        idx = torch.stack(torch.meshgrid(*[torch.arange(d) for d in shape], indexing="ij"), -1).reshape(-1, len(shape))
+        return {it[0] + int((i * torch.tensor(strides)).sum()) * elsize + k for i in idx for k in range(elsize)}
+
+    monkeypatch.setattr(judge_module, "OVERLAP_CHUNK", 3)
+    monkeypatch.setattr(judge_module, "_between_each_other", lambda *_: False)
+    rng = random.Random(5)
+    for _ in range(150):
+        shape = [rng.randint(1, 5) for _ in range(2)]
+        a = _layout(shape, [rng.randint(1, 7) for _ in shape], rng.choice(["float32", "float16"]))
+        b = _layout(shape[::-1], [rng.randint(1, 7) for _ in shape], rng.choice(["float32", "float16"]))
+        x, y = item(1000, a), item(1000 + rng.randint(0, 40), b)
+        if x[0] < y[1] and y[0] < x[1]:
+            assert judge_module._really_overlap(x, y) == bool(every_byte(x) & every_byte(y)), (a, b, y[0] - x[0])
+
+
 @pytest.mark.parametrize("role", ["candidate", "baseline"])
 @pytest.mark.parametrize("at_once", [False, True])
 def test_on_the_cpu_an_interval_runs_until_its_client_was_seen_stopped_where_it_was_still_running(
@@ -796,30 +826,40 @@ def _task_module(get_inputs):  # type: ignore[no-untyped-def]
     return SimpleNamespace(get_inputs=get_inputs)
 
 
-def test_a_task_whose_integer_inputs_ignore_the_seed_is_refused_as_the_tasks_fault() -> None:
-    """Red team round 14 (c1): an embedding_bag task drew its indices from a generator of its
-    own; every timed call got the same ones, and a kernel that remembered its answer scored 2
-    where the same kernel computing scored 1. Integer inputs that stay the same under many new
-    seeds are refused (the judge cannot make them new); ones drawn from torch's generator pass,
-    and so does a one-element flag that repeated by chance."""
-    from cuda_agent.evaluation.judge import JudgeError, _fingerprint, _not_scaled
+def test_inputs_the_judge_cannot_make_new_must_move_with_the_seed_or_the_task_is_refused() -> None:
+    """Red team rounds 14 and 15: an embedding_bag task drew its indices from a generator of its
+    own (c1: a kernel that remembered its answers scored 2, computing 1); fixed indices beside
+    offsets that moved (c2: prefix sums kept across calls, 3); a float input of its own generator
+    that only the judge's scaling moved (c3: an argmax's winners kept, 3); a Python scalar drawn
+    per seed, which the clients get once (h4: every honest candidate -1). Each is refused as the
+    task's fault; inputs from torch's generator pass, and so does a one-element flag that
+    repeated by chance, or a constant float beside one that moves (an RNN's zero state)."""
+    from cuda_agent.evaluation.judge import JudgeError, _input_prints
 
     judge = SimpleNamespace(torch=torch, device=torch.device("cpu"))
     judge._trial_inputs = lambda module, seed, dtype, rescale=False: Judge._trial_inputs(  # type: ignore[attr-defined]
         judge, module, seed, dtype, rescale)  # type: ignore[arg-type]
-    own = _task_module(lambda: [torch.randint(0, 1000, (64, 8), generator=torch.Generator().manual_seed(1234))])
-    seeded = _task_module(lambda: [torch.randint(0, 1000, (64, 8)), torch.randn(4)])
-    flag = iter([torch.tensor([1])] * 3 + [torch.tensor([0])] * 100)  # the same in the 5 trials, then not
-    by_chance = _task_module(lambda: [next(flag)])
+    own = lambda: torch.Generator().manual_seed(1234)  # noqa: E731
+    flag = iter([torch.tensor([1])] * 5 + [torch.tensor([0])] * 100)  # the same in the 5 trials, then not
+    scalar = iter(range(100))
 
-    def check(module):  # type: ignore[no-untyped-def]
-        drawn = _fingerprint(_not_scaled(torch, judge._trial_inputs(module, 1, None)))  # type: ignore[attr-defined]
-        Judge._check_inputs_move(judge, module, None, 1, drawn)  # type: ignore[arg-type]
+    def check(get_inputs):  # type: ignore[no-untyped-def]
+        module = _task_module(get_inputs)
+        draws = [judge._trial_inputs(module, seed, None) for seed in range(5)]  # type: ignore[attr-defined]
+        Judge._check_inputs_move(judge, module, None, 1, draws[0], [_input_prints(torch, d) for d in draws])  # type: ignore[arg-type]
 
-    with pytest.raises(JudgeError, match="same integer/bool inputs under every seed"):
-        check(own)
-    check(seeded)
-    check(by_chance)
+    for refused, get_inputs in [
+        ("input 0 .*same values under every seed", lambda: [torch.randint(0, 1000, (64, 8), generator=own())]),
+        ("input 0 .*same values under every seed", lambda: [torch.randint(0, 9, (64,), generator=own()),
+                                                           torch.randint(0, 9, (8,))]),
+        ("same values under every seed", lambda: [torch.randn(64, 8, generator=own())]),
+        ("non-tensor input 1 another value", lambda: [torch.randn(4), next(scalar)]),
+    ]:
+        with pytest.raises(JudgeError, match=refused):
+            check(get_inputs)
+    check(lambda: [torch.randint(0, 1000, (64, 8)), torch.randn(4)])
+    check(lambda: [next(flag)])
+    check(lambda: [torch.randn(4, 8), torch.zeros(4, 8), 3])
 
 
 def test_an_empty_output_is_read_as_empty_and_aliases_nothing() -> None:

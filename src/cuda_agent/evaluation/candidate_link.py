@@ -232,19 +232,28 @@ class FrozenTree:
     that left the group (setpgid; the sandbox denies it too) is stopped all the same."""
 
     STOP_LIMIT_S = 2.0  # SIGSTOP lands when a thread next runs: room for a loaded host
-    # stopped "at once", where the interval may end at the client's "done" (`_CandidateSession.ends_at_stop`): from
-    # "done" (`mark_done`) to the signal the client used at most this CPU, for its way back into its next receive
-    # (red team round 14: a look at thread states before the signal, h2 and w2, was as long as the candidate made
-    # it and charged the judge's scan to an idle pool) ...
+    # stopped "at once", where the interval may end at the client's "done" (`_CandidateSession.ends_at_stop`):
+    # every thread asleep in a wait (or stopped) at a look right after "done", within SETTLE_S (an honest client
+    # is a few system calls from its next receive; red team round 13) ...
+    SETTLE_S = 0.0002
+    # ... the client's processes used at most this CPU from "done" (`mark_done`) to the signal, the look's own
+    # length included (red team round 14, w2: a look the candidate stretched, while a thread it had read asleep
+    # worked) ...
     CPU_BEFORE_SIGNAL_NS = 200_000
-    # ... from the signal to its stop at most this, each thread's taking of the signal (a sleeping thread is woken
-    # for it: 3-19 us each measured), so no thread was inside a long system call (red team round 12, u1) ...
-    CPU_TO_STOP_NS = 100_000
-    CPU_TO_STOP_PER_THREAD_NS = 25_000
+    # ... no thread used more than this from its look to its stop, its taking of the signal (a sleeping thread is
+    # woken for it: 1-2 us median, up to ~50 measured), per thread: a pooled allowance was bought with 1000 idle
+    # threads and spent by one inside a long preadv (red team round 15, p2: reward 3) ...
+    CPU_PER_THREAD_NS = 50_000
+    # ... except the few that carry out the group stop, waking every other thread (~1 us each: 0.4 ms for the
+    # first of 400 sleeping threads), with as many threads counted as the wall allowance counts
+    STOP_LEADERS = 3
+    CPU_LEADER_NS = 100_000
+    CPU_LEADER_PER_THREAD_NS = 1_500
     # ... and it was seen stopped within this of the signal (a device transfer runs on without CPU in the thread;
-    # the judge's own scan of /proc grows with the threads)
+    # the judge's own scan of /proc grows with the threads, up to AT_ONCE_THREADS of them: round 14, h2)
     AT_ONCE_S = 0.002
     AT_ONCE_PER_THREAD_S = 0.00003
+    AT_ONCE_THREADS = 256
 
     def __init__(self, root: int) -> None:
         self.root = root
@@ -268,6 +277,7 @@ class FrozenTree:
         rescan for processes started since the last scan where a PID was allocated meanwhile."""
         if not self.frozen:
             tree = self._known()
+            look = self._asleep(tree)
             at_signal = {pid: _process_ns([pid]) for pid in tree}
             since = self._done_cpu if self._done_cpu is not None else at_signal
             self._done_cpu = None
@@ -279,14 +289,40 @@ class FrozenTree:
             if self._stopped is not None:
                 # a process that joined since "done" counts whole (the reads before lack it)
                 before = sum(at_signal[pid] - since.get(pid, 0) for pid in tree)
-                after = sum(_process_ns([pid]) - at_signal.get(pid, 0) for pid in self._stopped)
-                self.cpu_after_done_ns = before + after
+                self.cpu_after_done_ns = before + sum(_process_ns([pid]) - at_signal.get(pid, 0) for pid in self._stopped)
                 threads = sum(len(t) for t in self._stopped.values())
                 self.stopped_at_once = (
-                    before <= self.CPU_BEFORE_SIGNAL_NS
-                    and after <= self.CPU_TO_STOP_NS + self.CPU_TO_STOP_PER_THREAD_NS * threads
-                    and self.stopped_at - sent <= self.AT_ONCE_S + self.AT_ONCE_PER_THREAD_S * threads)
+                    look is not None and before <= self.CPU_BEFORE_SIGNAL_NS
+                    and self._each_thread_idle(look, min(threads, self.AT_ONCE_THREADS))
+                    and self.stopped_at - sent
+                    <= self.AT_ONCE_S + self.AT_ONCE_PER_THREAD_S * min(threads, self.AT_ONCE_THREADS))
         return self._stopped is not None
+
+    def _each_thread_idle(self, look: dict[int, dict[str, int]], counted: int) -> bool:
+        """Every thread seen stopped was in the look, and ran from it to its stop no more than
+        its share of the stop: the STOP_LEADERS busiest each up to CPU_LEADER_NS +
+        CPU_LEADER_PER_THREAD_NS per thread counted, every other one CPU_PER_THREAD_NS."""
+        ran = []
+        for pid, by_thread in (self._stopped or {}).items():
+            for tid, counters in by_thread.items():
+                if tid not in look.get(pid, {}):
+                    return False  # started after the look: it ran
+                ran.append(counters[0] - look[pid][tid])
+        ran.sort(reverse=True)
+        leaders = self.CPU_LEADER_NS + self.CPU_LEADER_PER_THREAD_NS * counted
+        return all(r <= leaders for r in ran[:self.STOP_LEADERS]) and \
+            all(r <= self.CPU_PER_THREAD_NS for r in ran[self.STOP_LEADERS:])
+
+    def _asleep(self, tree: list[int]) -> dict[int, dict[str, int]] | None:
+        """Each thread's CPU ns by process, once every thread of the tree is asleep in a wait
+        (or stopped) within SETTLE_S; None where some thread still ran. A sleeping thread's
+        counter is exact (a running one's lags by up to a tick: read late, it can only make a
+        thread look as if it ran more)."""
+        end = time.perf_counter() + self.SETTLE_S
+        while not all(s in "TtZXS" for pid in tree for s in _thread_states(pid)):
+            if time.perf_counter() > end:
+                return None
+        return {pid: {tid: c[0] for tid, c in _thread_counters(pid).items()} for pid in tree}
 
     def thaw(self) -> None:
         if self.frozen:

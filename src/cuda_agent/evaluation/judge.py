@@ -64,6 +64,7 @@ CONTEXT_BYTES = 600 << 20  # a CUDA context and its allocator's slack, per clien
 EARLY_LOOKS = (12, 24, 48, 96, 192, 384, 768)  # rounds after which the timing may stop once its decisions are
 # settled: doubling, so a fast op whose first looks came before EARLY_SHARE still gets one after it
 EARLY_SHARE = 0.25  # ... and once this share of the budget's wall time is spent (drift averages over it)
+OVERLAP_CHUNK = 1 << 20  # elements whose bytes the overlap check lists at a time (`_really_overlap`)
 INPUTS_MOVE_DRAWS = 16  # draws more that confirm a task's integer inputs ignore the seed (`_check_inputs_move`)
 PROBE_SAMPLE = 64  # marker latencies kept per role in the answer
 BASELINE_TIMEOUT_S = 900.0  # the baseline client's bound per evaluation (torch.compile's first call included)
@@ -192,10 +193,10 @@ def _cast(inputs: list[Any], dtype: Any) -> list[Any]:
     return [x.to(dtype) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
 
 
-def _not_scaled(torch: Any, inputs: list[Any]) -> list[Any]:
-    """The tensor inputs the judge cannot give new values by scaling (integer, bool): only the
-    task's get_inputs() under a new seed can."""
-    return [x for x in inputs if isinstance(x, torch.Tensor) and not x.is_floating_point() and x.numel()]
+def _input_prints(torch: Any, inputs: list[Any]) -> list[Any]:
+    """Per input position, what tells two draws apart: a tensor's `_fingerprint` (a tuple), a
+    non-tensor's repr (a NaN is the same NaN)."""
+    return [_fingerprint(x) if isinstance(x, torch.Tensor) else repr(x)[:200] for x in inputs]
 
 
 def _seed_all(torch: Any, seed: int) -> None:
@@ -409,12 +410,12 @@ class Judge:
                                               or first.ref_aliases_inputs else [(first.ref, _fingerprint(first.inputs))])
         first_spans = [_span_of(t) for t in _tensor_leaves(first.ref)]
         recycles = False
-        drawn = [_fingerprint(_not_scaled(torch, first.inputs))]
+        drawn = [_input_prints(torch, first.inputs)]
         with torch.no_grad():
             for seed in seeds[1:]:
                 trial = self._make_trial(module, reference, seed, dtype, check_mutation=keep or mutates)
                 _same_shapes(first.inputs, trial.inputs, seed)
-                drawn.append(_fingerprint(_not_scaled(torch, trial.inputs)))
+                drawn.append(_input_prints(torch, trial.inputs))
                 prints.append(_fingerprint(trial.ref))
                 recycles = recycles or _any_overlap(first_spans, [_span_of(t) for t in _tensor_leaves(trial.ref)])
                 mutates = mutates or trial.after is not None
@@ -423,8 +424,7 @@ class Judge:
                 if refs is not None:
                     refs.append((trial.ref, _fingerprint(trial.inputs)))
                 del trial
-            if drawn[0] and all(d == drawn[0] for d in drawn[1:]):
-                self._check_inputs_move(module, dtype, seeds[0], drawn[0])
+            self._check_inputs_move(module, dtype, seeds[0], first.inputs, drawn)
             if recycles:  # every call's output is one buffer that the next overwrites: none can be held, each
                 trials = None  # trial is made again, forward and all, when used (review of the held outputs)
             t0 = time.perf_counter()
@@ -492,23 +492,48 @@ class Judge:
         return Trial(inputs=inputs, ref=ref, after=args if check_mutation and inputs_changed(inputs, args) else None,
                      ref_aliases_inputs=_any_overlap([_span_of(t) for t in _tensor_leaves(ref)], held))
 
-    def _check_inputs_move(self, module: Any, dtype: Any, seed: int, drawn: Any) -> None:
-        """The task's integer and bool inputs (which the judge cannot scale) were the same in
-        every trial: where they are the same under INPUTS_MOVE_DRAWS more seeds too, its
-        get_inputs() ignores the seed (a generator of its own, constants), every timed call would
-        get the same ones, and a kernel that remembers its answers would be faster than one that
-        computes them (red team round 14, c1: reward 2 for a cache, 1 for the kernel). The task's
-        fault: refused, as a task whose shapes move is. (A few small draws, e.g. one flag, can
-        repeat over 5 trials by chance; not over 5 + 16.)"""
+    def _check_inputs_move(self, module: Any, dtype: Any, seed: int, inputs: list[Any], drawn: list[list[Any]]) -> None:
+        """Every input the judge cannot make new itself moves with the seed (`drawn`: each
+        trial's `_input_prints`), or the task is refused as its own fault, as a task whose shapes
+        move is (red team rounds 14 and 15): an integer or bool tensor (indices, masks: scaling
+        cannot move them) that is the same in every trial and in INPUTS_MOVE_DRAWS more draws
+        (a generator of its own, a constant: c1's cached answers scored 2, c2's prefix sums over
+        fixed indices beside moving offsets 3), or every tensor input at once, floats included
+        (c3: scaling alone kept an argmax's winners, 3). A non-tensor input (an int, a float)
+        that changes with the seed is refused too: the clients are given those once (h4: every
+        honest candidate was -1). A few small draws, e.g. one flag, repeat over 5 trials by
+        chance, not over 5 + 16."""
+        torch = self.torch
+        for p, value in enumerate(drawn[0]):
+            if not isinstance(value, tuple) and any(d[p] != value for d in drawn[1:]):
+                raise JudgeError(f"the task's get_inputs() gives non-tensor input {p} another value under another "
+                                 f"seed ({value} then {next(d[p] for d in drawn[1:] if d[p] != value)}): the judge "
+                                 "gives the clients non-tensor inputs once; make it a constant or a tensor")
+        tensors = [p for p, x in enumerate(inputs) if isinstance(x, torch.Tensor) and x.numel()]
+        fixed = {p for p in tensors if all(d[p] == drawn[0][p] for d in drawn[1:])}
+        exact = {p for p in fixed if not inputs[p].is_floating_point()}
+        if not exact and (not tensors or fixed != set(tensors)):
+            return
         rng = random.Random(seed)
         for _ in range(INPUTS_MOVE_DRAWS):
-            other = self._trial_inputs(module, rng.randrange(2**62), dtype)
-            if _fingerprint(_not_scaled(self.torch, other)) != drawn:
+            draw_seed = rng.randrange(2**62)
+            raw = self._trial_inputs(module, draw_seed, dtype)
+            _same_shapes(inputs, raw, draw_seed)
+            other = _input_prints(torch, raw)
+            del raw
+            fixed = {p for p in fixed if other[p] == drawn[0][p]}
+            exact &= fixed
+            if not exact and fixed != set(tensors):
                 return
-            del other
-        raise JudgeError("the task's get_inputs() gives the same integer/bool inputs under every seed (a generator "
-                         "of its own, or constants): the judge cannot give a timed call new inputs, and a kernel "
-                         "that remembered its answers would look faster; draw them from torch's global generator")
+        if exact:
+            p = min(exact)
+            raise JudgeError(f"the task's get_inputs() gives input {p} ({inputs[p].dtype}) the same values under "
+                             "every seed (a generator of its own, or a constant): the judge cannot make an integer "
+                             "or bool input new for each timed call, and a kernel that precomputed on it would look "
+                             "faster; draw it from torch's global generator, or make a constant a buffer of the Model")
+        raise JudgeError("the task's get_inputs() gives the same values under every seed (a generator of its own, or "
+                         "constants): scaling alone cannot make every timed call's inputs new; draw them from "
+                         "torch's global generator")
 
     def _trial_inputs(self, module: Any, seed: int, dtype: Any, rescale: bool = False) -> list[Any]:
         """A trial's inputs: the task's own generator under `seed` (the same inputs every time)."""
@@ -1706,9 +1731,11 @@ class _CandidateSession:
         first and its memory read while it cannot run."""
         backend = self.judge.backend
         batch, release = self.next_batch(model)
-        self.thaw()
+        t0 = time.perf_counter()  # on the CPU before the thaw: a SIGCONT handler may start on the round's inputs
+        self.thaw()  # (red team round 15); on a GPU only the candidate is thawed, so the clock starts after it
+        if backend.gpu:
+            t0 = time.perf_counter()
         started = time.monotonic()
-        t0 = time.perf_counter()  # from the moment it is thawed with this round's inputs in place
         self.link.send({"type": "run", "slots": slots, "stage": stage, "guard": guard, "model": model,
                         "batch": batch, "release": release})
         msg = self.receive(stage, started)
@@ -2076,17 +2103,24 @@ def _really_overlap(a: Any, b: Any) -> bool:
     lo, hi = max(a[0], b[0]), min(a[1], b[1])
 
     def bytes_in_window(item: Any) -> Any:
+        """The layout's bytes inside [lo, hi), OVERLAP_CHUNK elements at a time: one int64 per
+        byte of the whole output at once was 1.5 GB of the warm judge's memory for two 64 MiB
+        outputs that the arithmetic could not tell apart (red team round 15, r1)."""
         _, shape, strides, elsize, _ = layout_extent(item[2])
-        offsets = torch.zeros((), dtype=torch.int64)
-        for d, st in zip(shape, strides):
-            offsets = offsets.unsqueeze(-1) + torch.arange(d, dtype=torch.int64) * st
-        starts = item[0] + offsets.reshape(-1) * elsize
-        every = (starts.unsqueeze(-1) + torch.arange(elsize, dtype=torch.int64)).reshape(-1)
-        return every[(every >= lo) & (every < hi)] - lo
+        numel = math.prod(shape)
+        for begin in range(0, numel, OVERLAP_CHUNK):
+            flat = torch.arange(begin, min(numel, begin + OVERLAP_CHUNK), dtype=torch.int64)
+            offsets = torch.zeros_like(flat)
+            for d, st in reversed(list(zip(shape, strides))):  # row-major: the last dimension varies fastest
+                offsets += (flat % d) * st
+                flat = flat.div_(d, rounding_mode="floor")
+            every = ((item[0] + offsets * elsize).unsqueeze(-1) + torch.arange(elsize, dtype=torch.int64)).reshape(-1)
+            yield every[(every >= lo) & (every < hi)] - lo
 
-    mask = torch.zeros(hi - lo, dtype=torch.bool)
-    mask[bytes_in_window(a)] = True
-    return bool(mask[bytes_in_window(b)].any())
+    mask = torch.zeros(hi - lo, dtype=torch.bool)  # a byte per byte where both spans meet (at most ~2x an output)
+    for chunk in bytes_in_window(a):
+        mask[chunk] = True
+    return any(bool(mask[chunk].any()) for chunk in bytes_in_window(b))
 
 
 def _between_each_other(a: Any, b: Any) -> bool:
