@@ -122,7 +122,7 @@ def test_a_thread_that_ended_still_counts(tmp_path):
 
 def test_a_tree_that_does_not_stop_is_reported(stand_in, monkeypatch):
     proc, _ = stand_in("group")
-    monkeypatch.setattr(candidate_link, "_threads_stopped", lambda pid: False)
+    monkeypatch.setattr(candidate_link, "_thread_states", lambda pid: ["R"])  # as /proc would say
     tree = FrozenTree(proc.pid)
     tree.STOP_LIMIT_S = 0.2
     assert tree.freeze() is False
@@ -252,7 +252,8 @@ def test_a_thread_inside_a_long_read_is_not_stopped_at_the_first_look(tmp_path):
                 assert tree.freeze()
                 seen.append(tree.stopped_at_once)
                 tree.thaw()
-            assert (all(seen) if at_once else not all(seen)), (mode, seen)
+            # a sleeping one is stopped at once but for a host too busy to see it within 2 ms; a reading one never is
+            assert (sum(seen) >= 3 if at_once else not any(seen)), (mode, seen)
         finally:
             kill_tree(proc)
             proc.wait()
@@ -320,6 +321,36 @@ def test_work_done_after_done_is_seen_though_every_thread_sleeps_again_before_th
             tree.thaw()
         assert not any(once for once, _ in seen[0.002]) and all(ns >= 2_000_000 for _, ns in seen[0.002]), seen
         assert any(once for once, _ in seen[0.0]), seen
+    finally:
+        kill_tree(proc)
+        proc.wait()
+
+
+def test_a_thread_seen_in_an_uninterruptible_wait_is_not_stopped_at_once(monkeypatch):
+    """Red team round 16 (d1): an O_DIRECT write and read-back reordered 4 MiB in ~5 ms with the
+    thread in D and 0.2 ms of CPU: device work that the CPU clocks do not see. A thread seen in
+    an uninterruptible wait while the judge waits for the stop makes the stop not "at once"."""
+    proc = _pool(2)
+    try:
+        tree = FrozenTree(proc.pid)
+        time.sleep(0.02)
+        tree.mark_done()
+        assert tree.freeze() and tree.stopped_at_once
+        tree.thaw()
+        real = candidate_link._thread_states
+        seen: list[int] = []
+
+        def one_blocked_poll(pid: int) -> list[str]:  # the first poll after the signal finds a thread in D
+            states = real(pid)
+            if tree.frozen and not seen:
+                seen.append(pid)
+                return ["D", *states[1:]]
+            return states
+
+        monkeypatch.setattr(candidate_link, "_thread_states", one_blocked_poll)
+        time.sleep(0.02)
+        tree.mark_done()
+        assert tree.freeze() and tree.blocked and not tree.stopped_at_once
     finally:
         kill_tree(proc)
         proc.wait()

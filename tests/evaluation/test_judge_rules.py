@@ -833,7 +833,9 @@ def test_inputs_the_judge_cannot_make_new_must_move_with_the_seed_or_the_task_is
     that only the judge's scaling moved (c3: an argmax's winners kept, 3); a Python scalar drawn
     per seed, which the clients get once (h4: every honest candidate -1). Each is refused as the
     task's fault; inputs from torch's generator pass, and so does a one-element flag that
-    repeated by chance, or a constant float beside one that moves (an RNN's zero state)."""
+    repeated by chance, or a constant float beside one that moves (an RNN's zero state). A float
+    input that never moves beside one that does is refused unless it is one value throughout
+    (round 16, c5: an argmax's winners kept beside a moving divisor, 3)."""
     from cuda_agent.evaluation.judge import JudgeError, _input_prints
 
     judge = SimpleNamespace(torch=torch, device=torch.device("cpu"))
@@ -854,6 +856,7 @@ def test_inputs_the_judge_cannot_make_new_must_move_with_the_seed_or_the_task_is
                                                            torch.randint(0, 9, (8,))]),
         ("same values under every seed", lambda: [torch.randn(64, 8, generator=own())]),
         ("non-tensor input 1 another value", lambda: [torch.randn(4), next(scalar)]),
+        ("input 0 .*same values under every seed", lambda: [torch.randn(64, 8, generator=own()), torch.rand(1)]),
     ]:
         with pytest.raises(JudgeError, match=refused):
             check(get_inputs)

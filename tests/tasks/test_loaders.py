@@ -277,3 +277,24 @@ def test_a_bundled_example_name_loads_as_the_cli_accepts_it() -> None:
     assert task == get_example("swish").task and task.name == "examples/swish"
     with pytest.raises(TaskError, match="nor a bundled example: .*swish"):
         load_tasks("swishh")
+
+
+@pytest.mark.parametrize("draw", [
+    "torch.randint(0, 9, (64,), generator=torch.Generator().manual_seed(1234))",
+    "(torch.manual_seed(0), torch.randn(64))[1]",
+    "torch.from_numpy(np.random.default_rng(0).standard_normal(64))",
+    "torch.tensor(random.Random(3).sample(range(100), 64))",
+])
+def test_a_task_that_draws_from_a_generator_of_its_own_is_refused(draw):
+    """Red team rounds 14-16: indices and floats from a `torch.Generator` of the task's own were the
+    same in every timed call, in whole or in part (64 of 262,144 moved), and kernels that remembered
+    what they computed on them scored 2 and 3. The judge seeds the global generators for every draw;
+    a task that makes or reseeds its own is refused when it is loaded, saying which call."""
+    from cuda_agent.tasks.task import Task, TaskError
+
+    source = ("import random\nimport numpy as np\nimport torch\nimport torch.nn as nn\n\n"
+              "class Model(nn.Module):\n    def forward(self, x):\n        return x * 2\n\n"
+              f"def get_inputs():\n    return [{draw}]\n\ndef get_init_inputs():\n    return []\n")
+    with pytest.raises(TaskError, match="generator of its own or reseeds"):
+        Task.from_source(source, name="own_generator")
+    Task.from_source(source.replace(draw, "torch.randint(0, 9, (64,))"), name="global_generator")

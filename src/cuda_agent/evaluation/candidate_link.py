@@ -267,6 +267,10 @@ class FrozenTree:
         self.stopped_at = 0.0  # perf_counter() when the last freeze saw the tree stopped
         self.stopped_at_once = False  # whether the last freeze found it idle since "done" and stopped at once
         self.cpu_after_done_ns = 0  # what the tree ran from its "done" (or the signal) to its stop, last freeze
+        # whether a thread was seen in an uninterruptible wait while the last freeze waited for the stop: a transfer
+        # the device does (an O_DIRECT read's DMA) runs on without CPU in the thread, and then no stop is "at once"
+        # (red team round 16, d1)
+        self.blocked = False
 
     def mark_done(self) -> None:
         """The client said "done": read its processes' CPU clocks now (one system call each,
@@ -286,9 +290,10 @@ class FrozenTree:
             sent = time.perf_counter()
             self._signal(signal.SIGSTOP, tree)
             self.frozen = True
+            self.blocked = False
             self._stopped = self._wait_stopped(tree, confirm_tree)
             self.stopped_at_once = False
-            if self._stopped is not None:
+            if self._stopped is not None and not self.blocked:
                 # a process that joined since "done" counts whole (the reads before lack it)
                 before = sum(at_signal[pid] - since.get(pid, 0) for pid in tree)
                 self.cpu_after_done_ns = before + sum(_process_ns([pid]) - at_signal.get(pid, 0) for pid in self._stopped)
@@ -349,7 +354,9 @@ class FrozenTree:
         (a red-team candidate armed timers to)."""
         end = time.monotonic() + self.STOP_LIMIT_S
         while time.monotonic() < end:
-            if not all(_threads_stopped(pid) for pid in tree):
+            states = [s for pid in tree for s in _thread_states(pid)]
+            self.blocked = self.blocked or "D" in states  # an uninterruptible wait: I/O the device does for it
+            if not all(s in "TtZX" for s in states):
                 time.sleep(0.0002)
                 self._signal(signal.SIGSTOP, tree)  # again: a SIGCONT the candidate aimed at itself undid it
                 continue
@@ -444,11 +451,6 @@ def _stopped(pid: int) -> bool:
     """Every thread of the living process `pid` is stopped (a gone or dead one is not)."""
     states = _thread_states(pid)
     return bool(states) and all(s in "Tt" for s in states)
-
-
-def _threads_stopped(pid: int) -> bool:
-    """Every thread of `pid` is stopped or dead (a process that is gone counts as stopped)."""
-    return all(s in "TtZX" for s in _thread_states(pid))
 
 
 def _thread_counters(pid: int) -> dict[str, tuple[int, ...]]:

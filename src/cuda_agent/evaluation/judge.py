@@ -193,6 +193,12 @@ def _cast(inputs: list[Any], dtype: Any) -> list[Any]:
     return [x.to(dtype) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
 
 
+def _one_value(x: Any) -> bool:
+    """Every element of the tensor is the same value (NaN included)."""
+    first = x.reshape(-1)[:1]
+    return bool(((x == first) | (x.isnan() & first.isnan())).all()) if x.is_floating_point() else bool((x == first).all())
+
+
 def _input_prints(torch: Any, inputs: list[Any]) -> list[Any]:
     """Per input position, what tells two draws apart: a tensor's `_fingerprint` (a tuple), a
     non-tensor's repr (a NaN is the same NaN)."""
@@ -511,7 +517,9 @@ class Judge:
                                  "gives the clients non-tensor inputs once; make it a constant or a tensor")
         tensors = [p for p, x in enumerate(inputs) if isinstance(x, torch.Tensor) and x.numel()]
         fixed = {p for p in tensors if all(d[p] == drawn[0][p] for d in drawn[1:])}
-        exact = {p for p in fixed if not inputs[p].is_floating_point()}
+        # a float input the same under every seed is a constant too, unless every element is one value (an RNN's
+        # zero state): scaling it keeps its order, and an argmax's winners with it (red team round 16, c5: 3)
+        exact = {p for p in fixed if not inputs[p].is_floating_point() or not _one_value(inputs[p])}
         if not exact and (not tensors or fixed != set(tensors)):
             return
         rng = random.Random(seed)
@@ -528,9 +536,10 @@ class Judge:
         if exact:
             p = min(exact)
             raise JudgeError(f"the task's get_inputs() gives input {p} ({inputs[p].dtype}) the same values under "
-                             "every seed (a generator of its own, or a constant): the judge cannot make an integer "
-                             "or bool input new for each timed call, and a kernel that precomputed on it would look "
-                             "faster; draw it from torch's global generator, or make a constant a buffer of the Model")
+                             "every seed (a generator of its own, or a constant): the judge cannot make it new for "
+                             "each timed call (scaling moves neither an index nor a float's order), and a kernel that "
+                             "precomputed on it would look faster; draw it from torch's global generator, or make a "
+                             "constant a buffer of the Model")
         raise JudgeError("the task's get_inputs() gives the same values under every seed (a generator of its own, or "
                          "constants): scaling alone cannot make every timed call's inputs new; draw them from "
                          "torch's global generator")

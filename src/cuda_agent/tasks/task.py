@@ -111,6 +111,30 @@ def validate_source(source: str, origin: str) -> None:
     missing = [n for n in REQUIRED_NAMES if n not in defined]
     if missing:
         raise TaskError(origin, f"missing top-level definition(s): {', '.join(missing)}")
+    own = own_randomness(tree)
+    if own:
+        raise TaskError(origin, f"draws from a generator of its own or reseeds ({own}): the judge seeds torch's, "
+                                "Python's and numpy's global generators anew for every draw, so that every timed "
+                                "call gets inputs no kernel has seen; draw from those (a constant belongs in the "
+                                "Model, as a buffer)")
+
+
+# calls that make a task's values independent of the judge's seeds: its own generator, or a reseed (red team rounds
+# 14-16: indices, and floats, from a `torch.Generator` of the task's own were the same in every timed call, in whole
+# or in part, and kernels that remembered what they computed on them scored 2 and 3)
+_OWN_RANDOMNESS = frozenset({"Generator", "manual_seed", "manual_seed_all", "seed", "seed_all", "RandomState",
+                             "default_rng", "Random", "set_rng_state", "fork_rng", "initial_seed"})
+
+
+def own_randomness(tree: ast.Module) -> str:
+    """The first call in the task that makes randomness of its own, as "name (line n)"; "" if none."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name in _OWN_RANDOMNESS:
+                return f"{ast.unparse(func)}(...) on line {node.lineno}"
+    return ""
 
 
 def top_level_names(tree: ast.Module) -> set[str]:
