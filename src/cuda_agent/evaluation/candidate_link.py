@@ -293,13 +293,13 @@ class FrozenTree:
             self.blocked = False
             self._stopped = self._wait_stopped(tree, confirm_tree)
             self.stopped_at_once = False
-            if self._stopped is not None and not self.blocked:
+            if self._stopped is not None:
                 # a process that joined since "done" counts whole (the reads before lack it)
                 before = sum(at_signal[pid] - since.get(pid, 0) for pid in tree)
                 self.cpu_after_done_ns = before + sum(_process_ns([pid]) - at_signal.get(pid, 0) for pid in self._stopped)
                 threads = sum(len(t) for t in self._stopped.values())
                 self.stopped_at_once = (
-                    look is not None and before <= self.CPU_BEFORE_SIGNAL_NS
+                    look is not None and not self.blocked and before <= self.CPU_BEFORE_SIGNAL_NS
                     and self._each_thread_idle(look, threads)
                     and self.stopped_at - sent <= self.AT_ONCE_S + self.AT_ONCE_PER_THREAD_S * threads)
         return self._stopped is not None
