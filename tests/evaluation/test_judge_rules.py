@@ -196,6 +196,21 @@ def _layout(shape: list, strides: list, dtype: str = "float32") -> dict:
     return {"dtype": dtype, "shape": shape, "strides": strides}
 
 
+def _item(address: int, layout: dict) -> tuple:
+    """(start, end, layout): an output as the overlap checks see it."""
+    from cuda_agent.backends.sharing import layout_extent
+
+    return (address, address + layout_extent(layout)[-1], layout)
+
+
+def _random_pair(rng, size: int, stride: int) -> tuple[tuple, tuple]:  # type: ignore[no-untyped-def]
+    """Two small random strided layouts, the second up to 40 bytes past the first."""
+    shape = [rng.randint(1, size) for _ in range(2)]
+    a = _layout(shape, [rng.randint(1, stride) for _ in shape], rng.choice(["float32", "float16"]))
+    b = _layout(shape[::-1], [rng.randint(1, stride) for _ in shape], rng.choice(["float32", "float16"]))
+    return _item(1000, a), _item(1000 + rng.randint(0, 40), b)
+
+
 def _out_session(held: tuple = (), **ref: bool) -> SimpleNamespace:
     """A stand-in session whose reader names memory by plain addresses (the CPU's) and whose
     arena is [10000, 20000)."""
@@ -697,21 +712,14 @@ def test_strided_layouts_apart_by_arithmetic_agree_with_the_bytes(monkeypatch: p
     import random
 
     import cuda_agent.evaluation.judge as judge_module
-    from cuda_agent.backends.sharing import layout_extent
-
-    def item(address: int, layout: dict) -> tuple:
-        return (address, address + layout_extent(layout)[-1], layout)
-
     rows = _layout([512, 2048], [4096, 1])  # a (1024, 2048) buffer's even rows, and its odd rows at +2048 elements
     monkeypatch.setattr(judge_module, "_really_overlap", None)  # not reached: decided by arithmetic
-    assert judge_module._between_each_other(item(0, rows), item(2048 * 4, rows))
+    assert judge_module._between_each_other(_item(0, rows), _item(2048 * 4, rows))
     monkeypatch.undo()
     rng = random.Random(3)
     for _ in range(400):
-        shape = [rng.randint(1, 4) for _ in range(2)]
-        a = _layout(shape, [rng.randint(1, 6) for _ in shape], rng.choice(["float32", "float16"]))
-        b = _layout(shape[::-1], [rng.randint(1, 6) for _ in shape], rng.choice(["float32", "float16"]))
-        x, y = item(1000, a), item(1000 + rng.randint(0, 40), b)
+        x, y = _random_pair(rng, 4, 6)
+        a, b = x[2], y[2]
         if x[0] < y[1] and y[0] < x[1] and judge_module._between_each_other(x, y):
             monkeypatch.setattr(judge_module, "_between_each_other", lambda *_: False)
             assert not judge_module._really_overlap(x, y), (a, b, y[0] - x[0])  # the bytes say the same
@@ -728,9 +736,6 @@ def test_the_byte_by_byte_overlap_check_works_a_chunk_at_a_time_and_agrees_with_
     import cuda_agent.evaluation.judge as judge_module
     from cuda_agent.backends.sharing import layout_extent
 
-    def item(address: int, layout: dict) -> tuple:
-        return (address, address + layout_extent(layout)[-1], layout)
-
     def every_byte(it: tuple) -> set[int]:
         _, shape, strides, elsize, _ = layout_extent(it[2])
         idx = torch.stack(torch.meshgrid(*[torch.arange(d) for d in shape], indexing="ij"), -1).reshape(-1, len(shape))
@@ -740,12 +745,9 @@ def test_the_byte_by_byte_overlap_check_works_a_chunk_at_a_time_and_agrees_with_
     monkeypatch.setattr(judge_module, "_between_each_other", lambda *_: False)
     rng = random.Random(5)
     for _ in range(150):
-        shape = [rng.randint(1, 5) for _ in range(2)]
-        a = _layout(shape, [rng.randint(1, 7) for _ in shape], rng.choice(["float32", "float16"]))
-        b = _layout(shape[::-1], [rng.randint(1, 7) for _ in shape], rng.choice(["float32", "float16"]))
-        x, y = item(1000, a), item(1000 + rng.randint(0, 40), b)
+        x, y = _random_pair(rng, 5, 7)
         if x[0] < y[1] and y[0] < x[1]:
-            assert judge_module._really_overlap(x, y) == bool(every_byte(x) & every_byte(y)), (a, b, y[0] - x[0])
+            assert judge_module._really_overlap(x, y) == bool(every_byte(x) & every_byte(y)), (x[2], y[2], y[0] - x[0])
 
 
 @pytest.mark.parametrize("role", ["candidate", "baseline"])
