@@ -838,7 +838,7 @@ def test_inputs_the_judge_cannot_make_new_must_move_with_the_seed_or_the_task_is
     repeated by chance, or a constant float beside one that moves (an RNN's zero state). A float
     input that never moves beside one that does is refused unless it is one value throughout
     (round 16, c5: an argmax's winners kept beside a moving divisor, 3)."""
-    from cuda_agent.evaluation.judge import JudgeError, _input_prints
+    from cuda_agent.evaluation.judge import JudgeError, _fingerprint
 
     judge = SimpleNamespace(torch=torch, device=torch.device("cpu"))
     judge._trial_inputs = lambda module, seed, dtype, rescale=False: Judge._trial_inputs(  # type: ignore[attr-defined]
@@ -850,7 +850,7 @@ def test_inputs_the_judge_cannot_make_new_must_move_with_the_seed_or_the_task_is
     def check(get_inputs):  # type: ignore[no-untyped-def]
         module = _task_module(get_inputs)
         draws = [judge._trial_inputs(module, seed, None) for seed in range(5)]  # type: ignore[attr-defined]
-        Judge._check_inputs_move(judge, module, None, 1, draws[0], [_input_prints(torch, d) for d in draws])  # type: ignore[arg-type]
+        Judge._check_inputs_move(judge, module, None, 1, draws[0], [_fingerprint(d) for d in draws])  # type: ignore[arg-type]
 
     for refused, get_inputs in [
         ("input 0 .*same values under every seed", lambda: [torch.randint(0, 1000, (64, 8), generator=own())]),

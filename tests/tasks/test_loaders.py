@@ -298,3 +298,17 @@ def test_a_task_that_draws_from_a_generator_of_its_own_is_refused(draw):
     with pytest.raises(TaskError, match="generator of its own or reseeds"):
         Task.from_source(source, name="own_generator")
     Task.from_source(source.replace(draw, "torch.randint(0, 9, (64,))"), name="global_generator")
+
+
+def test_a_models_own_seeds_outside_get_inputs_are_not_refused():
+    """Red team round 17: the check read the whole file, and seven honest tasks were refused (weights
+    seeded in `__init__`, a GAN's `Generator`, a method named `seed`): only `get_inputs()` draws what
+    the judge must control."""
+    from cuda_agent.tasks.task import Task
+
+    source = ("import torch\nimport torch.nn as nn\n\nclass Generator(nn.Module):\n    pass\n\n"
+              "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+              "        torch.manual_seed(0)\n        self.g = Generator()\n        self.w = nn.Parameter(torch.randn(4))\n"
+              "    def seed(self):\n        return 0\n    def forward(self, x):\n        return x * self.w\n\n"
+              "def get_inputs():\n    return [torch.randn(4)]\n\ndef get_init_inputs():\n    return []\n")
+    Task.from_source(source, name="seeds_its_weights")

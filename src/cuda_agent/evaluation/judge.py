@@ -199,12 +199,6 @@ def _one_value(x: Any) -> bool:
     return bool(((x == first) | (x.isnan() & first.isnan())).all()) if x.is_floating_point() else bool((x == first).all())
 
 
-def _input_prints(torch: Any, inputs: list[Any]) -> list[Any]:
-    """Per input position, what tells two draws apart: a tensor's `_fingerprint` (a tuple), a
-    non-tensor's repr (a NaN is the same NaN)."""
-    return [_fingerprint(x) if isinstance(x, torch.Tensor) else repr(x)[:200] for x in inputs]
-
-
 def _seed_all(torch: Any, seed: int) -> None:
     """Seed every generator a task's `get_inputs()` may draw from: torch's, Python's, numpy's."""
     torch.manual_seed(seed)
@@ -416,12 +410,12 @@ class Judge:
                                               or first.ref_aliases_inputs else [(first.ref, _fingerprint(first.inputs))])
         first_spans = [_span_of(t) for t in _tensor_leaves(first.ref)]
         recycles = False
-        drawn = [_input_prints(torch, first.inputs)]
+        drawn = [_fingerprint(first.inputs)]
         with torch.no_grad():
             for seed in seeds[1:]:
                 trial = self._make_trial(module, reference, seed, dtype, check_mutation=keep or mutates)
                 _same_shapes(first.inputs, trial.inputs, seed)
-                drawn.append(_input_prints(torch, trial.inputs))
+                drawn.append(_fingerprint(trial.inputs))
                 prints.append(_fingerprint(trial.ref))
                 recycles = recycles or _any_overlap(first_spans, [_span_of(t) for t in _tensor_leaves(trial.ref)])
                 mutates = mutates or trial.after is not None
@@ -498,9 +492,9 @@ class Judge:
         return Trial(inputs=inputs, ref=ref, after=args if check_mutation and inputs_changed(inputs, args) else None,
                      ref_aliases_inputs=_any_overlap([_span_of(t) for t in _tensor_leaves(ref)], held))
 
-    def _check_inputs_move(self, module: Any, dtype: Any, seed: int, inputs: list[Any], drawn: list[list[Any]]) -> None:
+    def _check_inputs_move(self, module: Any, dtype: Any, seed: int, inputs: list[Any], drawn: list[Any]) -> None:
         """Every input the judge cannot make new itself moves with the seed (`drawn`: each
-        trial's `_input_prints`), or the task is refused as its own fault, as a task whose shapes
+        trial's inputs' `_fingerprint`, one print per position), or the task is refused as its own fault, as a task whose shapes
         move is (red team rounds 14 and 15): an integer or bool tensor (indices, masks: scaling
         cannot move them) that is the same in every trial and in INPUTS_MOVE_DRAWS more draws
         (a generator of its own, a constant: c1's cached answers scored 2, c2's prefix sums over
@@ -511,7 +505,7 @@ class Judge:
         chance, not over 5 + 16."""
         torch = self.torch
         for p, value in enumerate(drawn[0]):
-            if not isinstance(value, tuple) and any(d[p] != value for d in drawn[1:]):
+            if not isinstance(inputs[p], torch.Tensor) and any(d[p] != value for d in drawn[1:]):
                 raise JudgeError(f"the task's get_inputs() gives non-tensor input {p} another value under another "
                                  f"seed ({value} then {next(d[p] for d in drawn[1:] if d[p] != value)}): the judge "
                                  "gives the clients non-tensor inputs once; make it a constant or a tensor")
@@ -527,7 +521,7 @@ class Judge:
             draw_seed = rng.randrange(2**62)
             raw = self._trial_inputs(module, draw_seed, dtype)
             _same_shapes(inputs, raw, draw_seed)
-            other = _input_prints(torch, raw)
+            other = _fingerprint(raw)
             del raw
             fixed = {p for p in fixed if other[p] == drawn[0][p]}
             exact &= fixed

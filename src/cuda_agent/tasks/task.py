@@ -127,8 +127,12 @@ _OWN_RANDOMNESS = frozenset({"Generator", "manual_seed", "manual_seed_all", "see
 
 
 def own_randomness(tree: ast.Module) -> str:
-    """The first call in the task that makes randomness of its own, as "name (line n)"; "" if none."""
-    for node in ast.walk(tree):
+    """The first call in `get_inputs()` that makes randomness of its own, as "name (line n)"; ""
+    if none. Only there: the Model's own seeds and generators (weights made in `__init__`, a GAN's
+    `Generator`, a method named `seed`) do not touch what the judge draws (red team round 17 found
+    seven honest tasks refused when the whole file was read)."""
+    body = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "get_inputs"]
+    for node in (inner for fn in body for inner in ast.walk(fn)):
         if isinstance(node, ast.Call):
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
