@@ -484,3 +484,40 @@ def test_a_recycled_output_over_256_mib_is_refused(make_workspace, fast_config, 
         assert res.correct and res.reward >= 1, res.reason
     else:
         assert res.reward == -1 and "recycled" in res.reason and "earlier batch" in res.reason, res.reason
+
+
+IMPORT_TIME_TASK = '''
+import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x, y):
+        return torch.bmm(x, x.transpose(1, 2)) + y
+x = torch.randn(8, 64, 64)   # drawn once, at import (hundreds of Ops-6K tasks do this)
+y = torch.randn(8, 64, 64)
+def get_inputs():
+    return [x, y]
+def get_init_inputs():
+    return []
+'''
+
+
+def test_inputs_made_at_import_are_made_new_by_running_the_source_again(make_workspace, fast_config):
+    """Ops-6K (e.g. rows 30 and 32) makes its inputs at module level: the same under every seed, so
+    they were refused as 'a generator of its own'. The judge runs the task's source again for each
+    draw (`_ImportedAgain`), and an honest candidate gets its reward; a constant made at import
+    (an arange of many values) still moves under nothing, and is still refused."""
+    model = '''
+import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        return torch.bmm(x, x.transpose(1, 2)) + y
+'''
+    res = evaluate(make_workspace(model_new=model, task_source=IMPORT_TIME_TASK, name="import_time"),
+                   _torch_ok(fast_config))
+    assert res.correct and res.reward >= 1, res.reason
+    constant = IMPORT_TIME_TASK.replace("x = torch.randn(8, 64, 64)", "x = torch.arange(8 * 64 * 64.0).reshape(8, 64, 64)")
+    constant = constant.replace("y = torch.randn(8, 64, 64)", "y = torch.arange(8 * 64 * 64.0).reshape(8, 64, 64)")
+    res = evaluate(make_workspace(model_new=model, task_source=constant, name="import_constant"),
+                   _torch_ok(fast_config))
+    assert res.reward <= 0 and "same values under every seed" in res.reason, res.reason

@@ -828,6 +828,25 @@ def _task_module(get_inputs):  # type: ignore[no-untyped-def]
     return SimpleNamespace(get_inputs=get_inputs)
 
 
+def _move_check():  # type: ignore[no-untyped-def]
+    """`Judge._check_inputs_move` as `prepare` calls it: 5 trials' draws, on the CPU."""
+    from cuda_agent.evaluation.judge import _ElementDraws, _fingerprint
+
+    judge = SimpleNamespace(torch=torch, device=torch.device("cpu"))
+    judge._trial_inputs = lambda module, seed, dtype, rescale=False: Judge._trial_inputs(  # type: ignore[attr-defined]
+        judge, module, seed, dtype, rescale)  # type: ignore[arg-type]
+
+    def check(get_inputs):  # type: ignore[no-untyped-def]
+        module = _task_module(get_inputs)
+        draws = [judge._trial_inputs(module, seed, None) for seed in range(5)]  # type: ignore[attr-defined]
+        elements = _ElementDraws(torch, draws[0])
+        for d in draws[1:]:
+            elements.add(d)
+        Judge._check_inputs_move(judge, module, None, 1, draws[0], [_fingerprint(d) for d in draws],  # type: ignore[arg-type]
+                                 elements)
+    return check
+
+
 def test_inputs_the_judge_cannot_make_new_must_move_with_the_seed_or_the_task_is_refused() -> None:
     """Red team rounds 14 and 15: an embedding_bag task drew its indices from a generator of its
     own (c1: a kernel that remembered its answers scored 2, computing 1); fixed indices beside
@@ -838,23 +857,15 @@ def test_inputs_the_judge_cannot_make_new_must_move_with_the_seed_or_the_task_is
     repeated by chance, or a constant float beside one that moves (an RNN's zero state). A float
     input that never moves beside one that does is refused unless it is one value throughout
     (round 16, c5: an argmax's winners kept beside a moving divisor, 3)."""
-    from cuda_agent.evaluation.judge import JudgeError, _fingerprint
+    from cuda_agent.evaluation.judge import JudgeError
 
-    judge = SimpleNamespace(torch=torch, device=torch.device("cpu"))
-    judge._trial_inputs = lambda module, seed, dtype, rescale=False: Judge._trial_inputs(  # type: ignore[attr-defined]
-        judge, module, seed, dtype, rescale)  # type: ignore[arg-type]
+    check = _move_check()
     own = lambda: torch.Generator().manual_seed(1234)  # noqa: E731
     flag = iter([torch.tensor([1])] * 5 + [torch.tensor([0])] * 100)  # the same in the 5 trials, then not
     scalar = iter(range(100))
-
-    def check(get_inputs):  # type: ignore[no-untyped-def]
-        module = _task_module(get_inputs)
-        draws = [judge._trial_inputs(module, seed, None) for seed in range(5)]  # type: ignore[attr-defined]
-        Judge._check_inputs_move(judge, module, None, 1, draws[0], [_fingerprint(d) for d in draws])  # type: ignore[arg-type]
-
     for refused, get_inputs in [
         ("input 0 .*same values under every seed", lambda: [torch.randint(0, 1000, (64, 8), generator=own())]),
-        ("input 0 .*same values under every seed", lambda: [torch.randint(0, 9, (64,), generator=own()),
+        ("input 0 .*same values under every seed", lambda: [torch.randint(0, 9, (4096,), generator=own()),
                                                            torch.randint(0, 9, (8,))]),
         ("same values under every seed", lambda: [torch.randn(64, 8, generator=own())]),
         ("non-tensor input 1 another value", lambda: [torch.randn(4), next(scalar)]),
@@ -865,6 +876,53 @@ def test_inputs_the_judge_cannot_make_new_must_move_with_the_seed_or_the_task_is
     check(lambda: [torch.randint(0, 1000, (64, 8)), torch.randn(4)])
     check(lambda: [next(flag)])
     check(lambda: [torch.randn(4, 8), torch.zeros(4, 8), 3])
+
+
+def test_an_input_mostly_fixed_element_by_element_is_refused_and_structure_is_not() -> None:
+    """Red team round 17 (c1): 262,080 of 262,144 embedding_bag indices made by a hash of the
+    position (no generator a source check could name), 64 drawn: every whole input's print moved,
+    and a kernel that precomputed prefix sums on the fixed part scored 2 (3.25x). Elements are
+    compared draw with draw: a part fixed at many values is refused, however it was made (a hash,
+    sin of positions, floats); one value fixed in place is structure (a triangle's zeros, a unit
+    diagonal, a padding mask's head and tail), and so are masks, labels and sparse values that
+    repeat by chance."""
+    from cuda_agent.evaluation.judge import JudgeError
+
+    check = _move_check()
+
+    def hashed(n: int, moving: int) -> torch.Tensor:
+        idx = (torch.arange(n, dtype=torch.int64) * 2654435761 + 12345) % 1000
+        idx[:moving] = torch.randint(0, 1000, (moving,))
+        return idx
+
+    def sin_part() -> list[torch.Tensor]:
+        x = torch.randn(256, 256)
+        x[:, 64:] = torch.sin(torch.arange(256 * 192, dtype=torch.float32)).reshape(256, 192)
+        return [x]
+
+    def padding_mask() -> list[torch.Tensor]:
+        lengths = torch.randint(1, 513, (64,))
+        return [torch.randn(64, 512), torch.arange(512)[None] < lengths[:, None]]
+
+    for get_inputs in [lambda: [hashed(262144, 64), torch.randint(0, 262144, (511,)).sort().values],
+                       lambda: [hashed(4096, 1024)],
+                       sin_part]:
+        with pytest.raises(JudgeError, match="of input 0's .* the same values under every seed, in more than 2"):
+            check(get_inputs)
+    for honest in [lambda: [torch.tril(torch.randn(512, 512))],
+                   lambda: [torch.tril(torch.randn(256, 256), -1) + torch.eye(256)],
+                   lambda: [torch.triu(torch.randint(0, 2, (256, 256)))],
+                   lambda: [torch.randn(64, 10), torch.randint(0, 2, (64,)) * 2 - 1],
+                   lambda: [torch.randn(64, 1000), torch.randint(0, 1000, (64,))],
+                   lambda: [torch.randn(512, 512) * (torch.rand(512, 512) > 0.95)],
+                   lambda: [torch.randint(0, 2, (3,), dtype=torch.bool)],
+                   padding_mask,
+                   lambda: [hashed(4096, 4096 - 300)],  # 7% fixed: too little to precompute on
+                   # constants by design: a causal mask as 0 and -inf (Ops-6K), as bool, and a 3x3 filter
+                   lambda: [torch.randn(8, 1024, 64), torch.triu(torch.ones(1024, 1024) * float("-inf"), diagonal=1)],
+                   lambda: [torch.randn(8, 128), torch.tril(torch.ones(128, 128, dtype=torch.bool))],
+                   lambda: [torch.randn(1, 1, 64, 64), torch.tensor([[1.0, 2, 1], [0, 0, 0], [-1, -2, -1]])]]:
+        check(honest)
 
 
 def test_an_empty_output_is_read_as_empty_and_aliases_nothing() -> None:

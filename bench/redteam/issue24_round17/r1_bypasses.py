@@ -51,7 +51,10 @@ def run(name, kind, body):
     j = judge()
     try:
         draws = [j._trial_inputs(mod, s, None) for s in range(5)]
-        Judge._check_inputs_move(j, mod, None, 1, draws[0], [_prints(torch, d) for d in draws])
+        elements = J._ElementDraws(torch, draws[0])  # round 17's mend: element by element (absent before it)
+        for d in draws[1:]:
+            elements.add(d)
+        Judge._check_inputs_move(j, mod, None, 1, draws[0], [_prints(torch, d) for d in draws], elements)
         row["runtime"] = "accepted"
         # how much of input 0 is the same across two seeds?
         a, b = draws[0][0].float(), draws[1][0].float()

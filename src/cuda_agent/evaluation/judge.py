@@ -66,6 +66,11 @@ EARLY_LOOKS = (12, 24, 48, 96, 192, 384, 768)  # rounds after which the timing m
 EARLY_SHARE = 0.25  # ... and once this share of the budget's wall time is spent (drift averages over it)
 OVERLAP_CHUNK = 1 << 20  # elements whose bytes the overlap check lists at a time (`_really_overlap`)
 INPUTS_MOVE_DRAWS = 16  # draws more that confirm a task's integer inputs ignore the seed (`_check_inputs_move`)
+INPUT_SAMPLE = 1 << 16  # elements of each input compared draw with draw, at secret positions (`_ElementDraws`)
+FIXED_PART_LIMIT = 0.10  # the share of an input's elements that may keep their values under every seed (red
+# team round 17, c1: 262,080 of 262,144 indices fixed, 3.25x), unless they are structure (`_ElementDraws.structure`):
+STRUCTURE_VALUES = 2  # ... at most this many values (a causal mask's 0 and -inf, a triangle's zeros)
+SMALL_CONSTANT = 256  # ... or an input this small (a filter, bucket boundaries)
 PROBE_SAMPLE = 64  # marker latencies kept per role in the answer
 BASELINE_TIMEOUT_S = 900.0  # the baseline client's bound per evaluation (torch.compile's first call included)
 HOLD_GENERATIONS = 2  # earlier batches a client may be told to keep holding while it runs the next
@@ -97,7 +102,7 @@ class Trial:
 @dataclass
 class TaskState:
     key: str
-    module: types.ModuleType
+    module: Any  # what get_inputs() is called on: the task module, or its source run again per draw (`_ImportedAgain`)
     reference: Any
     init_args: list[Any]
     made_on: str  # where the reference was constructed (`construct`): the clients construct there too
@@ -197,6 +202,82 @@ def _one_value(x: Any) -> bool:
     """Every element of the tensor is the same value (NaN included)."""
     first = x.reshape(-1)[:1]
     return bool(((x == first) | (x.isnan() & first.isnan())).all()) if x.is_floating_point() else bool((x == first).all())
+
+
+class _ElementDraws:
+    """Which elements of each tensor input kept their bits in every draw so far, at up to
+    INPUT_SAMPLE secret positions (red team round 17: a whole input's print moves when 64 of
+    262,144 indices do, and the other 262,080, made by a hash of the position, gave a kernel that
+    precomputed on them 3.25x)."""
+
+    def __init__(self, torch: Any, inputs: list[Any]) -> None:
+        self.torch = torch
+        secret = torch.Generator().manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
+        self.positions: dict[int, Any] = {}
+        self.first: dict[int, Any] = {}
+        self.kept: dict[int, Any] = {}
+        self.small: set[int] = set()
+        for p, x in enumerate(inputs):
+            if isinstance(x, torch.Tensor) and x.numel():
+                n = x.numel()
+                self.positions[p] = (None if n <= INPUT_SAMPLE else
+                                     torch.randint(0, n, (INPUT_SAMPLE,), generator=secret).to(x.device))
+                self.first[p] = self._bits(x, p)
+                self.kept[p] = torch.ones(self.first[p].shape[0], dtype=torch.bool, device=x.device)
+                if n <= SMALL_CONSTANT:
+                    self.small.add(p)
+
+    def _bits(self, x: Any, p: int) -> Any:
+        """Input p's sampled elements as rows of integers: equal rows, equal bits (NaN, -0.0 too)."""
+        torch = self.torch
+        flat = x.reshape(-1)
+        if self.positions[p] is not None:
+            flat = flat[self.positions[p]]
+        if flat.is_complex():
+            flat = torch.view_as_real(flat)
+        flat = flat.reshape(flat.shape[0], -1)
+        size = flat.element_size()
+        return flat.contiguous().view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[size])
+
+    def add(self, inputs: list[Any]) -> None:
+        for p in self.kept:
+            self.kept[p] &= (self._bits(inputs[p], p) == self.first[p]).all(dim=1)
+
+    def structure(self, p: int) -> bool:
+        """Input p's kept elements are the task's structure, not data to precompute on: at most
+        STRUCTURE_VALUES values (a triangle's zeros, a unit diagonal, a causal mask's 0 and -inf,
+        a padding mask's ends: a kernel may assume them, as the task intends), or an input of
+        SMALL_CONSTANT elements or fewer (a filter, bucket boundaries)."""
+        if p in self.small:
+            return True
+        kept = self.first[p][self.kept[p]]
+        return kept.shape[0] == 0 or self.torch.unique(kept, dim=0).shape[0] <= STRUCTURE_VALUES
+
+    def fixed_share(self, p: int) -> float:
+        """The share of input p's sampled elements that kept their bits in every draw; 0 where
+        they are structure (`structure`)."""
+        return 0.0 if self.structure(p) else float(self.kept[p].float().mean())
+
+    def parted(self, among: Any = None) -> set[int]:
+        """The inputs whose fixed share is over FIXED_PART_LIMIT."""
+        return {p for p in (self.kept if among is None else among) if self.fixed_share(p) > FIXED_PART_LIMIT}
+
+
+class _ImportedAgain:
+    """A task's `get_inputs()` from its source executed anew for every draw (under the draw's seed,
+    on the judge's device): a task that made its inputs at import (`x = torch.randn(...)` beside
+    `def get_inputs(): return [x]`, Ops-6K has hundreds) gives them new under every seed this way,
+    where the module imported once gave the same values, which no timed call could make new."""
+
+    def __init__(self, source: str) -> None:
+        self.code = compile(source, "<reference_task_inputs>", "exec")
+
+    def get_inputs(self) -> Any:
+        module = types.ModuleType("reference_task_inputs")
+        module.__file__ = "<reference_task_inputs>"
+        sys.modules[module.__name__] = module  # (dataclasses look their module up there)
+        exec(self.code, module.__dict__)
+        return module.get_inputs()
 
 
 def _seed_all(torch: Any, seed: int) -> None:
@@ -397,34 +478,48 @@ class Judge:
         seeds = cfg.trial_seeds()
         self.backend.synchronize()
         base_alloc = self._allocated()
-        self._reset_peak()
-        first = self._make_trial(module, reference, seeds[0], dtype)
-        set_bytes, out_bytes = _nbytes(torch, first.inputs), _nbytes(torch, first.ref)
-        forward = max(0, self._forward_peak - base_alloc - 2 * set_bytes - out_bytes)
-        prints = [_fingerprint(first.ref)]
-        keep = (set_bytes + out_bytes) * len(seeds) <= TRIALS_HELD_BYTES
-        trials: list[Trial] | None = [first] if keep else None
-        mutates = first.after is not None
-        # held without their inputs where small and no view of an input (held, that would keep the input alive)
-        refs: list[tuple[Any, Any]] | None = (None if keep or out_bytes * len(seeds) > TRIALS_HELD_BYTES
-                                              or first.ref_aliases_inputs else [(first.ref, _fingerprint(first.inputs))])
-        first_spans = [_span_of(t) for t in _tensor_leaves(first.ref)]
-        recycles = False
-        drawn = [_fingerprint(first.inputs)]
+        draws: Any = module  # what get_inputs() is called on: the module, or its source run again (`_ImportedAgain`)
+        while True:
+            self._reset_peak()
+            first = self._make_trial(draws, reference, seeds[0], dtype)
+            set_bytes, out_bytes = _nbytes(torch, first.inputs), _nbytes(torch, first.ref)
+            forward = max(0, self._forward_peak - base_alloc - 2 * set_bytes - out_bytes)
+            prints = [_fingerprint(first.ref)]
+            keep = (set_bytes + out_bytes) * len(seeds) <= TRIALS_HELD_BYTES
+            trials: list[Trial] | None = [first] if keep else None
+            mutates = first.after is not None
+            # held without their inputs where small and no view of an input (held, that would keep the input alive)
+            refs: list[tuple[Any, Any]] | None = (None if keep or out_bytes * len(seeds) > TRIALS_HELD_BYTES
+                                                  or first.ref_aliases_inputs else [(first.ref, _fingerprint(first.inputs))])
+            first_spans = [_span_of(t) for t in _tensor_leaves(first.ref)]
+            recycles = False
+            drawn = [_fingerprint(first.inputs)]
+            elements = _ElementDraws(torch, first.inputs)
+            with torch.no_grad():
+                for seed in seeds[1:]:
+                    trial = self._make_trial(draws, reference, seed, dtype, check_mutation=keep or mutates)
+                    _same_shapes(first.inputs, trial.inputs, seed)
+                    drawn.append(_fingerprint(trial.inputs))
+                    elements.add(trial.inputs)
+                    prints.append(_fingerprint(trial.ref))
+                    recycles = recycles or _any_overlap(first_spans, [_span_of(t) for t in _tensor_leaves(trial.ref)])
+                    mutates = mutates or trial.after is not None
+                    if trials is not None:
+                        trials.append(trial)
+                    if refs is not None:
+                        refs.append((trial.ref, _fingerprint(trial.inputs)))
+                    del trial
+            try:
+                with torch.no_grad():
+                    self._check_inputs_move(draws, dtype, seeds[0], first.inputs, drawn, elements)
+                break
+            except JudgeError:
+                if draws is not module or not self._moves_imported_again(req.task_source, seeds, dtype):
+                    raise
+                draws, first, trials, refs, elements = _ImportedAgain(req.task_source), None, None, None, None
+                self.release_memory()
+        del elements
         with torch.no_grad():
-            for seed in seeds[1:]:
-                trial = self._make_trial(module, reference, seed, dtype, check_mutation=keep or mutates)
-                _same_shapes(first.inputs, trial.inputs, seed)
-                drawn.append(_fingerprint(trial.inputs))
-                prints.append(_fingerprint(trial.ref))
-                recycles = recycles or _any_overlap(first_spans, [_span_of(t) for t in _tensor_leaves(trial.ref)])
-                mutates = mutates or trial.after is not None
-                if trials is not None:
-                    trials.append(trial)
-                if refs is not None:
-                    refs.append((trial.ref, _fingerprint(trial.inputs)))
-                del trial
-            self._check_inputs_move(module, dtype, seeds[0], first.inputs, drawn)
             if recycles:  # every call's output is one buffer that the next overwrites: none can be held, each
                 trials = None  # trial is made again, forward and all, when used (review of the held outputs)
             t0 = time.perf_counter()
@@ -434,7 +529,7 @@ class Judge:
         eager_ms = (time.perf_counter() - t0) * 1000 / 3
         if not keep:
             self.release_memory()  # the trials' transient blocks go back before the clients allocate theirs
-        self.state = TaskState(key=key, module=module, reference=reference, init_args=init_args, made_on=made_on, seeds=seeds,
+        self.state = TaskState(key=key, module=draws, reference=reference, init_args=init_args, made_on=made_on, seeds=seeds,
                                dtype=dtype, trials=trials, mutates=mutates,
                                ref_varies=any(p != prints[0] for p in prints[1:]),
                                work=self._work_of(set_bytes, out_bytes), eager_ms=eager_ms,
@@ -492,17 +587,32 @@ class Judge:
         return Trial(inputs=inputs, ref=ref, after=args if check_mutation and inputs_changed(inputs, args) else None,
                      ref_aliases_inputs=_any_overlap([_span_of(t) for t in _tensor_leaves(ref)], held))
 
-    def _check_inputs_move(self, module: Any, dtype: Any, seed: int, inputs: list[Any], drawn: list[Any]) -> None:
-        """Every input the judge cannot make new itself moves with the seed (`drawn`: each
-        trial's inputs' `_fingerprint`, one print per position), or the task is refused as its own fault, as a task whose shapes
-        move is (red team rounds 14 and 15): an integer or bool tensor (indices, masks: scaling
-        cannot move them) that is the same in every trial and in INPUTS_MOVE_DRAWS more draws
-        (a generator of its own, a constant: c1's cached answers scored 2, c2's prefix sums over
-        fixed indices beside moving offsets 3), or every tensor input at once, floats included
-        (c3: scaling alone kept an argmax's winners, 3). A non-tensor input (an int, a float)
-        that changes with the seed is refused too: the clients are given those once (h4: every
-        honest candidate was -1). A few small draws, e.g. one flag, repeat over 5 trials by
-        chance, not over 5 + 16."""
+    def _moves_imported_again(self, source: str, seeds: list[int], dtype: Any) -> bool:
+        """Whether the task's inputs move when its source runs again under each seed (`_ImportedAgain`)."""
+        again = _ImportedAgain(source)
+        try:
+            return _fingerprint(self._trial_inputs(again, seeds[0], dtype)) != \
+                _fingerprint(self._trial_inputs(again, seeds[1], dtype))
+        except Exception:  # noqa: BLE001 - a source that cannot run twice keeps the first refusal
+            return False
+
+    def _check_inputs_move(self, module: Any, dtype: Any, seed: int, inputs: list[Any], drawn: list[Any],
+                           elements: _ElementDraws) -> None:
+        """Every input the judge cannot make new itself moves with the seed, or the task is refused
+        as its own fault, as a task whose shapes move is (red team rounds 14-17). `drawn`: each
+        trial's inputs' `_fingerprint`, one print per position; `elements`: the same draws element
+        by element, at secret positions. Refused, each after INPUTS_MOVE_DRAWS more draws confirm it
+        (a flag or a mask's elements repeat over 5 draws by chance, not over 5 + 16):
+        - a tensor input the same in every draw, unless it is structure (`_ElementDraws.structure`:
+          a causal mask, a zero state, a small filter): indices from a generator of their own
+          (round 14, c1: cached answers scored 2), a float of its own generator beside a moving
+          divisor (round 16, c5: an argmax's winners kept, 3; scaling keeps a float's order);
+        - an input whose elements, over FIXED_PART_LIMIT of them, keep their values in every draw
+          and are not structure (round 17, c1: 262,080 of 262,144 indices made by a hash of the
+          position, 64 moving: prefix sums kept across calls, 3.25x);
+        - every tensor input the same at once, structure or not (round 15, c3: nothing new, 3);
+        - a non-tensor input (an int, a float) that changes with the seed: the clients are given
+          those once (round 15, h4: every honest candidate was -1)."""
         torch = self.torch
         for p, value in enumerate(drawn[0]):
             if not isinstance(inputs[p], torch.Tensor) and any(d[p] != value for d in drawn[1:]):
@@ -511,10 +621,9 @@ class Judge:
                                  "gives the clients non-tensor inputs once; make it a constant or a tensor")
         tensors = [p for p, x in enumerate(inputs) if isinstance(x, torch.Tensor) and x.numel()]
         fixed = {p for p in tensors if all(d[p] == drawn[0][p] for d in drawn[1:])}
-        # a float input the same under every seed is a constant too, unless every element is one value (an RNN's
-        # zero state): scaling it keeps its order, and an argmax's winners with it (red team round 16, c5: 3)
-        exact = {p for p in fixed if not inputs[p].is_floating_point() or not _one_value(inputs[p])}
-        if not exact and (not tensors or fixed != set(tensors)):
+        exact = {p for p in fixed if not elements.structure(p)}
+        parted = elements.parted()
+        if not exact and not parted and (not tensors or fixed != set(tensors)):
             return
         rng = random.Random(seed)
         for _ in range(INPUTS_MOVE_DRAWS):
@@ -522,10 +631,12 @@ class Judge:
             raw = self._trial_inputs(module, draw_seed, dtype)
             _same_shapes(inputs, raw, draw_seed)
             other = _fingerprint(raw)
+            elements.add(raw)
             del raw
             fixed = {p for p in fixed if other[p] == drawn[0][p]}
             exact &= fixed
-            if not exact and fixed != set(tensors):
+            parted = elements.parted(parted)
+            if not exact and not parted and fixed != set(tensors):
                 return
         if exact:
             p = min(exact)
@@ -534,6 +645,13 @@ class Judge:
                              "each timed call (scaling moves neither an index nor a float's order), and a kernel that "
                              "precomputed on it would look faster; draw it from torch's global generator, or make a "
                              "constant a buffer of the Model")
+        if parted:
+            p = min(parted)
+            raise JudgeError(f"the task's get_inputs() gives {elements.fixed_share(p):.0%} of input {p}'s "
+                             f"({inputs[p].dtype}) elements the same values under every seed, in more than "
+                             f"{STRUCTURE_VALUES} values (a generator of its own, or values made from positions): a "
+                             "kernel that precomputed on them would look faster; draw them from torch's global "
+                             "generator")
         raise JudgeError("the task's get_inputs() gives the same values under every seed (a generator of its own, or "
                          "constants): scaling alone cannot make every timed call's inputs new; draw them from "
                          "torch's global generator")

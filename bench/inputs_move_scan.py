@@ -1,0 +1,149 @@
+"""Run the judge's input-move check (`Judge._check_inputs_move`: whole inputs and element by
+element) over whole task sets on this machine's CPU, as `Judge.prepare` runs it, and list every
+task it refuses: an honest task refused is a guard that fires on honest work.
+
+Each task's inputs are first made on torch's meta device to learn their size; tasks whose inputs
+pass --max-gb are counted as skipped, not drawn (on a GPU, `--device cuda`, the large ones fit). Results go one JSON line per task to --out as
+each finishes, and a rerun skips what the file holds. Workers are separate processes, so a task
+that hangs or crashes costs only itself.
+
+    .venv/bin/python bench/inputs_move_scan.py --out /tmp/scan.jsonl \\
+        .carry/KernelBench .carry-data/ops6k.parquet release/cuda-agent-synth-2013/tasks.parquet
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+TASK_TIMEOUT_S = 120
+
+
+def _meta_bytes(torch, module) -> int:  # type: ignore[no-untyped-def]
+    with torch.device("meta"):
+        inputs = list(module.get_inputs())
+    return sum(x.numel() * x.element_size() for x in inputs if isinstance(x, torch.Tensor))
+
+
+def check_one(name: str, source: str, device: str = "cpu", max_bytes: int = 1 << 30) -> dict:  # type: ignore[type-arg]
+    """The check's verdict on one task: ok, refused (its message), skipped (too large) or error."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from cuda_agent.evaluation.judge import (Judge, JudgeError, _ElementDraws, _fingerprint, _ImportedAgain,
+                                             _same_shapes, module_from_source)
+
+    t0 = time.perf_counter()
+    try:
+        module = module_from_source("scan_task", source)
+    except Exception as exc:  # noqa: BLE001 - a task that does not import is counted, not fatal
+        return {"task": name, "verdict": "error", "why": f"import: {type(exc).__name__}: {exc}"[:300]}
+    try:
+        size = _meta_bytes(torch, module)
+    except Exception:  # noqa: BLE001 - meta tensors do not cover every op: draw it for real
+        size = -1
+    if size > max_bytes:
+        return {"task": name, "verdict": "skipped", "bytes": size}
+    judge = SimpleNamespace(torch=torch, device=torch.device(device))
+    judge._trial_inputs = lambda module, seed, dtype, rescale=False: Judge._trial_inputs(judge, module, seed, dtype, rescale)
+    seeds = [1000 + 7919 * i + 1 for i in range(5)]
+
+    def check(draws) -> None:  # type: ignore[no-untyped-def]
+        first = judge._trial_inputs(draws, seeds[0], None)
+        elements, drawn = _ElementDraws(torch, first), [_fingerprint(first)]
+        for seed in seeds[1:]:
+            other = judge._trial_inputs(draws, seed, None)
+            _same_shapes(first, other, seed)
+            drawn.append(_fingerprint(other))
+            elements.add(other)
+            del other
+        Judge._check_inputs_move(judge, draws, None, seeds[0], first, drawn, elements)
+
+    verdict = "ok"
+    try:
+        try:
+            check(module)
+        except JudgeError:  # as `Judge.task_state`: the source run again for each draw, where that moves them
+            if not Judge._moves_imported_again(judge, source, seeds, None):
+                raise
+            verdict = "ok imported again"
+            check(_ImportedAgain(source))
+    except JudgeError as exc:
+        return {"task": name, "verdict": "refused", "why": str(exc)[:400], "s": round(time.perf_counter() - t0, 2)}
+    except Exception as exc:  # noqa: BLE001
+        return {"task": name, "verdict": "error", "why": f"{type(exc).__name__}: {exc}"[:300]}
+    return {"task": name, "verdict": verdict, "s": round(time.perf_counter() - t0, 2)}
+
+
+def _tasks(sources: list[str]):  # type: ignore[no-untyped-def]
+    from cuda_agent.tasks.loaders import load_tasks
+
+    for source in sources:
+        loaded = load_tasks(source, on_error="skip")
+        for i, task in enumerate(loaded):
+            yield f"{Path(source).name}:{i}:{task.name}", task.source
+
+
+def worker(sources: list[str], shard: int, shards: int, out: Path, done: set[str], device: str,
+           max_bytes: int) -> None:
+    import torch
+
+    torch.set_num_threads(1)
+    with out.open("a") as f:
+        for i, (name, source) in enumerate(_tasks(sources)):
+            if i % shards != shard or name in done:
+                continue
+            print(json.dumps({"task": name, "verdict": "started"}), file=f, flush=True)
+            signal.alarm(TASK_TIMEOUT_S)
+            row = check_one(name, source, device, max_bytes)
+            signal.alarm(0)
+            print(json.dumps(row), file=f, flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("sources", nargs="+")
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--max-gb", type=float, default=1.0)
+    parser.add_argument("--shard", type=int, default=-1, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.shard >= 0:
+        rows = [json.loads(line) for line in args.out.read_text().splitlines()] if args.out.exists() else []
+        # a task that was started and never finished (killed, crashed) is not tried again
+        worker(args.sources, args.shard, args.jobs, args.out.with_suffix(f".{args.shard}.jsonl"),
+               {r["task"] for r in rows}, args.device, int(args.max_gb * 2**30))
+        return
+    while True:
+        parts = [args.out.with_suffix(f".{k}.jsonl") for k in range(args.jobs)]
+        procs = [subprocess.Popen([sys.executable, __file__, *args.sources, "--out", str(args.out), "--jobs",
+                                   str(args.jobs), "--device", args.device, "--max-gb", str(args.max_gb),
+                                   "--shard", str(k)]) for k in range(args.jobs)]
+        codes = [p.wait() for p in procs]
+        with args.out.open("a") as f:
+            for part in parts:
+                if part.exists():
+                    f.write(part.read_text())
+                    part.unlink()
+        if not any(codes):
+            break
+    rows = [json.loads(line) for line in args.out.read_text().splitlines()]
+    final = {r["task"]: r for r in rows}
+    counts: dict[str, int] = {}
+    for r in final.values():
+        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
+    print(json.dumps(counts))
+    for r in final.values():
+        if r["verdict"] in ("refused", "started"):
+            print(r["task"], r["verdict"], r.get("why", "(killed or crashed)"))
+
+
+if __name__ == "__main__":
+    main()
