@@ -117,16 +117,26 @@ def main() -> None:
     args = parser.parse_args()
     if args.shard >= 0:
         rows = [json.loads(line) for line in args.out.read_text().splitlines()] if args.out.exists() else []
-        # a task that was started and never finished (killed, crashed) is not tried again
+        # done: a verdict, or started twice and never finished (it kills its worker: not tried a third time)
+        starts: dict[str, int] = {}
+        for r in rows:
+            again = r["verdict"] == "started" or "OutOfMemoryError" in r.get("why", "")  # (workers side by side)
+            starts[r["task"]] = starts.get(r["task"], 0) + (1 if again else 2)
         worker(args.sources, args.shard, args.jobs, args.out.with_suffix(f".{args.shard}.jsonl"),
-               {r["task"] for r in rows}, args.device, int(args.max_gb * 2**30))
+               {t for t, n in starts.items() if n >= 2}, args.device, int(args.max_gb * 2**30))
         return
-    while True:
+    stopped = False
+    while not stopped:
         parts = [args.out.with_suffix(f".{k}.jsonl") for k in range(args.jobs)]
         procs = [subprocess.Popen([sys.executable, __file__, *args.sources, "--out", str(args.out), "--jobs",
                                    str(args.jobs), "--device", args.device, "--max-gb", str(args.max_gb),
                                    "--shard", str(k)]) for k in range(args.jobs)]
-        codes = [p.wait() for p in procs]
+        try:
+            codes = [p.wait() for p in procs]
+        except KeyboardInterrupt:  # out of time: what finished is kept, a rerun goes on from there
+            for p in procs:
+                p.kill()
+            codes, stopped = [p.wait() for p in procs], True
         with args.out.open("a") as f:
             for part in parts:
                 if part.exists():
@@ -141,7 +151,7 @@ def main() -> None:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
     print(json.dumps(counts))
     for r in final.values():
-        if r["verdict"] in ("refused", "started"):
+        if r["verdict"] in ("refused", "started", "error"):
             print(r["task"], r["verdict"], r.get("why", "(killed or crashed)"))
 
 

@@ -864,12 +864,13 @@ def test_inputs_the_judge_cannot_make_new_must_move_with_the_seed_or_the_task_is
     flag = iter([torch.tensor([1])] * 5 + [torch.tensor([0])] * 100)  # the same in the 5 trials, then not
     scalar = iter(range(100))
     for refused, get_inputs in [
-        ("input 0 .*same values under every seed", lambda: [torch.randint(0, 1000, (64, 8), generator=own())]),
-        ("input 0 .*same values under every seed", lambda: [torch.randint(0, 9, (4096,), generator=own()),
+        ("input 0 .*same values under every seed", lambda: [torch.randint(0, 1000, (64, 128), generator=own())]),
+        ("input 0 .*same values under every seed", lambda: [torch.randint(0, 9, (8192,), generator=own()),
                                                            torch.randint(0, 9, (8,))]),
         ("same values under every seed", lambda: [torch.randn(64, 8, generator=own())]),
         ("non-tensor input 1 another value", lambda: [torch.randn(4), next(scalar)]),
-        ("input 0 .*same values under every seed", lambda: [torch.randn(64, 8, generator=own()), torch.rand(1)]),
+        ("input 0 as a tuple of tensors", lambda: [(torch.randn(4), torch.randn(4)), torch.randn(4)]),
+        ("input 0 .*same values under every seed", lambda: [torch.randn(64, 128, generator=own()), torch.rand(1)]),
     ]:
         with pytest.raises(JudgeError, match=refused):
             check(get_inputs)
@@ -905,7 +906,7 @@ def test_an_input_mostly_fixed_element_by_element_is_refused_and_structure_is_no
         return [torch.randn(64, 512), torch.arange(512)[None] < lengths[:, None]]
 
     for get_inputs in [lambda: [hashed(262144, 64), torch.randint(0, 262144, (511,)).sort().values],
-                       lambda: [hashed(4096, 1024)],
+                       lambda: [hashed(16384, 4096)],
                        sin_part]:
         with pytest.raises(JudgeError, match="of input 0's .* the same values under every seed, in more than 2"):
             check(get_inputs)
@@ -921,7 +922,10 @@ def test_an_input_mostly_fixed_element_by_element_is_refused_and_structure_is_no
                    # constants by design: a causal mask as 0 and -inf (Ops-6K), as bool, and a 3x3 filter
                    lambda: [torch.randn(8, 1024, 64), torch.triu(torch.ones(1024, 1024) * float("-inf"), diagonal=1)],
                    lambda: [torch.randn(8, 128), torch.tril(torch.ones(128, 128, dtype=torch.bool))],
-                   lambda: [torch.randn(1, 1, 64, 64), torch.tensor([[1.0, 2, 1], [0, 0, 0], [-1, -2, -1]])]]:
+                   lambda: [torch.randn(1, 1, 64, 64), torch.tensor([[1.0, 2, 1], [0, 0, 0], [-1, -2, -1]])],
+                   # Ops-6K rows 3383 and 3161: a periodic index and linspace grids, constants of 512-1280 elements
+                   lambda: [torch.randn(512, 64), torch.tensor([i % 8 for i in range(512)])],
+                   lambda: [torch.randn(4, 1280), torch.linspace(0, 1, 1280), torch.linspace(0, 1, 1280)]]:
         check(honest)
 
 

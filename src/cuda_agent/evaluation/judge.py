@@ -70,7 +70,8 @@ INPUT_SAMPLE = 1 << 16  # elements of each input compared draw with draw, at sec
 FIXED_PART_LIMIT = 0.10  # the share of an input's elements that may keep their values under every seed (red
 # team round 17, c1: 262,080 of 262,144 indices fixed, 3.25x), unless they are structure (`_ElementDraws.structure`):
 STRUCTURE_VALUES = 2  # ... at most this many values (a causal mask's 0 and -inf, a triangle's zeros)
-SMALL_CONSTANT = 256  # ... or an input this small (a filter, bucket boundaries)
+SMALL_CONSTANT = 4096  # ... or an input this small (a filter, bucket boundaries, Ops-6K's linspace grids and
+# periodic index of 512-1280 elements): what a kernel can precompute on it is small beside a moving input's work
 PROBE_SAMPLE = 64  # marker latencies kept per role in the answer
 BASELINE_TIMEOUT_S = 900.0  # the baseline client's bound per evaluation (torch.compile's first call included)
 HOLD_GENERATIONS = 2  # earlier batches a client may be told to keep holding while it runs the next
@@ -247,7 +248,7 @@ class _ElementDraws:
         """Input p's kept elements are the task's structure, not data to precompute on: at most
         STRUCTURE_VALUES values (a triangle's zeros, a unit diagonal, a causal mask's 0 and -inf,
         a padding mask's ends: a kernel may assume them, as the task intends), or an input of
-        SMALL_CONSTANT elements or fewer (a filter, bucket boundaries)."""
+        SMALL_CONSTANT elements or fewer (a filter, bucket boundaries, a grid)."""
         if p in self.small:
             return True
         kept = self.first[p][self.kept[p]]
@@ -616,6 +617,10 @@ class Judge:
         torch = self.torch
         for p, value in enumerate(drawn[0]):
             if not isinstance(inputs[p], torch.Tensor) and any(d[p] != value for d in drawn[1:]):
+                if isinstance(inputs[p], (list, tuple, dict)) and _tensor_leaves(inputs[p]):
+                    raise JudgeError(f"the task's get_inputs() gives input {p} as a {type(inputs[p]).__name__} of "
+                                     "tensors: the judge stages tensor inputs one per position, and gives anything "
+                                     "else to the clients once; pass its tensors as inputs of their own")
                 raise JudgeError(f"the task's get_inputs() gives non-tensor input {p} another value under another "
                                  f"seed ({value} then {next(d[p] for d in drawn[1:] if d[p] != value)}): the judge "
                                  "gives the clients non-tensor inputs once; make it a constant or a tensor")
