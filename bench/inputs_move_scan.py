@@ -36,8 +36,8 @@ def check_one(name: str, source: str, device: str = "cpu", max_bytes: int = 1 <<
 
     import torch
 
-    from cuda_agent.evaluation.judge import (Judge, JudgeError, _ElementDraws, _fingerprint, _ImportedAgain,
-                                             _same_shapes, module_from_source)
+    from cuda_agent.evaluation.judge import (Judge, JudgeError, _ElementDraws, _fingerprint, _holds_tensors,
+                                             _ImportedAgain, _same_shapes, module_from_source)
 
     t0 = time.perf_counter()
     try:
@@ -54,7 +54,7 @@ def check_one(name: str, source: str, device: str = "cpu", max_bytes: int = 1 <<
     judge._trial_inputs = lambda module, seed, dtype, rescale=False: Judge._trial_inputs(judge, module, seed, dtype, rescale)
     seeds = [1000 + 7919 * i + 1 for i in range(5)]
 
-    def check(draws) -> None:  # type: ignore[no-untyped-def]
+    def check(draws):  # type: ignore[no-untyped-def]
         first = judge._trial_inputs(draws, seeds[0], None)
         elements, drawn = _ElementDraws(torch, first), [_fingerprint(first)]
         for seed in seeds[1:]:
@@ -64,14 +64,19 @@ def check_one(name: str, source: str, device: str = "cpu", max_bytes: int = 1 <<
             elements.add(other)
             del other
         Judge._check_inputs_move(judge, draws, None, seeds[0], first, drawn, elements)
+        return elements
 
     verdict = "ok"
     try:
-        try:
-            check(module)
-        except JudgeError:  # as `Judge.task_state`: the source run again for each draw, where that moves them
+        try:  # as `Judge.task_state`: the source run again for each draw where that moves what was fixed
+            elements = check(module)
+            suspects = elements.suspects() if _holds_tensors(module) else set()
+            again = bool(suspects) and Judge._moves_imported_again(judge, source, seeds, None, suspects)
+        except JudgeError:
             if not Judge._moves_imported_again(judge, source, seeds, None):
                 raise
+            again = True
+        if again:
             verdict = "ok imported again"
             check(_ImportedAgain(source))
     except JudgeError as exc:

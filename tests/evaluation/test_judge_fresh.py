@@ -521,3 +521,47 @@ class ModelNew(nn.Module):
     res = evaluate(make_workspace(model_new=model, task_source=constant, name="import_constant"),
                    _torch_ok(fast_config))
     assert res.reward <= 0 and "same values under every seed" in res.reason, res.reason
+
+
+IMPORT_MASK_TASK = '''
+import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, x, mask):
+        return (x * mask).sum(1)
+mask = torch.rand(256, 512) < 0.01   # drawn once, at import: two values, so structure by count alone
+def get_inputs():
+    return [torch.randn(256, 512), mask]
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_random_mask_made_at_import_is_drawn_anew(make_workspace, fast_config):
+    """Red team round 18 (h1): a random mask made at import, beside an input drawn per call, passed
+    the check as structure (two values), and a kernel that listed its nonzeros once and then read
+    only those scored 3 to the honest kernel's 2. The module holds tensors and something stayed
+    fixed, so the source runs again for each draw: the mask is new on every call, and a candidate
+    that remembers it is wrong; the honest candidate keeps its reward."""
+    remembers = '''
+import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x, mask):
+        if not hasattr(self, "where"):
+            self.where = mask.nonzero(as_tuple=True)
+        rows, cols = self.where
+        return torch.zeros(x.shape[0], dtype=x.dtype, device=x.device).index_add_(0, rows, x[rows, cols])
+'''
+    honest = '''
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x, mask):
+        return (x * mask).sum(1)
+'''
+    res = evaluate(make_workspace(model_new=remembers, task_source=IMPORT_MASK_TASK, name="import_mask"),
+                   _torch_ok(fast_config))
+    assert res.reward == -1 and not res.correct, res.reason
+    res = evaluate(make_workspace(model_new=honest, task_source=IMPORT_MASK_TASK, name="import_mask_honest"),
+                   _torch_ok(fast_config))
+    assert res.correct and res.reward >= 1, res.reason

@@ -901,6 +901,10 @@ def test_an_input_mostly_fixed_element_by_element_is_refused_and_structure_is_no
         x[:, 64:] = torch.sin(torch.arange(256 * 192, dtype=torch.float32)).reshape(256, 192)
         return [x]
 
+    def coordconv() -> list[torch.Tensor]:
+        xx = torch.linspace(-1, 1, 64).expand(4, 1, 64, 64)
+        return [torch.cat([torch.randn(4, 3, 64, 64), xx, xx.transpose(2, 3)], dim=1)]
+
     def padding_mask() -> list[torch.Tensor]:
         lengths = torch.randint(1, 513, (64,))
         return [torch.randn(64, 512), torch.arange(512)[None] < lengths[:, None]]
@@ -925,8 +929,17 @@ def test_an_input_mostly_fixed_element_by_element_is_refused_and_structure_is_no
                    lambda: [torch.randn(1, 1, 64, 64), torch.tensor([[1.0, 2, 1], [0, 0, 0], [-1, -2, -1]])],
                    # Ops-6K rows 3383 and 3161: a periodic index and linspace grids, constants of 512-1280 elements
                    lambda: [torch.randn(512, 64), torch.tensor([i % 8 for i in range(512)])],
-                   lambda: [torch.randn(4, 1280), torch.linspace(0, 1, 1280), torch.linspace(0, 1, 1280)]]:
+                   lambda: [torch.randn(4, 1280), torch.linspace(0, 1, 1280), torch.linspace(0, 1, 1280)],
+                   # red team round 18 (l1): positions and coordinates, sorted along their rows, many values
+                   lambda: [torch.randn(4096, 16), torch.stack([torch.arange(4096).repeat_interleave(8),
+                                                                torch.randint(0, 4096, (32768,))])],
+                   lambda: [torch.randn(8, 512), torch.arange(8192)],
+                   coordconv]:
         check(honest)
+    # rows of two are always sorted: no exemption for fixed data shaped so
+    with pytest.raises(JudgeError, match="input 1 .*same values under every seed"):
+        check(lambda: [torch.randn(8), torch.randint(0, 1000, (8192, 2), generator=torch.Generator().manual_seed(7))
+                       .sort(dim=1).values])
 
 
 def test_an_empty_output_is_read_as_empty_and_aliases_nothing() -> None:
@@ -956,3 +969,22 @@ def test_an_empty_output_is_read_as_empty_and_aliases_nothing() -> None:
     bad = {"type": "done", "outputs": [{"tensor": {**layout, "shape": [4]}, "where": {"address": 0}, "device": "cpu"}]}
     with pytest.raises(JudgeError, match="baseline client's output could not be read"):
         _CandidateSession.collect(session, bad, 1, "time", copy=False)  # type: ignore[arg-type]
+
+
+def test_a_source_run_again_draws_under_the_judges_seed_whatever_it_seeds_itself() -> None:
+    """Red team round 18 (l1): a task that seeds torch at import and then makes its inputs there
+    gave the same inputs on every run of its source, and was refused. While the source runs again
+    (`_ImportedAgain`) its reseeds do nothing, so the judge's seed decides; afterwards they work."""
+    from cuda_agent.evaluation.judge import _ImportedAgain
+
+    again = _ImportedAgain("import torch\ntorch.manual_seed(42)\nx = torch.randn(64)\ndef get_inputs():\n    return [x]\n")
+    torch.manual_seed(1)
+    one = again.get_inputs()[0]
+    torch.manual_seed(2)
+    other = again.get_inputs()[0]
+    torch.manual_seed(1)
+    assert torch.equal(one, again.get_inputs()[0]) and not torch.equal(one, other)
+    torch.manual_seed(42)
+    first = torch.randn(3)
+    torch.manual_seed(42)
+    assert torch.equal(first, torch.randn(3))  # restored
