@@ -1688,24 +1688,29 @@ class _CandidateSession:
         self.await_ready()
 
     def send_start(self) -> None:
-        """Lay out the arena and tell the client to load (it loads while the judge goes on)."""
+        """Lay out the arena and tell the client to load (it loads while the judge goes on). A
+        client still starting gets the request all the same: it waits in the channel, read the
+        moment the client is up (issue 23: the baseline client, taken before it was up, held the
+        candidate's start back by ~0.65 s while the judge waited for it)."""
         self.layout(self.m)
         self.link.memory_limit = int(self.cfg.memory_limit_gb * 2**30)
         if self.role == "candidate":  # memory files it makes count against its limit; the arena, the judge's, not
             file_id = getattr(self.arena, "file_id", None)
             self.link.memfd_exempt = {file_id} if file_id is not None else set()
             self.link.memory_group = getattr(self.link, "memory_cgroup", None)  # and its cgroup's peak
-        from .candidate_link import CandidateDied
-
-        try:
-            self.link.await_started(self.limit("load"))
-        except CandidateDied as exc:
-            raise JudgeError(f"a client process did not start: {exc.reason}") from None
-        self.started_at = time.monotonic()  # the load stage's clock: from the request, not the process's start
+        self.started_at = time.monotonic()  # the load stage's clock: from the request (or the start, if later)
         self.link.send({"type": "start", **self.start_request}, fds=self.arena.fds)
 
     def await_ready(self) -> None:
         """Wait for the client's "ready"; the candidate is then checked and frozen."""
+        from .candidate_link import CandidateDied
+
+        if not self.link.started():
+            try:
+                self.link.await_started(self.limit("load"))
+            except CandidateDied as exc:
+                raise JudgeError(f"a client process did not start: {exc.reason}") from None
+            self.started_at = max(self.started_at, time.monotonic())  # its load began once it was up
         msg = self.receive("load", self.started_at)
         if msg.get("type") != "ready":
             raise Verdict("worker", "the candidate process broke the protocol")
