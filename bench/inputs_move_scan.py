@@ -124,11 +124,16 @@ def main() -> None:
         rows = [json.loads(line) for line in args.out.read_text().splitlines()] if args.out.exists() else []
         # done: a verdict, or started twice and never finished (it kills its worker: not tried a third time)
         starts: dict[str, int] = {}
+        done: set[str] = set()
         for r in rows:
-            again = r["verdict"] == "started" or "OutOfMemoryError" in r.get("why", "")  # (workers side by side)
-            starts[r["task"]] = starts.get(r["task"], 0) + (1 if again else 2)
+            if r["verdict"] == "started":
+                starts[r["task"]] = starts.get(r["task"], 0) + 1
+            elif "OutOfMemoryError" in r.get("why", ""):  # workers side by side: tried again
+                starts[r["task"]] = starts.get(r["task"], 0) - 1
+            else:
+                done.add(r["task"])
         worker(args.sources, args.shard, args.jobs, args.out.with_suffix(f".{args.shard}.jsonl"),
-               {t for t, n in starts.items() if n >= 2}, args.device, int(args.max_gb * 2**30))
+               done | {t for t, n in starts.items() if n >= 2}, args.device, int(args.max_gb * 2**30))
         return
     stopped = False
     while not stopped:
@@ -150,7 +155,10 @@ def main() -> None:
         if not any(codes):
             break
     rows = [json.loads(line) for line in args.out.read_text().splitlines()]
-    final = {r["task"]: r for r in rows}
+    final: dict[str, dict] = {}  # type: ignore[type-arg]
+    for r in rows:  # a verdict over an earlier start of the same task
+        if r["verdict"] != "started" or r["task"] not in final:
+            final[r["task"]] = r
     counts: dict[str, int] = {}
     for r in final.values():
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
