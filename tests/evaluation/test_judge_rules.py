@@ -988,3 +988,17 @@ def test_a_source_run_again_draws_under_the_judges_seed_whatever_it_seeds_itself
     first = torch.randn(3)
     torch.manual_seed(42)
     assert torch.equal(first, torch.randn(3))  # restored
+
+
+def test_a_baseline_clients_failure_is_named_as_the_baseline_clients() -> None:
+    """Red team round 19: a baseline client over its memory limit was reported as "the candidate
+    process used 3.3 GiB" (its link starts as a spare, before it has a role): the judge's fault,
+    named as the baseline client's."""
+    from cuda_agent.evaluation.judge import JudgeError
+
+    def over(stage, started):  # type: ignore[no-untyped-def]
+        raise Verdict("load", "the candidate process used 3.3 GiB of memory (limit 3.0 GiB)")
+
+    session = SimpleNamespace(role="baseline", _receive=over)
+    with pytest.raises(JudgeError, match="baseline client failed: the baseline client process used 3.3 GiB"):
+        _CandidateSession.receive(session, "load", 0.0)  # type: ignore[arg-type]

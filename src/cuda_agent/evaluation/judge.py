@@ -1653,7 +1653,9 @@ class _CandidateSession:
             try:
                 return self._receive(stage, started)
             except Verdict as v:
-                raise JudgeError(f"the baseline client failed: {v.reason}") from None
+                # its link was started as a spare, not knowing its role: its messages say "the candidate process"
+                reason = v.reason.replace("the candidate process", "the baseline client process")
+                raise JudgeError(f"the baseline client failed: {reason}") from None
         return self._receive(stage, started)
 
     def _receive(self, stage: str, started: float) -> dict[str, Any]:
