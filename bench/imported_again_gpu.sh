@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Ops-6K rows whose inputs are made at import (30, 4398), the reference as its own solution, on the GPU: what a
 # draw through the source run again (`_ImportedAgain`) costs there (red team rounds 18-19: ~113 s an evaluation
-# on a loaded CPU). After bench/gpu_acceptance.sh (its /tmp/site); carry .carry and .carry-data.
+# on a loaded CPU). Carry .carry and .carry-data.
 set -uo pipefail
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .carry/whl/*.whl >/dev/null 2>&1
 export PYTHONPATH=/tmp/site:$PWD/src PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT/imported" /tmp/imported
 python3 - <<'PY'
@@ -15,10 +16,13 @@ with open("/tmp/imported/list.txt", "w") as f:
         print(path, file=f)
 PY
 timeout "${IMPORTED_S:-90}" python3 -m cuda_agent bench run /tmp/imported/list.txt --solutions reference --backend cuda \
-  --no-compile-baseline --out "$OUT/imported" --fresh --no-report > "$OUT/imported/run.log" 2>&1
+  --no-compile-baseline --out /tmp/imported/run --fresh --no-report > "$OUT/run.log" 2>&1
+cp /tmp/imported/run/results.jsonl "$OUT/imported/results.jsonl"
 python3 - "$OUT/imported/results.jsonl" <<'PY'
 import json, sys
 for line in open(sys.argv[1]):
-    r = json.loads(line)
-    print(json.dumps({k: r.get(k) for k in ("name", "reward", "reason", "seconds", "phases")})[:600])
+    rec = json.loads(line)
+    res = rec.get("result") or {}
+    print(json.dumps({"task": rec.get("task"), "wall_s": rec.get("wall_s"), "reward": res.get("reward"),
+                      "reason": (res.get("reason") or "")[:200], "phases": res.get("phases")}))
 PY
