@@ -273,3 +273,37 @@ def test_a_task_with_an_empty_output_keeps_the_references_reward(tmp_path, gpu_c
     (ws.root / SINGLE_FILE_BINDING).write_text(SINGLE_FILE_BINDING_TEXT)
     res = evaluate(ws, reference_config(gpu_config))
     assert res.reward == 1, res.reason + res.worker_log
+
+
+HOST_OUTPUT_TASK = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x), F.one_hot(torch.arange(10), num_classes=10).float()  # the second on the host
+
+def get_inputs():
+    return [torch.randn(256, 1024)]
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_an_output_made_on_the_host_keeps_the_references_reward(tmp_path, gpu_config):
+    """Ops-6K row 30 on an H100 (session 9): its forward makes one output on the host (`one_hot` of an
+    `arange` with no device), which no CUDA IPC handle names: "the baseline client failed", every
+    candidate -1. Host outputs go onto the device, in every client alike, and the reference as its
+    own solution gets reward 1."""
+    from cuda_agent.benchmark.jobs import reference_model_new
+    from cuda_agent.benchmark.solutions import SINGLE_FILE_BINDING, SINGLE_FILE_BINDING_TEXT, reference_config
+    from cuda_agent.tasks import Task
+
+    task = Task.from_source(HOST_OUTPUT_TASK, name="host_output", origin="test")
+    ws = create_workspace(task, tmp_path / "host", "cuda", cache_dir=tmp_path / "c")
+    (ws.root / "model_new.py").write_text(reference_model_new(task.source))
+    (ws.root / SINGLE_FILE_BINDING).write_text(SINGLE_FILE_BINDING_TEXT)
+    res = evaluate(ws, reference_config(gpu_config))
+    assert res.reward == 1, res.reason + res.worker_log

@@ -1002,3 +1002,12 @@ def test_a_baseline_clients_failure_is_named_as_the_baseline_clients() -> None:
     session = SimpleNamespace(role="baseline", _receive=over)
     with pytest.raises(JudgeError, match="baseline client failed: the baseline client process used 3.3 GiB"):
         _CandidateSession.receive(session, "load", 0.0)  # type: ignore[arg-type]
+
+
+def test_outputs_made_elsewhere_are_moved_onto_the_device_in_their_structure() -> None:
+    from cuda_agent.evaluation.judge import outputs_on
+
+    meta = torch.device("meta")
+    moved = outputs_on(meta, (torch.ones(2), [torch.zeros(1, device="meta")], {"a": torch.ones(1)}, 3))
+    assert isinstance(moved, tuple) and isinstance(moved[1], list) and moved[3] == 3
+    assert {t.device.type for t in (moved[0], moved[1][0], moved[2]["a"])} == {"meta"}

@@ -237,8 +237,10 @@ class _Session:
         import torch
 
         from .guards import GuardViolation, guarded
+        from .judge import outputs_on
 
         guarded_model = guarded(self.model)
+        device = torch.device(self.backend.torch_device)
         kept: dict[Any, list[Any]] = {}
         while True:
             try:
@@ -258,6 +260,8 @@ class _Session:
                 with torch.no_grad():
                     for s in msg["slots"]:
                         outs.append(fn(*self.slots[s]))
+                    if self.backend.gpu:  # host outputs onto the device, for every model alike
+                        outs = outputs_on(device, outs)
                     self.backend.synchronize()
                 described = [describe_output(self.backend, o) for o in outs]
             except GuardViolation as exc:
