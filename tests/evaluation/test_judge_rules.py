@@ -570,8 +570,35 @@ def test_a_sandbox_report_that_is_not_an_object_is_the_candidates_protocol_viola
     session = SimpleNamespace(role="candidate", answer=SimpleNamespace(sandbox=None), started_at=0.0,
                               receive=lambda stage, started: {"type": "ready", "sandbox": [1, 2]},
                               judge=SimpleNamespace(backend=SimpleNamespace(output_reader=lambda pid: None)),
-                              link=SimpleNamespace(pid=lambda: 1, namespaces=False))
+                              link=SimpleNamespace(pid=lambda: 1, namespaces=False, started=lambda: True))
     with pytest.raises(Verdict, match="broke the protocol: its sandbox report is not an object"):
+        _CandidateSession.await_ready(session)  # type: ignore[arg-type]
+
+
+def test_a_load_request_sent_before_the_client_is_up_is_awaited_after_its_start() -> None:
+    """Issue 23: the load request goes out without waiting for the client's start (it waits in the
+    channel). `await_ready` then takes the client's "spare" first, and the load's clock starts at
+    the later of the request and the start; a client that never starts is the judge's error."""
+    from cuda_agent.evaluation.candidate_link import CandidateDied
+    from cuda_agent.evaluation.judge import JudgeError
+
+    seen: list[str] = []
+
+    def receive(stage, started):  # type: ignore[no-untyped-def]
+        seen.append(f"{stage} from {started:.0f}")
+        raise Verdict("worker", "stop here")
+
+    link = SimpleNamespace(started=lambda: False, await_started=lambda deadline: seen.append("start"))
+    session = SimpleNamespace(started_at=5.0, receive=receive, link=link, limit=lambda stage: 1e12)
+    with pytest.raises(Verdict, match="stop here"):
+        _CandidateSession.await_ready(session)  # type: ignore[arg-type]
+    assert seen[0] == "start" and seen[1].startswith("load from") and session.started_at > 5.0
+
+    def never(deadline):  # type: ignore[no-untyped-def]
+        raise CandidateDied("it exited")
+
+    session.link = SimpleNamespace(started=lambda: False, await_started=never)
+    with pytest.raises(JudgeError, match="a client process did not start: it exited"):
         _CandidateSession.await_ready(session)  # type: ignore[arg-type]
 
 
