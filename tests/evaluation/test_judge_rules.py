@@ -1038,3 +1038,25 @@ def test_outputs_made_elsewhere_are_moved_onto_the_device_in_their_structure() -
     moved = outputs_on(meta, (torch.ones(2), [torch.zeros(1, device="meta")], {"a": torch.ones(1)}, 3))
     assert isinstance(moved, tuple) and isinstance(moved[1], list) and moved[3] == 3
     assert {t.device.type for t in (moved[0], moved[1][0], moved[2]["a"])} == {"meta"}
+
+
+def test_sorted_rows_are_told_piece_by_piece_where_rows_are_long(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`_ElementDraws._ordered` reads an input ORDER_CHUNK elements at a time (a 16 GiB input is not
+    copied whole): a row sorted across its pieces counts as sorted, one that turns back exactly at
+    a piece's edge does not, and nothing is worked out for an input none of whose elements kept."""
+    from cuda_agent.evaluation import judge as J
+
+    monkeypatch.setattr(J, "ORDER_CHUNK", 16)
+    rows = torch.arange(4 * 2000).reshape(4, 2000)
+    rows[1] = rows[1].flip(0)  # sorted down
+    rows[2, 15] = -1  # turns back where the first piece (elements 0-15) meets the next
+    rows[3, 1000] = 10_000  # turns back in the middle
+    draws = J._ElementDraws(torch, [rows])
+    assert 0 not in draws.ordered
+    # every element kept: rows 0 and 1 are structure, rows 2 and 3 (many values) are half the input
+    assert draws.fixed_share(0) == pytest.approx(0.5, abs=0.01)
+    by_row = {int(r): bool(o) for r, o in zip(torch.arange(8000) // 2000, draws._ordered(0))}
+    assert by_row == {0: True, 1: True, 2: False, 3: False}
+    fresh = J._ElementDraws(torch, [rows])
+    fresh.add([rows + 1])  # nothing kept
+    assert fresh.fixed_share(0) == 0.0 and 0 not in fresh.ordered

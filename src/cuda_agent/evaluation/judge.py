@@ -71,6 +71,7 @@ FIXED_PART_LIMIT = 0.10  # the share of an input's elements that may keep their 
 # team round 17, c1: 262,080 of 262,144 indices fixed, 3.25x), unless they are structure (`_ElementDraws.structure`):
 STRUCTURE_VALUES = 2  # ... at most this many values (a causal mask's 0 and -inf, a triangle's zeros)
 ORDERED_ROW = 8  # ... or rows of at least this many elements, sorted (positions, coordinates: two are always sorted)
+ORDER_CHUNK = 1 << 24  # elements looked at a time to tell whether an input's rows are sorted (`_ElementDraws._ordered`)
 SMALL_CONSTANT = 4096  # ... or an input this small (a filter, bucket boundaries, Ops-6K's linspace grids and
 # periodic index of 512-1280 elements): what a kernel can precompute on it is small beside a moving input's work
 PROBE_SAMPLE = 64  # marker latencies kept per role in the answer
@@ -237,7 +238,8 @@ class _ElementDraws:
         self.first: dict[int, Any] = {}
         self.kept: dict[int, Any] = {}
         self.small: set[int] = set()
-        self.ordered: dict[int, Any] = {}  # per sampled element: its row (along the last dimension) is sorted
+        self.ordered: dict[int, Any] = {}  # per sampled element: its row (the last dimension) is sorted (`_ordered`)
+        self.inputs = inputs  # the first draw, read by `_ordered` only where some element was kept
         for p, x in enumerate(inputs):
             if isinstance(x, torch.Tensor) and x.numel():
                 n = x.numel()
@@ -247,20 +249,36 @@ class _ElementDraws:
                 self.kept[p] = torch.ones(self.first[p].shape[0], dtype=torch.bool, device=x.device)
                 if n <= SMALL_CONSTANT:
                     self.small.add(p)
-                elif x.dim() and x.shape[-1] >= ORDERED_ROW and not x.is_complex():
-                    self.ordered[p] = self._ordered_rows(x, p)
 
-    def _ordered_rows(self, x: Any, p: int) -> Any:
-        """For each sampled element, whether its row (the last dimension) is sorted, up or down: positions and
-        coordinates (`arange`, `repeat_interleave`, `linspace`, a meshgrid's, sorted COO rows) are the task's
-        structure, however many values they take (red team round 18, l1: PyG's edge_index, CoordConv)."""
-        torch = self.torch
-        rows = x.reshape(-1, x.shape[-1])
-        if rows.dtype == torch.bool:
-            rows = rows.to(torch.uint8)
-        ordered = (rows[:, 1:] >= rows[:, :-1]).all(1) | (rows[:, 1:] <= rows[:, :-1]).all(1)
-        where = torch.arange(x.numel(), device=x.device) if self.positions[p] is None else self.positions[p]
-        return ordered[where // x.shape[-1]]
+    def _ordered(self, p: int) -> Any:
+        """For each sampled element of input p, whether its row (the last dimension) is sorted, up or down:
+        positions and coordinates (`arange`, `repeat_interleave`, `linspace`, a meshgrid's, sorted COO rows)
+        are the task's structure, however many values they take (red team round 18, l1: PyG's edge_index,
+        CoordConv). Rows shorter than ORDERED_ROW never count (two elements are always sorted). Worked out
+        once, on the rows the sample hit, ORDER_CHUNK elements at a time (a 16 GiB input is not copied)."""
+        if p not in self.ordered:
+            torch, x = self.torch, self.inputs[p]
+            if not x.dim() or x.shape[-1] < ORDERED_ROW or x.is_complex():
+                self.ordered[p] = torch.zeros_like(self.kept[p])
+                return self.ordered[p]
+            width = x.shape[-1]
+            rows = x.reshape(-1, width)
+            where = torch.arange(x.numel(), device=x.device) if self.positions[p] is None else self.positions[p]
+            hit, back = torch.unique(where // width, return_inverse=True)
+            up = torch.ones(hit.shape[0], dtype=torch.bool, device=x.device)
+            down = up.clone()
+            many = max(1, ORDER_CHUNK // width)  # rows at a time
+            span = max(ORDERED_ROW, min(width, ORDER_CHUNK))  # elements of a row at a time (pieces overlap by one)
+            for first in range(0, hit.shape[0], many):
+                block = hit[first:first + many]
+                for start in range(0, width - 1, span - 1):
+                    piece = rows[block, start:start + span]
+                    if piece.dtype == torch.bool:
+                        piece = piece.to(torch.uint8)
+                    up[first:first + many] &= (piece[:, 1:] >= piece[:, :-1]).all(1)
+                    down[first:first + many] &= (piece[:, 1:] <= piece[:, :-1]).all(1)
+            self.ordered[p] = (up | down)[back]
+        return self.ordered[p]
 
     def _bits(self, x: Any, p: int) -> Any:
         """Input p's sampled elements as rows of integers: equal rows, equal bits (NaN, -0.0 too)."""
@@ -289,8 +307,9 @@ class _ElementDraws:
         return kept.shape[0] == 0 or self.torch.unique(kept, dim=0).shape[0] <= STRUCTURE_VALUES
 
     def _unordered_kept(self, p: int) -> Any:
-        """Input p's sampled elements kept in every draw, those in sorted rows aside (`_ordered_rows`)."""
-        return self.kept[p] & ~self.ordered[p] if p in self.ordered else self.kept[p]
+        """Input p's sampled elements kept in every draw, those in sorted rows aside (`_ordered`)."""
+        kept = self.kept[p]
+        return kept & ~self._ordered(p) if bool(kept.any()) else kept
 
     def fixed_share(self, p: int) -> float:
         """The share of input p's sampled elements that kept their bits in every draw, outside sorted rows; 0
