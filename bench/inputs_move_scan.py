@@ -36,8 +36,8 @@ def check_one(name: str, source: str, device: str = "cpu", max_bytes: int = 1 <<
 
     import torch
 
-    from cuda_agent.evaluation.judge import (Judge, JudgeError, _ElementDraws, _fingerprint, _holds_tensors,
-                                             _ImportedAgain, _same_shapes, module_from_source)
+    from cuda_agent.evaluation.judge import (Judge, JudgeError, _ElementDraws, _fingerprint, _ImportedAgain,
+                                             _same_shapes, module_from_source)
 
     t0 = time.perf_counter()
     try:
@@ -63,17 +63,22 @@ def check_one(name: str, source: str, device: str = "cpu", max_bytes: int = 1 <<
             drawn.append(_fingerprint(other))
             elements.add(other)
             del other
-        Judge._check_inputs_move(judge, draws, None, seeds[0], first, drawn, elements)
+        try:
+            Judge._check_inputs_move(judge, draws, None, seeds[0], first, drawn, elements)
+        finally:
+            prints[:] = drawn[:1]
         return elements
+
+    prints: list = []  # type: ignore[type-arg]
 
     verdict = "ok"
     try:
         try:  # as `Judge.task_state`: the source run again for each draw where that moves what was fixed
             elements = check(module)
-            suspects = elements.suspects() if _holds_tensors(module) else set()
-            again = bool(suspects) and Judge._moves_imported_again(judge, source, seeds, None, suspects)
+            suspects = elements.suspects()
+            again = bool(suspects) and Judge._moves_imported_again(judge, source, seeds[0], None, prints[0], suspects)
         except JudgeError:
-            if not Judge._moves_imported_again(judge, source, seeds, None):
+            if not prints or not Judge._moves_imported_again(judge, source, seeds[0], None, prints[0]):
                 raise
             again = True
         if again:

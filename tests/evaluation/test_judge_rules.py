@@ -588,11 +588,20 @@ def test_a_load_request_sent_before_the_client_is_up_is_awaited_after_its_start(
         seen.append(f"{stage} from {started:.0f}")
         raise Verdict("worker", "stop here")
 
-    link = SimpleNamespace(started=lambda: False, await_started=lambda deadline: seen.append("start"))
-    session = SimpleNamespace(started_at=5.0, receive=receive, link=link, limit=lambda stage: 1e12)
+    import time
+
+    sent = time.monotonic()
+    link = SimpleNamespace(started=lambda: False, await_started=lambda deadline: seen.append("start"),
+                           born=sent - 0.5, start_s=2.0)  # forked before the request, up 1.5 s after it
+    session = SimpleNamespace(started_at=sent, receive=receive, link=link, limit=lambda stage: 1e12)
     with pytest.raises(Verdict, match="stop here"):
         _CandidateSession.await_ready(session)  # type: ignore[arg-type]
-    assert seen[0] == "start" and seen[1].startswith("load from") and session.started_at > 5.0
+    assert seen[0] == "start" and seen[1].startswith("load from") and session.started_at == sent + 1.5
+    # up before the request was sent (a spare that said so): the load's clock is the request's
+    link.started, link.start_s, session.started_at = (lambda: True), 0.1, sent
+    with pytest.raises(Verdict, match="stop here"):
+        _CandidateSession.await_ready(session)  # type: ignore[arg-type]
+    assert session.started_at == sent
 
     def never(deadline):  # type: ignore[no-untyped-def]
         raise CandidateDied("it exited")
@@ -963,6 +972,14 @@ def test_an_input_mostly_fixed_element_by_element_is_refused_and_structure_is_no
                    lambda: [torch.randn(8, 512), torch.arange(8192)],
                    coordconv]:
         check(honest)
+    # review of round 18's mends: data fixed in shapes the exemptions were too wide for, each refused
+    for shaped in [lambda: [torch.randn(1024, 1024), torch.rand(1024, 1024, generator=torch.Generator().manual_seed(0)) < 0.01],
+                   lambda: [torch.randn(8), torch.randint(0, 2, (65536,), generator=torch.Generator().manual_seed(0))],
+                   lambda: [torch.randn(8), torch.randint(0, 262144, (100_000,), generator=torch.Generator().manual_seed(0))
+                            .sort().values],
+                   lambda: [torch.randn(8), torch.randn(4096, 64, generator=torch.Generator().manual_seed(0)).sort(dim=1).values]]:
+        with pytest.raises(JudgeError, match="input 1 .*same values under every seed"):
+            check(shaped)
     # rows of two are always sorted: no exemption for fixed data shaped so
     with pytest.raises(JudgeError, match="input 1 .*same values under every seed"):
         check(lambda: [torch.randn(8), torch.randint(0, 1000, (8192, 2), generator=torch.Generator().manual_seed(7))
@@ -1032,12 +1049,20 @@ def test_a_baseline_clients_failure_is_named_as_the_baseline_clients() -> None:
 
 
 def test_outputs_made_elsewhere_are_moved_onto_the_device_in_their_structure() -> None:
+    from collections import namedtuple
+
     from cuda_agent.evaluation.judge import outputs_on
 
     meta = torch.device("meta")
     moved = outputs_on(meta, (torch.ones(2), [torch.zeros(1, device="meta")], {"a": torch.ones(1)}, 3))
     assert isinstance(moved, tuple) and isinstance(moved[1], list) and moved[3] == 3
     assert {t.device.type for t in (moved[0], moved[1][0], moved[2]["a"])} == {"meta"}
+    pair = namedtuple("pair", "values indices")
+    assert type(outputs_on(meta, pair(torch.ones(1), torch.ones(1)))) is pair
+    assert type(outputs_on(meta, torch.ones(3, 2).max(dim=1))) is type(torch.ones(3, 2).max(dim=1))
+    # nothing to move: the very objects back, no copy made
+    here = (torch.ones(2), [torch.zeros(1)], {"a": torch.ones(1)})
+    assert outputs_on(torch.device("cpu"), here) is here
 
 
 def test_sorted_rows_are_told_piece_by_piece_where_rows_are_long(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -1049,7 +1074,7 @@ def test_sorted_rows_are_told_piece_by_piece_where_rows_are_long(monkeypatch: py
     monkeypatch.setattr(J, "ORDER_CHUNK", 16)
     rows = torch.arange(4 * 2000).reshape(4, 2000)
     rows[1] = rows[1].flip(0)  # sorted down
-    rows[2, 15] = -1  # turns back where the first piece (elements 0-15) meets the next
+    rows[2, 16] = rows[2, 14]  # turns back between elements 15 and 16: seen only where the pieces overlap (at 15)
     rows[3, 1000] = 10_000  # turns back in the middle
     draws = J._ElementDraws(torch, [rows])
     assert 0 not in draws.ordered
@@ -1060,3 +1085,41 @@ def test_sorted_rows_are_told_piece_by_piece_where_rows_are_long(monkeypatch: py
     fresh = J._ElementDraws(torch, [rows])
     fresh.add([rows + 1])  # nothing kept
     assert fresh.fixed_share(0) == 0.0 and 0 not in fresh.ordered
+
+
+@pytest.mark.parametrize("dtype", [torch.float8_e4m3fn, torch.uint16, torch.bool, torch.complex64])
+def test_the_element_check_reads_every_dtype(dtype: torch.dtype) -> None:
+    """Review of round 18's mends: float8 and unsigned inputs crashed `_ordered`'s comparisons ("the
+    reference task failed") as soon as an element kept its value: every dtype is read in float64."""
+    from cuda_agent.evaluation.judge import _ElementDraws
+
+    x = torch.zeros(100, 100).to(dtype)
+    draws = _ElementDraws(torch, [x])
+    draws.add([x.clone()])
+    assert draws.structure(0) and draws.fixed_share(0) == 0.0  # one value, kept: structure
+    y = torch.arange(10_000).reshape(100, 100).to(dtype) if dtype != torch.bool else x
+    draws = _ElementDraws(torch, [y])
+    draws.add([y.clone()])
+    draws.fixed_share(0)  # reads without raising
+
+
+def test_a_mask_made_at_import_with_numpy_is_drawn_anew_and_a_constant_is_not() -> None:
+    """Review of round 18's mend: the source ran again only where the module held torch tensors, so a
+    random mask made at import with numpy passed as structure. The question now is the draw's own:
+    does the source run again under a seed give other inputs than the module imported once under the
+    same seed? Per-call draws are the same both ways; what the module made at import is not."""
+    from types import SimpleNamespace
+
+    from cuda_agent.evaluation.judge import _fingerprint, module_from_source
+
+    judge = SimpleNamespace(torch=torch, device=torch.device("cpu"))
+    judge._trial_inputs = lambda module, seed, dtype, rescale=False: Judge._trial_inputs(  # type: ignore[attr-defined]
+        judge, module, seed, dtype, rescale)  # type: ignore[arg-type]
+    numpy_mask = ("import numpy as np\nimport torch\nM = np.random.rand(64, 64) < 0.05\n"
+                  "def get_inputs():\n    return [torch.randn(64, 64), torch.from_numpy(M)]\n")
+    constant = ("import torch\nSCALE = torch.tensor(0.5)\n"
+                "def get_inputs():\n    return [torch.randn(64, 64), torch.rand(64, 64) < 0.01]\n")
+    for source, moves in ((numpy_mask, True), (constant, False)):
+        module = module_from_source("t", source)
+        imported = _fingerprint(judge._trial_inputs(module, 11, None))  # type: ignore[attr-defined]
+        assert Judge._moves_imported_again(judge, source, 11, None, imported, {1}) is moves  # type: ignore[arg-type]

@@ -70,10 +70,10 @@ INPUT_SAMPLE = 1 << 16  # elements of each input compared draw with draw, at sec
 FIXED_PART_LIMIT = 0.10  # the share of an input's elements that may keep their values under every seed (red
 # team round 17, c1: 262,080 of 262,144 indices fixed, 3.25x), unless they are structure (`_ElementDraws.structure`):
 STRUCTURE_VALUES = 2  # ... at most this many values (a causal mask's 0 and -inf, a triangle's zeros)
-ORDERED_ROW = 8  # ... or rows of at least this many elements, sorted (positions, coordinates: two are always sorted)
+ORDERED_ROW = 8  # ... or positions and coordinates: rows of at least this many elements, affine or a 0/1 staircase
 ORDER_CHUNK = 1 << 24  # elements looked at a time to tell whether an input's rows are sorted (`_ElementDraws._ordered`)
-SMALL_CONSTANT = 4096  # ... or an input this small (a filter, bucket boundaries, Ops-6K's linspace grids and
-# periodic index of 512-1280 elements): what a kernel can precompute on it is small beside a moving input's work
+SMALL_CONSTANT = 1024  # ... or an input this small (a filter, bucket boundaries, Ops-6K's periodic index of 512;
+# its linspace grids of 1,280 are affine rows): what a kernel can precompute on it is small beside a moving input's
 PROBE_SAMPLE = 64  # marker latencies kept per role in the answer
 BASELINE_TIMEOUT_S = 900.0  # the baseline client's bound per evaluation (torch.compile's first call included)
 HOLD_GENERATIONS = 2  # earlier batches a client may be told to keep holding while it runs the next
@@ -191,17 +191,25 @@ def outputs_on(device: Any, obj: Any) -> Any:
     """`obj` with every tensor not on `device` copied there: a forward that makes an output on
     the host (Ops-6K row 30: `F.one_hot(torch.arange(n))`, no device given) on a GPU task. The
     clients share outputs by CUDA IPC handle, which a host tensor has none of ("the baseline
-    client failed", every candidate -1), and the judge compares on its device."""
+    client failed", every candidate -1), and the judge compares on its device. `obj` itself where
+    nothing moves (no `.to` in a timed interval, a named tuple stays one)."""
     import torch
 
     if isinstance(obj, torch.Tensor):
-        return obj if obj.device == device else obj.to(device)
-    if isinstance(obj, tuple):
-        return tuple(outputs_on(device, o) for o in obj)
-    if isinstance(obj, list):
-        return [outputs_on(device, o) for o in obj]
+        on = obj.device.type == device.type and (device.index is None or obj.device.index == device.index)
+        return obj if on else obj.to(device)
+    if isinstance(obj, (tuple, list)):
+        items = [outputs_on(device, o) for o in obj]
+        if all(a is b for a, b in zip(items, obj)):
+            return obj
+        if isinstance(obj, list):
+            return items
+        if hasattr(obj, "_fields"):  # a named tuple
+            return type(obj)(*items)
+        return tuple(items) if type(obj) is tuple else type(obj)(items)  # (torch's return types take one sequence)
     if isinstance(obj, dict):
-        return {k: outputs_on(device, v) for k, v in obj.items()}
+        moved = {k: outputs_on(device, v) for k, v in obj.items()}
+        return obj if all(moved[k] is v for k, v in obj.items()) else moved
     return obj
 
 
@@ -251,11 +259,13 @@ class _ElementDraws:
                     self.small.add(p)
 
     def _ordered(self, p: int) -> Any:
-        """For each sampled element of input p, whether its row (the last dimension) is sorted, up or down:
-        positions and coordinates (`arange`, `repeat_interleave`, `linspace`, a meshgrid's, sorted COO rows)
-        are the task's structure, however many values they take (red team round 18, l1: PyG's edge_index,
-        CoordConv). Rows shorter than ORDERED_ROW never count (two elements are always sorted). Worked out
-        once, on the rows the sample hit, ORDER_CHUNK elements at a time (a 16 GiB input is not copied)."""
+        """For each sampled element of input p, whether its row (the last dimension) is a position or a
+        coordinate: affine (`arange`, `linspace`, a meshgrid's, a constant row) or, for integers, a staircase
+        of steps 0 and 1 one way (`repeat_interleave`, a batch vector, sorted COO rows): the task's structure,
+        however many values it takes (red team round 18, l1: PyG's edge_index, CoordConv). Sorted rows of
+        irregular steps are data (review: sorted random offsets or values would pass as "sorted"). Rows shorter
+        than ORDERED_ROW never count. Worked out once, on the rows the sample hit, ORDER_CHUNK elements at a
+        time (a 16 GiB input is not copied), in float64 (every dtype compares there: float8, unsigned)."""
         if p not in self.ordered:
             torch, x = self.torch, self.inputs[p]
             if not x.dim() or x.shape[-1] < ORDERED_ROW or x.is_complex():
@@ -265,20 +275,42 @@ class _ElementDraws:
             rows = x.reshape(-1, width)
             where = torch.arange(x.numel(), device=x.device) if self.positions[p] is None else self.positions[p]
             hit, back = torch.unique(where // width, return_inverse=True)
-            up = torch.ones(hit.shape[0], dtype=torch.bool, device=x.device)
-            down = up.clone()
+            low = torch.full((hit.shape[0],), math.inf, dtype=torch.float64, device=x.device)
+            high = torch.full_like(low, -math.inf)
             many = max(1, ORDER_CHUNK // width)  # rows at a time
             span = max(ORDERED_ROW, min(width, ORDER_CHUNK))  # elements of a row at a time (pieces overlap by one)
             for first in range(0, hit.shape[0], many):
                 block = hit[first:first + many]
                 for start in range(0, width - 1, span - 1):
-                    piece = rows[block, start:start + span]
-                    if piece.dtype == torch.bool:
-                        piece = piece.to(torch.uint8)
-                    up[first:first + many] &= (piece[:, 1:] >= piece[:, :-1]).all(1)
-                    down[first:first + many] &= (piece[:, 1:] <= piece[:, :-1]).all(1)
-            self.ordered[p] = (up | down)[back]
+                    steps = rows[block, start:start + span].to(torch.float64).diff(dim=1)
+                    low[first:first + many] = torch.minimum(low[first:first + many], steps.amin(1))
+                    high[first:first + many] = torch.maximum(high[first:first + many], steps.amax(1))
+            affine = (high - low) <= 1e-3 * torch.maximum(high.abs(), low.abs())  # NaN steps: never
+            ordered = affine
+            if not x.is_floating_point():
+                ordered = ordered | ((low >= 0) & (high <= 1)) | ((low >= -1) & (high <= 0))
+            self.ordered[p] = ordered[back]
         return self.ordered[p]
+
+    def _monotone(self, p: int, kept: Any) -> bool:
+        """Whether input p's kept sampled elements, read along each row in order, change value at most once
+        a row (a subsequence of a monotone row is monotone): a causal or padding mask, a triangle's zeros beside
+        a unit diagonal; a random mask of two values changes back and forth (review: a mask of its own
+        generator, made in a helper, passed as two values)."""
+        torch, x = self.torch, self.inputs[p]
+        where = torch.arange(x.numel(), device=x.device) if self.positions[p] is None else self.positions[p]
+        where = where[kept]
+        if where.shape[0] < 3:
+            return True
+        order = torch.argsort(where)
+        where, values = where[order], self.first[p][kept][order]
+        width = x.shape[-1] if x.dim() else 1
+        same_row = (where[1:] // width) == (where[:-1] // width)
+        changes = (values[1:] != values[:-1]).any(dim=1) & same_row
+        rows, row_of = torch.unique(where[1:] // width, return_inverse=True)
+        per_row = torch.zeros(rows.shape[0], dtype=torch.int64, device=x.device).index_add_(
+            0, row_of, changes.to(torch.int64))
+        return int((per_row - 1).clamp(min=0).sum()) <= int(where.shape[0]) // 1000  # (a few left by chance)
 
     def _bits(self, x: Any, p: int) -> Any:
         """Input p's sampled elements as rows of integers: equal rows, equal bits (NaN, -0.0 too)."""
@@ -298,13 +330,15 @@ class _ElementDraws:
 
     def structure(self, p: int) -> bool:
         """Input p's kept elements are the task's structure, not data to precompute on: at most
-        STRUCTURE_VALUES values (a triangle's zeros, a unit diagonal, a causal mask's 0 and -inf,
-        a padding mask's ends: a kernel may assume them, as the task intends), or an input of
-        SMALL_CONSTANT elements or fewer (a filter, bucket boundaries, a grid)."""
+        STRUCTURE_VALUES values laid out monotone along rows (`_monotone`: a triangle's zeros, a unit
+        diagonal, a causal mask's 0 and -inf, a padding mask's ends: a kernel may assume them, as the
+        task intends), or an input of SMALL_CONSTANT elements or fewer (a filter, bucket boundaries)."""
         if p in self.small:
             return True
-        kept = self.first[p][self._unordered_kept(p)]
-        return kept.shape[0] == 0 or self.torch.unique(kept, dim=0).shape[0] <= STRUCTURE_VALUES
+        where = self._unordered_kept(p)
+        kept = self.first[p][where]
+        return kept.shape[0] == 0 or (self.torch.unique(kept, dim=0).shape[0] <= STRUCTURE_VALUES
+                                      and self._monotone(p, where))
 
     def _unordered_kept(self, p: int) -> Any:
         """Input p's sampled elements kept in every draw, those in sorted rows aside (`_ordered`)."""
@@ -326,14 +360,6 @@ class _ElementDraws:
         return {p for p in (self.kept if among is None else among) if self.fixed_share(p) > FIXED_PART_LIMIT}
 
 
-def _holds_tensors(module: Any) -> bool:
-    """Whether the task module made tensors at import (module-level names holding tensors)."""
-    import torch
-
-    return any(isinstance(v, torch.Tensor) or (isinstance(v, (list, tuple, dict)) and _tensor_leaves(v))
-               for k, v in vars(module).items() if not k.startswith("__"))
-
-
 class _ImportedAgain:
     """A task's `get_inputs()` from its source executed anew for every draw (under the draw's seed,
     on the judge's device): a task that made its inputs at import (`x = torch.randn(...)` beside
@@ -351,7 +377,8 @@ class _ImportedAgain:
 
         module = types.ModuleType("reference_task_inputs")
         module.__file__ = "<reference_task_inputs>"
-        sys.modules[module.__name__] = module  # (dataclasses look their module up there)
+        sys.modules[module.__name__] = module  # (dataclasses look their module up there), gone after the draw:
+        # kept, its tensors made on the device would outlive the task (review: counted in the next task's memory)
         inert = [(torch, "manual_seed", lambda *a, **k: torch.default_generator),
                  (torch.random, "manual_seed", lambda *a, **k: torch.default_generator),
                  (torch.cuda, "manual_seed", lambda *a, **k: None), (torch.cuda, "manual_seed_all", lambda *a, **k: None),
@@ -367,7 +394,10 @@ class _ImportedAgain:
         finally:
             for owner, name, original in saved:
                 setattr(owner, name, original)
-        return module.get_inputs()
+        try:
+            return module.get_inputs()
+        finally:
+            sys.modules.pop(module.__name__, None)
 
 
 def _seed_all(torch: Any, seed: int) -> None:
@@ -605,11 +635,13 @@ class Judge:
                 # what the module made at import is data, not structure, where running it again moves it (red team
                 # round 18, h1: a random mask made at import passed as two values, and a kernel that kept its
                 # nonzeros scored 3 to the honest 2)
-                suspects = elements.suspects() if draws is module and _holds_tensors(module) else set()
-                if not suspects or not self._moves_imported_again(req.task_source, seeds, dtype, suspects):
+                suspects = elements.suspects() if draws is module else set()
+                if not suspects or not self._moves_imported_again(req.task_source, seeds[0], dtype, drawn[0],
+                                                                  suspects):
                     break
             except JudgeError:
-                if draws is not module or not self._moves_imported_again(req.task_source, seeds, dtype):
+                if draws is not module or not self._moves_imported_again(req.task_source, seeds[0], dtype,
+                                                                         drawn[0]):
                     raise
             draws, first, trials, refs, elements = _ImportedAgain(req.task_source), None, None, None, None
             self.release_memory()
@@ -684,16 +716,20 @@ class Judge:
         return Trial(inputs=inputs, ref=ref, after=args if check_mutation and inputs_changed(inputs, args) else None,
                      ref_aliases_inputs=_any_overlap([_span_of(t) for t in _tensor_leaves(ref)], held))
 
-    def _moves_imported_again(self, source: str, seeds: list[int], dtype: Any, among: set[int] | None = None) -> bool:
-        """Whether the task's inputs (those at positions `among`, else any) move when its source runs
-        again under each seed (`_ImportedAgain`)."""
-        again = _ImportedAgain(source)
+    def _moves_imported_again(self, source: str, seed: int, dtype: Any, imported: Any,
+                              among: set[int] | None = None) -> bool:
+        """Whether the task's inputs (at positions `among`, else any) come out otherwise when its source runs
+        again under `seed` (`_ImportedAgain`) than from the module imported once under the same seed
+        (`imported`: that draw's prints, one per position). What `get_inputs()` draws itself is the same
+        both ways; what the module made at import is not (a mask of `torch.rand` or of numpy's, review of
+        round 18's mend: a gate on module-level tensors missed numpy's, and comparing two runs under two
+        seeds called every task with a random input "moved")."""
         try:
-            one = _fingerprint(self._trial_inputs(again, seeds[0], dtype))
-            other = _fingerprint(self._trial_inputs(again, seeds[1], dtype))
+            again = _fingerprint(self._trial_inputs(_ImportedAgain(source), seed, dtype))
         except Exception:  # noqa: BLE001 - a source that cannot run twice is judged as imported once
             return False
-        return any(one[p] != other[p] for p in (range(len(one)) if among is None else among) if p < len(one))
+        return any(again[p] != imported[p] for p in (range(len(again)) if among is None else among)
+                   if p < len(again) and p < len(imported))
 
     def _check_inputs_move(self, module: Any, dtype: Any, seed: int, inputs: list[Any], drawn: list[Any],
                            elements: _ElementDraws) -> None:
@@ -1751,7 +1787,9 @@ class _CandidateSession:
                 self.link.await_started(self.limit("load"))
             except CandidateDied as exc:
                 raise JudgeError(f"a client process did not start: {exc.reason}") from None
-            self.started_at = max(self.started_at, time.monotonic())  # its load began once it was up
+        up_after = getattr(self.link, "start_s", None)  # its load began once it was up (seen when its "spare" was read)
+        if up_after is not None:
+            self.started_at = max(self.started_at, self.link.born + up_after)
         msg = self.receive("load", self.started_at)
         if msg.get("type") != "ready":
             raise Verdict("worker", "the candidate process broke the protocol")
