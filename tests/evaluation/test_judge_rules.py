@@ -937,6 +937,11 @@ def test_an_input_mostly_fixed_element_by_element_is_refused_and_structure_is_no
         x[:, 64:] = torch.sin(torch.arange(256 * 192, dtype=torch.float32)).reshape(256, 192)
         return [x]
 
+    def strided_grid() -> list[torch.Tensor]:
+        mask = torch.zeros(4, 3, 64, 64, dtype=torch.bool)
+        mask[:, :, ::2, ::2] = True
+        return [torch.randn(4, 3, 32, 32), mask]
+
     def coordconv() -> list[torch.Tensor]:
         xx = torch.linspace(-1, 1, 64).expand(4, 1, 64, 64)
         return [torch.cat([torch.randn(4, 3, 64, 64), xx, xx.transpose(2, 3)], dim=1)]
@@ -970,7 +975,10 @@ def test_an_input_mostly_fixed_element_by_element_is_refused_and_structure_is_no
                    lambda: [torch.randn(4096, 16), torch.stack([torch.arange(4096).repeat_interleave(8),
                                                                 torch.randint(0, 4096, (32768,))])],
                    lambda: [torch.randn(8, 512), torch.arange(8192)],
-                   coordconv]:
+                   coordconv,
+                   # Ops-6K rows 391 and 948: a mask of every other column, a strided grid (periodic, not monotone)
+                   lambda: [torch.randn(4, 64, 128), (torch.arange(128) % 2 == 0).expand(4, 64, 128).contiguous()],
+                   strided_grid]:
         check(honest)
     # review of round 18's mends: data fixed in shapes the exemptions were too wide for, each refused
     for shaped in [lambda: [torch.randn(1024, 1024), torch.rand(1024, 1024, generator=torch.Generator().manual_seed(0)) < 0.01],

@@ -71,6 +71,8 @@ FIXED_PART_LIMIT = 0.10  # the share of an input's elements that may keep their 
 # team round 17, c1: 262,080 of 262,144 indices fixed, 3.25x), unless they are structure (`_ElementDraws.structure`):
 STRUCTURE_VALUES = 2  # ... at most this many values (a causal mask's 0 and -inf, a triangle's zeros)
 ORDERED_ROW = 8  # ... or positions and coordinates: rows of at least this many elements, affine or a 0/1 staircase
+PATTERN_PERIOD = 64  # two-valued rows that change more than once are structure where periodic up to this (`_patterned`)
+PATTERN_ROWS, PATTERN_WIDTH = 256, 1 << 16  # ... as looked at in this many such rows, this far along each
 ORDER_CHUNK = 1 << 24  # elements looked at a time to tell whether an input's rows are sorted (`_ElementDraws._ordered`)
 SMALL_CONSTANT = 1024  # ... or an input this small (a filter, bucket boundaries, Ops-6K's periodic index of 512;
 # its linspace grids of 1,280 are affine rows): what a kernel can precompute on it is small beside a moving input's
@@ -292,11 +294,13 @@ class _ElementDraws:
             self.ordered[p] = ordered[back]
         return self.ordered[p]
 
-    def _monotone(self, p: int, kept: Any) -> bool:
-        """Whether input p's kept sampled elements, read along each row in order, change value at most once
-        a row (a subsequence of a monotone row is monotone): a causal or padding mask, a triangle's zeros beside
-        a unit diagonal; a random mask of two values changes back and forth (review: a mask of its own
-        generator, made in a helper, passed as two values)."""
+    def _patterned(self, p: int, kept: Any) -> bool:
+        """Whether input p's kept sampled elements are laid out as structure along each row: changing value
+        at most once a row (a subsequence of a monotone row is monotone: a causal or padding mask, a
+        triangle's zeros beside a unit diagonal), or, in the rows that change more, periodic with a period of
+        PATTERN_PERIOD or less (every other column, a strided grid: Ops-6K rows 391 and 948). A random mask of
+        two values changes back and forth with no period (review: a mask of its own generator, made in a
+        helper, passed as "two values")."""
         torch, x = self.torch, self.inputs[p]
         where = torch.arange(x.numel(), device=x.device) if self.positions[p] is None else self.positions[p]
         where = where[kept]
@@ -310,7 +314,14 @@ class _ElementDraws:
         rows, row_of = torch.unique(where[1:] // width, return_inverse=True)
         per_row = torch.zeros(rows.shape[0], dtype=torch.int64, device=x.device).index_add_(
             0, row_of, changes.to(torch.int64))
-        return int((per_row - 1).clamp(min=0).sum()) <= int(where.shape[0]) // 1000  # (a few left by chance)
+        if int((per_row - 1).clamp(min=0).sum()) <= int(where.shape[0]) // 1000:  # (a few left by chance)
+            return True
+        unsettled = rows[per_row > 1][:PATTERN_ROWS]
+        full = x.reshape(-1, width)[unsettled, :PATTERN_WIDTH]
+        periodic = torch.zeros(unsettled.shape[0], dtype=torch.bool, device=x.device)
+        for step in range(1, min(PATTERN_PERIOD, full.shape[1] // 2) + 1):
+            periodic |= (full[:, step:] == full[:, :-step]).all(1)
+        return bool(periodic.all())
 
     def _bits(self, x: Any, p: int) -> Any:
         """Input p's sampled elements as rows of integers: equal rows, equal bits (NaN, -0.0 too)."""
@@ -330,7 +341,7 @@ class _ElementDraws:
 
     def structure(self, p: int) -> bool:
         """Input p's kept elements are the task's structure, not data to precompute on: at most
-        STRUCTURE_VALUES values laid out monotone along rows (`_monotone`: a triangle's zeros, a unit
+        STRUCTURE_VALUES values laid out as structure along rows (`_patterned`: a triangle's zeros, a unit
         diagonal, a causal mask's 0 and -inf, a padding mask's ends: a kernel may assume them, as the
         task intends), or an input of SMALL_CONSTANT elements or fewer (a filter, bucket boundaries)."""
         if p in self.small:
@@ -338,7 +349,7 @@ class _ElementDraws:
         where = self._unordered_kept(p)
         kept = self.first[p][where]
         return kept.shape[0] == 0 or (self.torch.unique(kept, dim=0).shape[0] <= STRUCTURE_VALUES
-                                      and self._monotone(p, where))
+                                      and self._patterned(p, where))
 
     def _unordered_kept(self, p: int) -> Any:
         """Input p's sampled elements kept in every draw, those in sorted rows aside (`_ordered`)."""
