@@ -978,7 +978,11 @@ def test_an_input_mostly_fixed_element_by_element_is_refused_and_structure_is_no
                    coordconv,
                    # Ops-6K rows 391 and 948: a mask of every other column, a strided grid (periodic, not monotone)
                    lambda: [torch.randn(4, 64, 128), (torch.arange(128) % 2 == 0).expand(4, 64, 128).contiguous()],
-                   strided_grid]:
+                   strided_grid,
+                   # a band (a sliding window), a block-diagonal mask, an identity: few changes a row
+                   lambda: [torch.randn(8, 512, 64), (torch.arange(512)[:, None] - torch.arange(512)[None]).abs() <= 16],
+                   lambda: [torch.randn(8, 512, 64), torch.block_diag(*[torch.ones(64, 64)] * 8)],
+                   lambda: [torch.randn(8, 256, 256), torch.eye(256)]]:
         check(honest)
     # review of round 18's mends: data fixed in shapes the exemptions were too wide for, each refused
     for shaped in [lambda: [torch.randn(1024, 1024), torch.rand(1024, 1024, generator=torch.Generator().manual_seed(0)) < 0.01],

@@ -71,7 +71,8 @@ FIXED_PART_LIMIT = 0.10  # the share of an input's elements that may keep their 
 # team round 17, c1: 262,080 of 262,144 indices fixed, 3.25x), unless they are structure (`_ElementDraws.structure`):
 STRUCTURE_VALUES = 2  # ... at most this many values (a causal mask's 0 and -inf, a triangle's zeros)
 ORDERED_ROW = 8  # ... or positions and coordinates: rows of at least this many elements, affine or a 0/1 staircase
-PATTERN_PERIOD = 64  # two-valued rows that change more than once are structure where periodic up to this (`_patterned`)
+PATTERN_CHANGES = 4  # two-valued rows that change more than once are structure where they change this often at most
+PATTERN_PERIOD = 64  # ... or are periodic up to this (`_patterned`)
 PATTERN_ROWS, PATTERN_WIDTH = 256, 1 << 16  # ... as looked at in this many such rows, this far along each
 ORDER_CHUNK = 1 << 24  # elements looked at a time to tell whether an input's rows are sorted (`_ElementDraws._ordered`)
 SMALL_CONSTANT = 1024  # ... or an input this small (a filter, bucket boundaries, Ops-6K's periodic index of 512;
@@ -297,10 +298,12 @@ class _ElementDraws:
     def _patterned(self, p: int, kept: Any) -> bool:
         """Whether input p's kept sampled elements are laid out as structure along each row: changing value
         at most once a row (a subsequence of a monotone row is monotone: a causal or padding mask, a
-        triangle's zeros beside a unit diagonal), or, in the rows that change more, periodic with a period of
-        PATTERN_PERIOD or less (every other column, a strided grid: Ops-6K rows 391 and 948). A random mask of
-        two values changes back and forth with no period (review: a mask of its own generator, made in a
-        helper, passed as "two values")."""
+        triangle's zeros beside a unit diagonal), or, in the rows that change more, read whole: changing
+        PATTERN_CHANGES times or fewer (a band, a sliding window, a block of a block-diagonal mask, one-hot
+        rows, an identity) or periodic with a period of PATTERN_PERIOD or less (every other column, a
+        strided grid: Ops-6K rows 391 and 948). A random mask of two values changes back and forth with no
+        period in some of its rows (review: a mask of its own generator, made in a helper, passed as "two
+        values")."""
         torch, x = self.torch, self.inputs[p]
         where = torch.arange(x.numel(), device=x.device) if self.positions[p] is None else self.positions[p]
         where = where[kept]
@@ -318,10 +321,10 @@ class _ElementDraws:
             return True
         unsettled = rows[per_row > 1][:PATTERN_ROWS]
         full = x.reshape(-1, width)[unsettled, :PATTERN_WIDTH]
-        periodic = torch.zeros(unsettled.shape[0], dtype=torch.bool, device=x.device)
+        laid_out = (full[:, 1:] != full[:, :-1]).sum(1) <= PATTERN_CHANGES  # a band, a block, one-hot, eye
         for step in range(1, min(PATTERN_PERIOD, full.shape[1] // 2) + 1):
-            periodic |= (full[:, step:] == full[:, :-step]).all(1)
-        return bool(periodic.all())
+            laid_out |= (full[:, step:] == full[:, :-step]).all(1)
+        return bool(laid_out.all())
 
     def _bits(self, x: Any, p: int) -> Any:
         """Input p's sampled elements as rows of integers: equal rows, equal bits (NaN, -0.0 too)."""
