@@ -292,8 +292,24 @@ class _ElementDraws:
             ordered = affine
             if not x.is_floating_point():
                 ordered = ordered | ((low >= 0) & (high <= 1)) | ((low >= -1) & (high <= 0))
+            # a constant row is a position only where the rows' values are positions down the dimension before
+            # (CoordConv's y channel); an index of arbitrary values expanded along rows is data (round 20, H1)
+            constant = (low == 0) & (high == 0)
+            if bool(constant.any()):
+                ordered &= ~constant | self._affine_down(x)[hit // x.shape[-2]] if x.dim() >= 2 else ~constant
             self.ordered[p] = ordered[back]
         return self.ordered[p]
+
+    def _affine_down(self, x: Any) -> Any:
+        """Per matrix of `x` (its last two dimensions), whether its first column is affine down the rows: a
+        coordinate that is constant along each row (CoordConv's y channel)."""
+        torch = self.torch
+        column = x[..., 0].reshape(-1, x.shape[-2]).to(torch.float64)
+        if column.shape[1] < 2:
+            return torch.zeros(column.shape[0], dtype=torch.bool, device=x.device)
+        steps = column.diff(dim=1)
+        low, high = steps.amin(1), steps.amax(1)
+        return (high - low) <= 1e-3 * torch.maximum(high.abs(), low.abs())
 
     def _patterned(self, p: int, kept: Any) -> bool:
         """Whether input p's kept sampled elements are laid out as structure along each row: changing value
@@ -317,7 +333,8 @@ class _ElementDraws:
         rows, row_of = torch.unique(where[1:] // width, return_inverse=True)
         per_row = torch.zeros(rows.shape[0], dtype=torch.int64, device=x.device).index_add_(
             0, row_of, changes.to(torch.int64))
-        if int((per_row - 1).clamp(min=0).sum()) <= int(where.shape[0]) // 1000:  # (a few left by chance)
+        if int((per_row - 1).clamp(min=0).sum()) <= int(where.shape[0]) // 10000:  # (a few left by chance;
+            # round 20: a tenth of a percent let a fixed random mask of 1 in 1,000 through)
             return True
         unsettled = rows[per_row > 1][:PATTERN_ROWS]
         full = x.reshape(-1, width)[unsettled, :PATTERN_WIDTH]
