@@ -52,6 +52,7 @@ def check_one(name: str, source: str, device: str = "cpu", max_bytes: int = 1 <<
         return {"task": name, "verdict": "skipped", "bytes": size}
     judge = SimpleNamespace(torch=torch, device=torch.device(device))
     judge._trial_inputs = lambda module, seed, dtype, rescale=False: Judge._trial_inputs(judge, module, seed, dtype, rescale)
+    judge._moves_imported_again = lambda *args: Judge._moves_imported_again(judge, *args)
     seeds = [1000 + 7919 * i + 1 for i in range(5)]
 
     def check(draws):  # type: ignore[no-untyped-def]
@@ -75,10 +76,9 @@ def check_one(name: str, source: str, device: str = "cpu", max_bytes: int = 1 <<
     try:
         try:  # as `Judge.task_state`: the source run again for each draw where that moves what was fixed
             elements = check(module)
-            suspects = elements.suspects()
-            again = bool(suspects) and Judge._moves_imported_again(judge, source, seeds[0], None, prints[0], suspects)
+            again = Judge._run_again(judge, source, seeds[0], None, prints[0], elements)
         except JudgeError:
-            if not prints or not Judge._moves_imported_again(judge, source, seeds[0], None, prints[0]):
+            if not prints or not Judge._run_again(judge, source, seeds[0], None, prints[0]):
                 raise
             again = True
         if again:

@@ -26,51 +26,8 @@ from cuda_agent.evaluation.config import TimingConfig  # noqa: E402
 from cuda_agent.tasks.task import Task  # noqa: E402
 from cuda_agent.workspace import create_workspace  # noqa: E402
 
-RELU_TASK = '''
-import torch
-import torch.nn as nn
-
-class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-    def forward(self, x):
-        return torch.relu(x)
-
-def get_inputs():
-    return [torch.randn(64, 1024)]
-
-def get_init_inputs():
-    return []
-'''
-
-RELU_MODEL_NEW = '''
-import torch.nn as nn
-import cpu_extension
-
-class ModelNew(nn.Module):
-    def forward(self, x):
-        return cpu_extension.relu(x.contiguous())
-'''
-
-RELU_BINDING = '''
-#include "binding_registry.h"
-extern "C" void relu_kernel(const float* x, float* y, int64_t n);
-at::Tensor relu_forward(const at::Tensor& x) {
-  CHECK_CONTIGUOUS(x); CHECK_DTYPE(x, at::kFloat);
-  auto y = at::empty_like(x);
-  relu_kernel(x.data_ptr<float>(), y.data_ptr<float>(), x.numel());
-  return y;
-}
-REGISTER_BINDING(relu, relu_forward)
-'''
-
-RELU_KERNEL = '''
-#include <cstdint>
-extern "C" void relu_kernel(const float* x, float* y, int64_t n) {
-  #pragma omp parallel for simd
-  for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.f ? x[i] : 0.f;
-}
-'''
+sys.path.insert(0, str(HERE.parents[1]))  # the honest relu the tests use, one home: tests/conftest.py
+from tests.conftest import RELU_BINDING, RELU_KERNEL, RELU_MODEL_NEW, RELU_TASK  # noqa: E402,F401
 
 # libc functions found at run time from memcpy's address: the ELF header of libc (page-aligned, below),
 # its PT_DYNAMIC, then DT_SYMTAB / DT_STRTAB scanned linearly (dynsym precedes dynstr in glibc)

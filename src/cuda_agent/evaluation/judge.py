@@ -230,10 +230,11 @@ def _cast(inputs: list[Any], dtype: Any) -> list[Any]:
     return [x.to(dtype) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
 
 
-def _one_value(x: Any) -> bool:
-    """Every element of the tensor is the same value (NaN included)."""
-    first = x.reshape(-1)[:1]
-    return bool(((x == first) | (x.isnan() & first.isnan())).all()) if x.is_floating_point() else bool((x == first).all())
+def _affine(low: Any, high: Any) -> Any:
+    """Per row, from its smallest and largest step: whether the steps are all one (within 1e-3; NaN never)."""
+    import torch
+
+    return (high - low) <= 1e-3 * torch.maximum(high.abs(), low.abs())
 
 
 class _ElementDraws:
@@ -276,8 +277,7 @@ class _ElementDraws:
                 return self.ordered[p]
             width = x.shape[-1]
             rows = x.reshape(-1, width)
-            where = torch.arange(x.numel(), device=x.device) if self.positions[p] is None else self.positions[p]
-            hit, back = torch.unique(where // width, return_inverse=True)
+            hit, back = torch.unique(self._where(p) // width, return_inverse=True)
             low = torch.full((hit.shape[0],), math.inf, dtype=torch.float64, device=x.device)
             high = torch.full_like(low, -math.inf)
             many = max(1, ORDER_CHUNK // width)  # rows at a time
@@ -288,8 +288,7 @@ class _ElementDraws:
                     steps = rows[block, start:start + span].to(torch.float64).diff(dim=1)
                     low[first:first + many] = torch.minimum(low[first:first + many], steps.amin(1))
                     high[first:first + many] = torch.maximum(high[first:first + many], steps.amax(1))
-            affine = (high - low) <= 1e-3 * torch.maximum(high.abs(), low.abs())  # NaN steps: never
-            ordered = affine
+            ordered = _affine(low, high)
             if not x.is_floating_point():
                 ordered = ordered | ((low >= 0) & (high <= 1)) | ((low >= -1) & (high <= 0))
             # a constant row is a position only where the rows' values are positions down the dimension before
@@ -308,8 +307,7 @@ class _ElementDraws:
         if column.shape[1] < 2:
             return torch.zeros(column.shape[0], dtype=torch.bool, device=x.device)
         steps = column.diff(dim=1)
-        low, high = steps.amin(1), steps.amax(1)
-        return (high - low) <= 1e-3 * torch.maximum(high.abs(), low.abs())
+        return _affine(steps.amin(1), steps.amax(1))
 
     def _patterned(self, p: int, kept: Any) -> bool:
         """Whether input p's kept sampled elements are laid out as structure along each row: changing value
@@ -321,8 +319,7 @@ class _ElementDraws:
         period in some of its rows (review: a mask of its own generator, made in a helper, passed as "two
         values")."""
         torch, x = self.torch, self.inputs[p]
-        where = torch.arange(x.numel(), device=x.device) if self.positions[p] is None else self.positions[p]
-        where = where[kept]
+        where = self._where(p)[kept]
         if where.shape[0] < 3:
             return True
         order = torch.argsort(where)
@@ -342,6 +339,11 @@ class _ElementDraws:
         for step in range(1, min(PATTERN_PERIOD, full.shape[1] // 2) + 1):
             laid_out |= (full[:, step:] == full[:, :-step]).all(1)
         return bool(laid_out.all())
+
+    def _where(self, p: int) -> Any:
+        """Input p's sampled positions, as flat indices."""
+        x = self.inputs[p]
+        return self.torch.arange(x.numel(), device=x.device) if self.positions[p] is None else self.positions[p]
 
     def _bits(self, x: Any, p: int) -> Any:
         """Input p's sampled elements as rows of integers: equal rows, equal bits (NaN, -0.0 too)."""
@@ -364,9 +366,9 @@ class _ElementDraws:
         STRUCTURE_VALUES values laid out as structure along rows (`_patterned`: a triangle's zeros, a unit
         diagonal, a causal mask's 0 and -inf, a padding mask's ends: a kernel may assume them, as the
         task intends), or an input of SMALL_CONSTANT elements or fewer (a filter, bucket boundaries)."""
-        if p in self.small:
-            return True
-        where = self._unordered_kept(p)
+        return p in self.small or self._structure(p, self._unordered_kept(p))
+
+    def _structure(self, p: int, where: Any) -> bool:
         kept = self.first[p][where]
         return kept.shape[0] == 0 or (self.torch.unique(kept, dim=0).shape[0] <= STRUCTURE_VALUES
                                       and self._patterned(p, where))
@@ -379,7 +381,10 @@ class _ElementDraws:
     def fixed_share(self, p: int) -> float:
         """The share of input p's sampled elements that kept their bits in every draw, outside sorted rows; 0
         where they are structure (`structure`)."""
-        return 0.0 if self.structure(p) else float(self._unordered_kept(p).float().mean())
+        if p in self.small:
+            return 0.0
+        where = self._unordered_kept(p)
+        return 0.0 if self._structure(p, where) else float(where.float().mean())
 
     def suspects(self) -> set[int]:
         """Inputs with more than FIXED_PART_LIMIT of their elements kept, structure or not: where a module made
@@ -666,13 +671,10 @@ class Judge:
                 # what the module made at import is data, not structure, where running it again moves it (red team
                 # round 18, h1: a random mask made at import passed as two values, and a kernel that kept its
                 # nonzeros scored 3 to the honest 2)
-                suspects = elements.suspects() if draws is module else set()
-                if not suspects or not self._moves_imported_again(req.task_source, seeds[0], dtype, drawn[0],
-                                                                  suspects):
+                if draws is not module or not self._run_again(req.task_source, seeds[0], dtype, drawn[0], elements):
                     break
             except JudgeError:
-                if draws is not module or not self._moves_imported_again(req.task_source, seeds[0], dtype,
-                                                                         drawn[0]):
+                if draws is not module or not self._run_again(req.task_source, seeds[0], dtype, drawn[0]):
                     raise
             draws, first, trials, refs, elements = _ImportedAgain(req.task_source), None, None, None, None
             self.release_memory()
@@ -746,6 +748,14 @@ class Judge:
         held = [_span_of(t) for t in [*_tensor_leaves(args), *reference.state_dict().values()]]
         return Trial(inputs=inputs, ref=ref, after=args if check_mutation and inputs_changed(inputs, args) else None,
                      ref_aliases_inputs=_any_overlap([_span_of(t) for t in _tensor_leaves(ref)], held))
+
+    def _run_again(self, source: str, seed: int, dtype: Any, imported: Any,
+                   passed: _ElementDraws | None = None) -> bool:
+        """Whether the task's draws must run its source again (`_ImportedAgain`): where the check refused
+        it (`passed` None), if anything comes out otherwise; where it passed, only at the inputs that kept
+        over FIXED_PART_LIMIT of their elements (`passed.suspects()`), structure or not."""
+        among = None if passed is None else passed.suspects()
+        return among != set() and self._moves_imported_again(source, seed, dtype, imported, among)
 
     def _moves_imported_again(self, source: str, seed: int, dtype: Any, imported: Any,
                               among: set[int] | None = None) -> bool:
