@@ -565,3 +565,39 @@ class ModelNew(nn.Module):
     res = evaluate(make_workspace(model_new=honest, task_source=IMPORT_MASK_TASK, name="import_mask_honest"),
                    _torch_ok(fast_config))
     assert res.correct and res.reward >= 1, res.reason
+
+
+DISTANCE_TASK = '''
+import torch
+import torch.nn as nn
+class Model(nn.Module):
+    def forward(self, scores, distance):
+        return (scores - 0.25 * distance).softmax(-1)
+def get_inputs():
+    n = torch.arange(256, dtype=torch.float32)
+    return [torch.randn(4, 256, 256), (n[:, None] - n[None]).abs()]
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_task_that_declares_an_input_fixed_lets_a_kernel_assume_it(make_workspace, fast_config):
+    """Red team round 20: ALiBi's distances |i - j| are many values in rows that are not sorted, so the
+    shape rules refuse the task as data that never moves. Declared (`FIXED_INPUTS = [1]`), the input is
+    the task's like a weight, handed to every call unscaled: a kernel that builds the distances itself
+    instead of reading them is right on every trial, the secret one included."""
+    assumes = '''
+import torch
+import torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, scores, distance):
+        n = torch.arange(scores.shape[-1], dtype=scores.dtype, device=scores.device)
+        return (scores - 0.25 * (n[:, None] - n[None]).abs()).softmax(-1)
+'''
+    res = evaluate(make_workspace(model_new=assumes, task_source=DISTANCE_TASK, name="distance_undeclared"),
+                   _torch_ok(fast_config))
+    assert res.reward <= 0 and "FIXED_INPUTS = [1]" in res.reason, res.reason
+    declared = DISTANCE_TASK + "FIXED_INPUTS = [1]\n"
+    res = evaluate(make_workspace(model_new=assumes, task_source=declared, name="distance_declared"),
+                   _torch_ok(fast_config))
+    assert res.correct and res.reward >= 1, res.reason

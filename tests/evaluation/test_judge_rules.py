@@ -98,7 +98,7 @@ def test_a_task_with_integer_inputs_draws_every_call_anew_from_its_own_generator
 
     module = module_from_source("rules_task", GATHER_INPUTS)
     judge = _judge()
-    judge.state = SimpleNamespace(draws=True, redraws=True, module=module)
+    judge.state = SimpleNamespace(draws=True, redraws=True, module=module, constants=frozenset())
     judge._drawn_inputs = lambda state, stack, seed: Judge._drawn_inputs(judge, state, stack, seed)
     torch.manual_seed(0)
     stack = [torch.stack(xs) for xs in zip(*[module.get_inputs() for _ in range(5)])]
@@ -112,7 +112,7 @@ def test_a_task_with_integer_inputs_draws_every_call_anew_from_its_own_generator
     assert int(a[1].min()) >= 0 and int(a[1].max()) < 512  # indices in range
     assert bool((a[3][:, 1:] >= a[3][:, :-1]).all()) and int(a[3].min()) >= 1  # sorted offsets stay sorted
     assert torch.equal(Judge.fresh_inputs(judge, stack, 11, True)[1], a[1])  # the (secret) seed decides
-    judge.state = SimpleNamespace(draws=True, redraws=False, module=module)
+    judge.state = SimpleNamespace(draws=True, redraws=False, module=module, constants=frozenset())
     assert torch.equal(Judge.fresh_inputs(judge, stack, 11, True)[1], stack[1])  # no draws: scaling only
 
 
@@ -127,7 +127,8 @@ def _drawing_judge(source: str, draws: bool = False) -> SimpleNamespace:
     from cuda_agent.evaluation.judge import module_from_source
 
     judge = _judge()
-    judge.state = SimpleNamespace(draws=draws, redraws=True, module=module_from_source("rules_task", source))
+    judge.state = SimpleNamespace(draws=draws, redraws=True, module=module_from_source("rules_task", source),
+                                  constants=frozenset())
     judge._drawn_inputs = lambda state, stack, seed: Judge._drawn_inputs(judge, state, stack, seed)
     return judge
 
@@ -1135,3 +1136,92 @@ def test_a_mask_made_at_import_with_numpy_is_drawn_anew_and_a_constant_is_not() 
         module = module_from_source("t", source)
         imported = _fingerprint(judge._trial_inputs(module, 11, None))  # type: ignore[attr-defined]
         assert Judge._moves_imported_again(judge, source, 11, None, imported, {1}) is moves  # type: ignore[arg-type]
+
+
+def _declared_check(forward, fixed):  # type: ignore[no-untyped-def]
+    """`Judge._check_inputs_move` as `task_state` calls it for a task that declares `FIXED_INPUTS`:
+    5 trials' inputs and reference outputs (`forward`), on the CPU."""
+    from cuda_agent.evaluation.judge import _ElementDraws, _fingerprint, _tensor_leaves, declared_fixed
+
+    judge = SimpleNamespace(torch=torch, device=torch.device("cpu"))
+    judge._trial_inputs = lambda module, seed, dtype, rescale=False, keep=frozenset(): Judge._trial_inputs(  # type: ignore[attr-defined]
+        judge, module, seed, dtype, rescale, keep)  # type: ignore[arg-type]
+
+    def check(get_inputs):  # type: ignore[no-untyped-def]
+        module = SimpleNamespace(get_inputs=get_inputs, FIXED_INPUTS=fixed)
+        draws = [judge._trial_inputs(module, seed, None) for seed in range(5)]  # type: ignore[attr-defined]
+        declared = declared_fixed(torch, module, draws[0])
+        elements, outputs = _ElementDraws(torch, draws[0]), _ElementDraws(torch, _tensor_leaves(forward(*draws[0])))
+        for d in draws[1:]:
+            elements.add(d)
+            outputs.add(_tensor_leaves(forward(*d)))
+        Judge._check_inputs_move(judge, module, None, 1, draws[0], [_fingerprint(d) for d in draws],  # type: ignore[arg-type]
+                                 elements, declared, outputs, forward)
+    return check
+
+
+def test_inputs_a_task_declares_fixed_are_its_own_and_its_outputs_must_move() -> None:
+    """Red team round 20: honest constants the shape rules cannot tell from data (labels `arange % C`,
+    ALiBi's |i - j|, a ring's edge_index, a period over 64, position ids padded to random lengths) were
+    refused. A task that declares them (`FIXED_INPUTS`) keeps them as its own, like weights; without the
+    declaration they are refused with a message that names it. What a declaration cannot buy: outputs
+    that stay fixed (an embedding of fixed ids, round 14 c1; an argmax kept beside a moving divisor,
+    round 16 c5; 262,080 of 262,144 ids made by a hash, round 17 c1), whose values a kernel could keep."""
+    from cuda_agent.evaluation.judge import JudgeError
+
+    n = 2048
+    labels = lambda: [torch.randn(n, 10), torch.arange(n) % 10]  # noqa: E731
+    alibi = lambda: [torch.randn(4, 64, 64), (torch.arange(64)[:, None] - torch.arange(64)[None]).abs().float()]  # noqa: E731
+    ring = lambda: [torch.randn(n, 16), torch.stack([torch.arange(n), (torch.arange(n) * 7 + 1) % n])]  # noqa: E731
+
+    def padded_positions() -> list[torch.Tensor]:
+        lengths = torch.randint(n // 2, n + 1, (64,))
+        ids = torch.arange(n).expand(64, n).clone()
+        ids[ids >= lengths[:, None]] = 0
+        return [torch.randn(64, n), ids]
+
+    cases = [(labels, lambda x, y: torch.nn.functional.cross_entropy(x, y, reduction="none")),
+             (alibi, lambda x, d: x - 0.5 * d),
+             (ring, lambda x, e: torch.zeros_like(x).index_add_(0, e[1], x[e[0]])),
+             (padded_positions, lambda x, i: x + i)]
+    for get_inputs, forward in cases:
+        with pytest.raises(JudgeError, match="declare it: FIXED_INPUTS = \\[1\\]"):
+            _move_check()(get_inputs)
+        _declared_check(forward, [1])(get_inputs)
+
+    table = torch.randn(1000, 16)
+    own = lambda: torch.Generator().manual_seed(1234)  # noqa: E731
+
+    def hashed() -> list[torch.Tensor]:
+        idx = (torch.arange(262144, dtype=torch.int64) * 2654435761 + 12345) % 1000
+        idx[:64] = torch.randint(0, 1000, (64,))
+        return [idx]
+
+    for get_inputs, forward, fixed in [
+        (lambda: [torch.randint(0, 1000, (64, 8), generator=own())], lambda i: table[i], [0]),
+        (lambda: [torch.randint(0, 1000, (64, 8), generator=own()), torch.randn(4)], lambda i, x: (table[i], x * 2), [0]),
+        (lambda: [torch.randn(64, 128, generator=own()), torch.rand(1) + 0.5], lambda x, d: (x / d).argmax(1), [0]),
+        (hashed, lambda i: table[i], [0]),
+    ]:
+        with pytest.raises(JudgeError, match="output 0 keeps .* of its elements in every draw"):
+            _declared_check(forward, fixed)(get_inputs)
+    # a fill where the declared mask is (zeros, -inf) is no value to keep: causal attention's scores
+    causal = lambda: [torch.randn(8, 128, 128), torch.triu(torch.ones(128, 128, dtype=torch.bool), 1)]  # noqa: E731
+    _declared_check(lambda s, m: s.masked_fill(m, float("-inf")).softmax(-1), [1])(causal)
+    for bad, why in [("1", "must be a list of positions"), ([True], "must be a list of positions"),
+                     ([3], "names input 3")]:
+        with pytest.raises(JudgeError, match=why):
+            _declared_check(lambda s, m: s, bad)(causal)
+
+
+def test_a_declared_constant_is_handed_over_unscaled_and_the_rest_is_scaled() -> None:
+    """A kernel may assume what the task declares fixed: a float mask of 0 and 1 scaled by the
+    judge's factors (`scaling.py`) would make a kernel that reads it as 0/1 wrong on the secret
+    trial. Constants stay as the task made them; every other float is scaled."""
+    judge = SimpleNamespace(torch=torch, device=torch.device("cpu"), _unit_cache={})
+    judge._unit_interval = lambda x: Judge._unit_interval(judge, x)  # type: ignore[attr-defined]
+    x, mask = torch.randn(64, 64), torch.tril(torch.ones(64, 64))
+    out = Judge._rescaled(judge, [x, mask], [x.clone(), mask.clone()], 7, stacked=False, keep=frozenset({1}))  # type: ignore[arg-type]
+    assert torch.equal(out[1], mask) and not torch.equal(out[0], x)
+    out = Judge._rescaled(judge, [x, mask], [x.clone(), mask.clone()], 7, stacked=False)  # type: ignore[arg-type]
+    assert not torch.equal(out[1], mask)

@@ -136,6 +136,8 @@ class TaskState:
     flops_counted: bool = False
     draws: bool = False  # inputs that are not floating point: a draw that fails is the judge's error
     redraws: bool = True  # get_inputs() under a new seed keeps every tensor's shape (float-only tasks: else scaled)
+    constants: frozenset[int] = frozenset()  # inputs declared fixed (`declared_fixed`) and the same in every draw:
+    # handed over as the task made them, never scaled
 
     def resident(self, m: int) -> bool:
         """Whether the task stays warm after an evaluation: its trials, input stack, weights and
@@ -359,7 +361,20 @@ class _ElementDraws:
 
     def add(self, inputs: list[Any]) -> None:
         for p in self.kept:
-            self.kept[p] &= (self._bits(inputs[p], p) == self.first[p]).all(dim=1)
+            x = inputs[p] if p < len(inputs) else None
+            if not isinstance(x, self.torch.Tensor) or x.shape != self.inputs[p].shape:
+                self.kept[p].zero_()  # another shape (an output of `nonzero`): nothing of it kept
+                continue
+            self.kept[p] &= (self._bits(x, p) == self.first[p]).all(dim=1)
+
+    def fixed_many(self, p: int) -> float:
+        """The share of tensor p's sampled elements kept in every draw where they take more than
+        STRUCTURE_VALUES values, else 0: for a task's outputs, what a kernel could compute once
+        (a fill of zeros or -inf, a mask's two values, costs nothing to write)."""
+        kept = self.kept[p]
+        if not bool(kept.any()) or self.torch.unique(self.first[p][kept], dim=0).shape[0] <= STRUCTURE_VALUES:
+            return 0.0
+        return float(kept.float().mean())
 
     def structure(self, p: int) -> bool:
         """Input p's kept elements are the task's structure, not data to precompute on: at most
@@ -434,6 +449,29 @@ class _ImportedAgain:
             return module.get_inputs()
         finally:
             sys.modules.pop(module.__name__, None)
+
+
+FIXED_NAME = "FIXED_INPUTS"  # a task module's declaration of the inputs it fixes, whole or in part, by design
+
+
+def declared_fixed(torch: Any, module: Any, inputs: list[Any]) -> frozenset[int]:
+    """The positions of `get_inputs()` whose values the task fixes by design, wholly or in part
+    (`FIXED_INPUTS = [1]` beside `get_inputs`: a causal mask, position ids padded to random lengths, a
+    graph's edges, ALiBi's distances). Such an input's fixed part is the task's, like a weight: a kernel
+    may assume it, and one the same in every draw is handed to every call as the task made it (never
+    scaled: `TaskState.constants`). Every other input must move (`Judge._check_inputs_move`), and the
+    task's outputs must move with what moves. Where the task declares nothing the judge tells structure
+    from data by shape (`_ElementDraws.structure`), which has edges both ways (red team round 20)."""
+    declared = getattr(module, FIXED_NAME, ())
+    if (not isinstance(declared, (list, tuple, set, frozenset))
+            or not all(isinstance(p, int) and not isinstance(p, bool) for p in declared)):
+        raise JudgeError(f"the task's {FIXED_NAME} is {declared!r}: it must be a list of positions in "
+                         "get_inputs() (ints), e.g. [1] for a causal mask given second")
+    for p in declared:
+        if not 0 <= p < len(inputs) or not isinstance(inputs[p], torch.Tensor):
+            raise JudgeError(f"the task's {FIXED_NAME} names input {p}, but get_inputs() gives "
+                             f"{len(inputs)} inputs and {p} is not one of its tensors")
+    return frozenset(declared)
 
 
 def _seed_all(torch: Any, seed: int) -> None:
@@ -651,12 +689,16 @@ class Judge:
             recycles = False
             drawn = [_fingerprint(first.inputs)]
             elements = _ElementDraws(torch, first.inputs)
+            declared = declared_fixed(torch, module, first.inputs)
+            outputs = _ElementDraws(torch, _tensor_leaves(first.ref)) if declared else None
             with torch.no_grad():
                 for seed in seeds[1:]:
                     trial = self._make_trial(draws, reference, seed, dtype, check_mutation=keep or mutates)
                     _same_shapes(first.inputs, trial.inputs, seed)
                     drawn.append(_fingerprint(trial.inputs))
                     elements.add(trial.inputs)
+                    if outputs is not None:
+                        outputs.add(_tensor_leaves(trial.ref))
                     prints.append(_fingerprint(trial.ref))
                     recycles = recycles or _any_overlap(first_spans, [_span_of(t) for t in _tensor_leaves(trial.ref)])
                     mutates = mutates or trial.after is not None
@@ -667,18 +709,22 @@ class Judge:
                     del trial
             try:
                 with torch.no_grad():
-                    self._check_inputs_move(draws, dtype, seeds[0], first.inputs, drawn, elements)
+                    self._check_inputs_move(draws, dtype, seeds[0], first.inputs, drawn, elements, declared,
+                                            outputs, reference)
                 # what the module made at import is data, not structure, where running it again moves it (red team
                 # round 18, h1: a random mask made at import passed as two values, and a kernel that kept its
-                # nonzeros scored 3 to the honest 2)
-                if draws is not module or not self._run_again(req.task_source, seeds[0], dtype, drawn[0], elements):
+                # nonzeros scored 3 to the honest 2); what the task declares constant stays as it made it
+                if draws is not module or not self._run_again(req.task_source, seeds[0], dtype, drawn[0], elements,
+                                                              declared):
                     break
             except JudgeError:
-                if draws is not module or not self._run_again(req.task_source, seeds[0], dtype, drawn[0]):
+                if draws is not module or not self._run_again(req.task_source, seeds[0], dtype, drawn[0],
+                                                              declared=declared):
                     raise
-            draws, first, trials, refs, elements = _ImportedAgain(req.task_source), None, None, None, None
+            draws, first, trials, refs, elements, outputs = _ImportedAgain(req.task_source), None, None, None, None, None
             self.release_memory()
-        del elements
+        del elements, outputs
+        constants = frozenset(p for p in declared if all(d[p] == drawn[0][p] for d in drawn[1:]))
         with torch.no_grad():
             if recycles:  # every call's output is one buffer that the next overwrites: none can be held, each
                 trials = None  # trial is made again, forward and all, when used (review of the held outputs)
@@ -701,7 +747,7 @@ class Judge:
                                ref_recycles=recycles,
                                draws=any(isinstance(x, torch.Tensor) and not x.is_floating_point()
                                          for x in first.inputs),
-                               refs=None if mutates or recycles else refs)
+                               refs=None if mutates or recycles else refs, constants=constants)
         return self.state
 
     def secret_trial(self, state: TaskState) -> tuple[int, tuple[Any, Any] | None]:
@@ -713,7 +759,8 @@ class Judge:
         seed = int.from_bytes(os.urandom(6), "little")
         if state.mutates or state.ref_recycles or state.out_bytes > TRIALS_HELD_BYTES or state.trials is not None:
             return seed, None  # (an output the reference's next call overwrites cannot be held)
-        trial = self._make_trial(state.module, state.reference, seed, state.dtype, rescale=True, check_mutation=False)
+        trial = self._make_trial(state.module, state.reference, seed, state.dtype, rescale=True, check_mutation=False,
+                                 keep=state.constants)
         return seed, None if trial.ref_aliases_inputs else (trial.ref, _fingerprint(trial.inputs))
 
     def remade_trial(self, state: TaskState, seed: int, held: tuple[Any, Any], rescale: bool = False) -> Trial:
@@ -721,15 +768,15 @@ class Judge:
         inputs made again; the forward after all where they came out otherwise (a task whose
         get_inputs() draws from something no seed reaches): never an honest output held to the
         reference of other inputs."""
-        inputs = self._trial_inputs(state.module, seed, state.dtype, rescale)
+        inputs = self._trial_inputs(state.module, seed, state.dtype, rescale, state.constants)
         if _fingerprint(inputs) == held[1]:
             return Trial(inputs=inputs, ref=held[0], after=None)
         del inputs
         return self._make_trial(state.module, state.reference, seed, state.dtype, rescale=rescale,
-                                check_mutation=state.mutates)
+                                check_mutation=state.mutates, keep=state.constants)
 
     def _make_trial(self, module: Any, reference: Any, seed: int, dtype: Any, check_mutation: bool = True,
-                    rescale: bool = False) -> Trial:
+                    rescale: bool = False, keep: frozenset[int] = frozenset()) -> Trial:
         """Trial inputs from the task's own generator under `seed`, and the reference's outputs
         (the reference runs on a copy only while it is not yet known whether it mutates them).
         `rescale`: floating inputs scaled as a timed round's are (`scaling.py`), so the trial
@@ -737,7 +784,7 @@ class Judge:
         from .guards import inputs_changed
 
         torch = self.torch
-        inputs = self._trial_inputs(module, seed, dtype, rescale)
+        inputs = self._trial_inputs(module, seed, dtype, rescale, keep)
         with torch.no_grad():
             args = _clone(inputs) if check_mutation else inputs
             ref = reference(*args)
@@ -750,11 +797,12 @@ class Judge:
                      ref_aliases_inputs=_any_overlap([_span_of(t) for t in _tensor_leaves(ref)], held))
 
     def _run_again(self, source: str, seed: int, dtype: Any, imported: Any,
-                   passed: _ElementDraws | None = None) -> bool:
+                   passed: _ElementDraws | None = None, declared: frozenset[int] = frozenset()) -> bool:
         """Whether the task's draws must run its source again (`_ImportedAgain`): where the check refused
         it (`passed` None), if anything comes out otherwise; where it passed, only at the inputs that kept
-        over FIXED_PART_LIMIT of their elements (`passed.suspects()`), structure or not."""
-        among = None if passed is None else passed.suspects()
+        over FIXED_PART_LIMIT of their elements (`passed.suspects()`), structure or not. Never for the
+        inputs the task declares fixed (`declared_fixed`)."""
+        among = (set(range(len(imported))) if passed is None else passed.suspects()) - declared
         return among != set() and self._moves_imported_again(source, seed, dtype, imported, among)
 
     def _moves_imported_again(self, source: str, seed: int, dtype: Any, imported: Any,
@@ -773,7 +821,8 @@ class Judge:
                    if p < len(again) and p < len(imported))
 
     def _check_inputs_move(self, module: Any, dtype: Any, seed: int, inputs: list[Any], drawn: list[Any],
-                           elements: _ElementDraws) -> None:
+                           elements: _ElementDraws, declared: frozenset[int] = frozenset(),
+                           outputs: _ElementDraws | None = None, reference: Any = None) -> None:
         """Every input the judge cannot make new itself moves with the seed, or the task is refused
         as its own fault, as a task whose shapes move is (red team rounds 14-17). `drawn`: each
         trial's inputs' `_fingerprint`, one print per position; `elements`: the same draws element
@@ -788,7 +837,11 @@ class Judge:
           position, 64 moving: prefix sums kept across calls, 3.25x);
         - every tensor input the same at once, structure or not (round 15, c3: nothing new, 3);
         - a non-tensor input (an int, a float) that changes with the seed: the clients are given
-          those once (round 15, h4: every honest candidate was -1)."""
+          those once (round 15, h4: every honest candidate was -1).
+        What the task declares fixed (`declared`, `declared_fixed`) is the task's, like a weight, wholly or in
+        part; the task's `outputs` (the trials' reference outputs, element by element) must then move with
+        what moves: an output with over FIXED_PART_LIMIT of its elements kept, in more than STRUCTURE_VALUES
+        values, is one a kernel could compute once (an embedding of fixed ids: round 14, c1)."""
         torch = self.torch
         for p, value in enumerate(drawn[0]):
             if not isinstance(inputs[p], torch.Tensor) and any(d[p] != value for d in drawn[1:]):
@@ -801,9 +854,10 @@ class Judge:
                                  "gives the clients non-tensor inputs once; make it a constant or a tensor")
         tensors = [p for p, x in enumerate(inputs) if isinstance(x, torch.Tensor) and x.numel()]
         fixed = {p for p in tensors if all(d[p] == drawn[0][p] for d in drawn[1:])}
-        exact = {p for p in fixed if not elements.structure(p)}
-        parted = elements.parted()
-        if not exact and not parted and (not tensors or fixed != set(tensors)):
+        exact = {p for p in fixed - declared if not elements.structure(p)}
+        parted = elements.parted(set(elements.kept) - declared)
+        cached = {k for k in (outputs.kept if outputs is not None else ()) if outputs.fixed_many(k) > FIXED_PART_LIMIT}
+        if not exact and not parted and not cached and (not tensors or fixed != set(tensors)):
             return
         rng = random.Random(seed)
         for _ in range(INPUTS_MOVE_DRAWS):
@@ -812,32 +866,45 @@ class Judge:
             _same_shapes(inputs, raw, draw_seed)
             other = _fingerprint(raw)
             elements.add(raw)
+            if cached:
+                outputs.add(_tensor_leaves(outputs_on(self.device, reference(*_clone(raw)))))
             del raw
             fixed = {p for p in fixed if other[p] == drawn[0][p]}
             exact &= fixed
             parted = elements.parted(parted)
-            if not exact and not parted and fixed != set(tensors):
+            cached = {k for k in cached if outputs.fixed_many(k) > FIXED_PART_LIMIT}
+            if not exact and not parted and not cached and fixed != set(tensors):
                 return
+        if cached:
+            k = min(cached)
+            raise JudgeError(f"the task's output {k} keeps {outputs.fixed_many(k):.0%} of its elements in every draw, "
+                             f"in more than {STRUCTURE_VALUES} values, with input(s) {sorted(declared)} declared "
+                             f"fixed ({FIXED_NAME}): a kernel could compute that part once and look faster; "
+                             "the outputs must move with the inputs that move")
         if exact:
             p = min(exact)
             raise JudgeError(f"the task's get_inputs() gives input {p} ({inputs[p].dtype}) the same values under "
                              "every seed (a generator of its own, or a constant): the judge cannot make it new for "
                              "each timed call (scaling moves neither an index nor a float's order), and a kernel that "
-                             "precomputed on it would look faster; draw it from torch's global generator, or make a "
-                             "constant a buffer of the Model")
+                             "precomputed on it would look faster; draw it from torch's global generator, make it a "
+                             f"buffer of the Model, or, where it is constant by design, declare it: "
+                             f"{FIXED_NAME} = [{p}]")
         if parted:
             p = min(parted)
             raise JudgeError(f"the task's get_inputs() gives {elements.fixed_share(p):.0%} of input {p}'s "
                              f"({inputs[p].dtype}) elements the same values under every seed, in more than "
                              f"{STRUCTURE_VALUES} values and not sorted (a generator of its own, or values made "
                              "from positions): a kernel that precomputed on them would look faster; draw them from "
-                             "torch's global generator, or make a constant a buffer of the Model")
+                             f"torch's global generator, make a constant a buffer of the Model, or, where the "
+                             f"input is constant by design, declare it: {FIXED_NAME} = [{p}]")
         raise JudgeError("the task's get_inputs() gives the same values under every seed (a generator of its own, or "
                          "constants): scaling alone cannot make every timed call's inputs new; draw them from "
                          "torch's global generator")
 
-    def _trial_inputs(self, module: Any, seed: int, dtype: Any, rescale: bool = False) -> list[Any]:
-        """A trial's inputs: the task's own generator under `seed` (the same inputs every time)."""
+    def _trial_inputs(self, module: Any, seed: int, dtype: Any, rescale: bool = False,
+                      keep: frozenset[int] = frozenset()) -> list[Any]:
+        """A trial's inputs: the task's own generator under `seed` (the same inputs every time);
+        `rescale`: scaled as a timed round's are, but for the task's constants (`keep`)."""
         torch = self.torch
         _seed_all(torch, seed)
         with torch.no_grad():
@@ -845,7 +912,7 @@ class Judge:
                 inputs = list(module.get_inputs())
             inputs = _cast([x.to(self.device).contiguous() if isinstance(x, torch.Tensor) else x for x in inputs], dtype)
             if rescale:
-                inputs = self._rescaled(inputs, inputs, seed, stacked=False)
+                inputs = self._rescaled(inputs, inputs, seed, stacked=False, keep=keep)
         return inputs
 
     def trial(self, state: TaskState, i: int) -> Trial:
@@ -1404,15 +1471,18 @@ class Judge:
             drawn = self._drawn_inputs(state, stack, seed)
             if drawn is not None:
                 return drawn
-        kept = [x.clone() if isinstance(x, torch.Tensor) and not x.is_floating_point() else x for x in stack]
-        return self._rescaled(stack, kept, seed)
+        constants = state.constants if state is not None else frozenset()
+        kept = [x.clone() if isinstance(x, torch.Tensor) and (not x.is_floating_point() or p in constants) else x
+                for p, x in enumerate(stack)]
+        return self._rescaled(stack, kept, seed, keep=constants)
 
     def _rescaled(self, stack: list[Any], values: list[Any], seed: int, stacked: bool = True,
-                  in_place: bool = False) -> list[Any]:
+                  in_place: bool = False, keep: frozenset[int] = frozenset()) -> list[Any]:
         """`values` (a round's, shaped like `stack`) with each floating tensor scaled (`scaling.scaled`);
         `stacked`: each tensor holds a batch's calls along its first dimension (one call's
         input is then the longest block), else it is one call's input (a trial's); `in_place`:
-        `values` are the judge's own new tensors, scaled where they are (`scaling.scale_`)."""
+        `values` are the judge's own new tensors, scaled where they are (`scaling.scale_`); `keep`: the
+        positions left as they are (the task's constants, `TaskState.constants`: a kernel may assume them)."""
         from .scaling import scale_, scaled
 
         torch = self.torch
@@ -1421,14 +1491,14 @@ class Judge:
         rng = random.Random(seed)
         scale = scale_ if in_place else scaled
 
-        def one(x: Any, v: Any) -> Any:
-            if not (isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel()):
+        def one(p: int, x: Any, v: Any) -> Any:
+            if p in keep or not (isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel()):
                 return v
             if isinstance(v, list):  # one call's input slot each (`_round_values`): scaled where it is, a call at a time
                 return [scale_(call, gen, rng, self._unit_interval(x)) for call in v]
             return scale(v, gen, rng, self._unit_interval(x), x[0].numel() if stacked else None)
 
-        return [one(x, v) for x, v in zip(stack, values)]
+        return [one(p, x, v) for p, (x, v) in enumerate(zip(stack, values))]
 
     def _drawn_inputs(self, state: TaskState, stack: list[Any], seed: int,
                       into: list[Any] | None = None) -> list[Any] | None:
@@ -1460,7 +1530,7 @@ class Judge:
                                          "inputs of a fixed shape are needed to give every call new ones")
                     out[p][s].copy_(y)  # cast to the task's precision by the copy, as `_cast` does
                 drawn = y = None  # a call's draw is not kept beside the scaling (a 4 GiB input's, issue 23)
-        return self._rescaled(stack, out, seed, in_place=True)  # scaled as above, in `out` (the judge's own)
+        return self._rescaled(stack, out, seed, in_place=True, keep=state.constants)  # scaled as above, in `out`
 
     def _time(self, state: TaskState, cfg: Any, base: "_CandidateSession", cand: "_CandidateSession",
               clock: "_PhaseClock") -> dict[str, Any]:
@@ -1551,7 +1621,7 @@ class Judge:
             for p in positions:
                 for call, base_values in zip(into[p], stack[p]):
                     call.copy_(base_values)
-            self._rescaled(stack, into, seed, in_place=True)
+            self._rescaled(stack, into, seed, in_place=True, keep=state.constants)
         self.backend.synchronize()
         return into
 
@@ -2267,7 +2337,7 @@ class _CandidateSession:
         else:  # whether the reference mutates its inputs is known by now: no copy of them beside its forward
             # (a 4 GiB copy was the judge's peak on level1/100_HingeLoss, issue 23)
             trial = self.judge._make_trial(state.module, state.reference, seed, state.dtype, rescale=True,
-                                           check_mutation=state.mutates)
+                                           check_mutation=state.mutates, keep=state.constants)
         _same_shapes(self.slot(0), trial.inputs, seed)
         self.put(0, trial.inputs)
         self.judge.backend.synchronize()
