@@ -307,3 +307,47 @@ def test_an_output_made_on_the_host_keeps_the_references_reward(tmp_path, gpu_co
     (ws.root / SINGLE_FILE_BINDING).write_text(SINGLE_FILE_BINDING_TEXT)
     res = evaluate(ws, reference_config(gpu_config))
     assert res.reward == 1, res.reason + res.worker_log
+
+
+DISTANCE_TASK = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, scores, distance):
+        return (scores - 0.25 * distance).softmax(-1)
+
+def get_inputs():
+    n = torch.arange(1024, dtype=torch.float32)
+    return [torch.randn(8, 1024, 1024), (n[:, None] - n[None]).abs()]
+
+def get_init_inputs():
+    return []
+
+FIXED_INPUTS = [1]
+'''
+
+ASSUMES_DISTANCES = '''
+import torch
+import torch.nn as nn
+
+class ModelNew(nn.Module):
+    def forward(self, scores, distance):  # the declared distances built here, not read
+        n = torch.arange(scores.shape[-1], dtype=scores.dtype, device=scores.device)
+        return (scores - 0.25 * (n[:, None] - n[None]).abs()).softmax(-1)
+'''
+
+
+def test_a_kernel_may_assume_what_the_task_declares_fixed(tmp_path, gpu_config):
+    """Issue 24 (round 20's way out): ALiBi's distances declared fixed (`FIXED_INPUTS`) are handed to
+    every call as the task made them, on the device as on the CPU: a model that builds them itself
+    instead of reading them is right on every trial, the secret one and every timed call included."""
+    from cuda_agent.benchmark.solutions import SINGLE_FILE_BINDING, SINGLE_FILE_BINDING_TEXT, reference_config
+    from cuda_agent.tasks import Task
+
+    task = Task.from_source(DISTANCE_TASK, name="declared_distance", origin="test")
+    ws = create_workspace(task, tmp_path / "distance", "cuda", cache_dir=tmp_path / "c")
+    (ws.root / "model_new.py").write_text(ASSUMES_DISTANCES)
+    (ws.root / SINGLE_FILE_BINDING).write_text(SINGLE_FILE_BINDING_TEXT)
+    res = evaluate(ws, reference_config(gpu_config))
+    assert res.correct and res.reward >= 1, res.reason + res.worker_log

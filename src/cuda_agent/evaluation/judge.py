@@ -52,6 +52,7 @@ SPARES_ENV = "CUDA_AGENT_SPARES"  # a count: spares kept instead of SPARES (an e
 FORKSERVER_ENV = "CUDA_AGENT_FORKSERVER"  # "0": start every client as a new interpreter (~10 s on an H100 host)
 SPARE_SETTLE_S = 15.0  # the longest the timing waits for a spare to finish starting
 REMOVAL_WAIT_S = 60.0  # the longest a reap waits for retired clients' scratch to be removed
+RETIRED_HELD_BYTES = 1 << 30  # retired clients' arenas an evaluation may leave to the next one's reap
 FORKSERVER_STARTS = 3  # a fork server that keeps dying is not restarted more often than this
 PRECISIONS = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 RESIDENT_BYTES = 1 << 30  # trial inputs, reference outputs and input stacks kept between evaluations up to this
@@ -1132,7 +1133,12 @@ class Judge:
                 self.drop_task()
             else:
                 self.release_memory()
-            answer.memory.judge_held_after_gib = max(0, self._allocated() - start_alloc) / 2**30
+            if self.retired_bytes() > RETIRED_HELD_BYTES:
+                # large arenas back before the answer, not at the next evaluation's start: the H100 acceptance
+                # run saw level1/23_Softmax's two 6 GiB arenas still held while the next task began (issue 23).
+                # Their clients were killed at close; a device context of that size takes 0.1-0.5 s to end
+                self.reap_retired(scratch=False)
+            answer.memory.judge_held_after_gib = (max(0, self._allocated() - start_alloc) + self.retired_bytes()) / 2**30
             clock.mark("close")
             if cfg.prespawn_worker and not req.baselines_only:
                 self._spawn_spare(req)
@@ -1344,10 +1350,16 @@ class Judge:
         if removal is not None:
             self.removals.append(removal)
 
-    def reap_retired(self, wait: bool = True) -> None:
+    def retired_bytes(self) -> int:
+        """Bytes of the arenas retired clients still map (freed once they have exited: `reap_retired`)."""
+        return sum(int(arena.raw.numel()) for _, arena in self.retired
+                   if arena is not None and getattr(arena, "raw", None) is not None)
+
+    def reap_retired(self, wait: bool = True, scratch: bool = True) -> None:
         """Wait for retired clients to have exited (their device memory released) and for their
         scratch to be gone (an `rm` of 100k files burns a core beside the timed rounds), then let
-        their arenas go; with `wait=False` only for those already gone. A client that cannot be
+        their arenas go; with `wait=False` only for those already gone (`scratch=False`: the clients
+        only, their scratch left to its removal threads). A client that cannot be
         waited for is dropped all the same, killed once more while it still lives (its PID is
         still its own until waited for); its arena is then kept, never freed under it."""
         for entry in list(self.retired):
@@ -1363,7 +1375,7 @@ class Judge:
                             self.kept_arenas.append(arena)
                     elif arena is not None:
                         arena.close()
-        if wait:
+        if wait and scratch:
             deadline = time.monotonic() + REMOVAL_WAIT_S
             for removal in self.removals:
                 removal.join(max(0.0, deadline - time.monotonic()))
