@@ -1225,3 +1225,17 @@ def test_a_declared_constant_is_handed_over_unscaled_and_the_rest_is_scaled() ->
     assert torch.equal(out[1], mask) and not torch.equal(out[0], x)
     out = Judge._rescaled(judge, [x, mask], [x.clone(), mask.clone()], 7, stacked=False)  # type: ignore[arg-type]
     assert not torch.equal(out[1], mask)
+
+
+def test_a_client_starts_only_the_libraries_its_task_may_use() -> None:
+    """Issue 23 (H100): cuDNN's start was 0.15-0.22 s of every client's, on the critical path of
+    tasks with no convolution. A client taken while starting starts what the task's source may
+    reach; with no source (or an idle spare) it starts both."""
+    from cuda_agent.evaluation.judge import LIBRARIES, libraries_for
+
+    assert libraries_for("def forward(self, x):\n    return torch.sigmoid(x) * x\n") == []
+    assert libraries_for("return torch.matmul(A, B)") == ["cublas"]
+    assert libraries_for("self.fc = nn.Linear(8, 8)") == ["cublas"]
+    assert libraries_for("self.conv = nn.Conv2d(3, 8, 3)") == ["cudnn", "cublas"]
+    assert libraries_for("self.rnn = nn.LSTM(8, 8)") == ["cudnn", "cublas"]
+    assert libraries_for(None) == list(LIBRARIES)

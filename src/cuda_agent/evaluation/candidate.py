@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import select
 import sys
 import time
 import traceback
@@ -50,19 +51,26 @@ def serve(sock_fd: int, backend_name: str, marks: list[tuple[str, float]] | None
     backend.start_device()
     marks.append(("device", time.perf_counter()))
     if backend.gpu:  # where spares start ahead of need; on a small CPU host unused spares would burn its cores
-        warm_up_harness(torch, backend.torch_device, marks)
+        warm_up_harness(torch, backend.torch_device, marks, libraries=False)
         backend.synchronize()
     sock = socket.socket(fileno=sock_fd)
+    warmed: set[str] = set()
     try:
         # started: the judge prefers a spare that said so. Where its start spent its time, as this
         # process saw it: a claim, for diagnosis only
         sock.send(json.dumps({"type": "spare", "steps_s": _steps(marks)}).encode())
+        if backend.gpu and not select.select([sock], [], [], 0)[0]:  # idle: every library, ahead of need
+            from .judge import LIBRARIES, warm_up_libraries
+
+            warm_up_libraries(torch, backend.torch_device)
+            warmed.update(LIBRARIES)
         request, fds = _receive(sock)
     except (OSError, ValueError):
         os._exit(0)  # the judge went away without using this spare
     if request.get("type") != "start":
         os._exit(0)
     session = _Session(sock, backend, request, early, capabilities)
+    session.warmed = warmed
     try:
         session.start(fds)
         session.serve()
@@ -74,17 +82,20 @@ def serve(sock_fd: int, backend_name: str, marks: list[tuple[str, float]] | None
         os._exit(0)
 
 
-def warm_up_harness(torch: Any, device: str, marks: list[tuple[str, float]] | None = None) -> None:
+def warm_up_harness(torch: Any, device: str, marks: list[tuple[str, float]] | None = None,
+                    libraries: bool = True) -> None:
     """What the harness's first calls import (the dispatcher guard pulls in ~800 modules, ~2 s),
     done before any workspace is on sys.path: in a spare on its device, or in the fork server on
-    "meta". `marks` gets a (step, perf_counter) after each step."""
+    "meta"; `libraries`: cuDNN and cuBLAS started too (a GPU spare starts them once it has said
+    it is up: all while nothing waits for it, else those its request names). `marks` gets a
+    (step, perf_counter) after each step."""
     from .guards import guarded
 
     marks = [] if marks is None else marks
     with torch.no_grad():
         guarded(lambda x: x.clone())(torch.ones(4, device=device))
         marks.append(("harness", time.perf_counter()))
-        if device != "meta":
+        if device != "meta" and libraries:
             from .judge import warm_up_libraries
 
             warm_up_libraries(torch, device, marks)
@@ -112,6 +123,7 @@ class _Session:
         self.sock, self.backend, self.req, self.early = sock, backend, request, early
         self.capabilities = capabilities or {}
         self.stage = "load"
+        self.warmed: set[str] = set()  # libraries started while it was a spare
 
     def send(self, msg: dict[str, Any]) -> None:
         try:
@@ -152,6 +164,13 @@ class _Session:
         from ..languages import language_for_artifact
 
         marks = [("begin", time.perf_counter())]
+        if self.backend.gpu:  # the libraries its task may use, not started yet (a spare taken while starting)
+            from .judge import LIBRARIES, warm_up_libraries
+
+            wanted = self.req.get("libraries", LIBRARIES)
+            wanted = [lib for lib in LIBRARIES if lib in wanted and lib not in self.warmed] if isinstance(wanted, list) else []
+            if wanted:
+                warm_up_libraries(torch, self.backend.torch_device, marks, wanted)
         raw = self.backend.open_arena(self.req["arena"], fds)  # before the syscall filter: the driver needs it
         marks.append(("arena", time.perf_counter()))
         # the loader comes from the artifact the evaluator built, never from the workspace's say-so

@@ -28,6 +28,7 @@ import json
 import math
 import os
 import random
+import re
 import struct
 import sys
 import time
@@ -177,16 +178,39 @@ def construct(torch: Any, cls: Any, init_args: list[Any], seed: int, device: str
     raise AssertionError("unreachable")
 
 
-def warm_up_libraries(torch: Any, device: str, marks: list[tuple[str, float]] | None = None) -> None:
+LIBRARIES = ("cudnn", "cublas")  # what `warm_up_libraries` starts, in order
+# words of a task's source that may reach a library (a miss costs only a lazy start in a client's load
+# or warm-up, never in a timed interval: both call every model before any timing)
+_LIBRARY_WORDS = {
+    "cudnn": re.compile(r"conv|Conv|rnn|RNN|lstm|LSTM|gru|GRU|batch_norm|BatchNorm|cudnn"),
+    "cublas": re.compile(r"[Ll]inear|matmul|bmm|\bmm\b|@|einsum|addmm|ttention|scaled_dot|rnn|RNN|lstm|LSTM|gru|GRU|"
+                         r"[Bb]ilinear|tensordot|inner|outer|kron|linalg|cholesky|solve|inverse|conv|Conv|cublas"),
+}
+
+
+def libraries_for(task_source: str | None) -> list[str]:
+    """The vendor libraries a task's models may start (`LIBRARIES`, by the words of its source; all
+    where there is none): a client starts those before it loads, and no others (issue 23: cuDNN's
+    start was 0.15-0.22 s of every client's, on the critical path, for tasks with no convolution)."""
+    if task_source is None:
+        return list(LIBRARIES)
+    return [lib for lib in LIBRARIES if _LIBRARY_WORDS[lib].search(task_source)]
+
+
+def warm_up_libraries(torch: Any, device: str, marks: list[tuple[str, float]] | None = None,
+                      only: Any = LIBRARIES) -> None:
     """The first matmul and convolution of a process start cuBLAS and cuDNN (0.05-0.2 s each on
     an H100, up to 1 s elsewhere): paid ahead of need (the judge before it says ready, a GPU
-    spare before it is taken), not inside a task's load or reference phase. (Loading a model's
-    random-init kernels here too did not shorten a client's construct on an H100: issue 23,
-    eighth session.) `marks` gets a (library, perf_counter) after each, synchronized."""
+    spare before it is taken, or a client before it loads a task that uses them), not inside a
+    task's load or reference phase. (Loading a model's random-init kernels here too did not
+    shorten a client's construct on an H100: issue 23, eighth session.) `only`: those of
+    `LIBRARIES` to start. `marks` gets a (library, perf_counter) after each, synchronized."""
     marks = [] if marks is None else marks
     x = torch.ones(1, 1, 8, 8, device=device)
     for step, first_call in (("cudnn", lambda: torch.nn.functional.conv2d(x, torch.ones(1, 1, 3, 3, device=device))),
                              ("cublas", lambda: x[0, 0] @ x[0, 0])):
+        if step not in only:
+            continue
         first_call()
         if x.is_cuda:
             torch.cuda.synchronize()
@@ -2102,6 +2126,8 @@ class _CandidateSession:
             # the candidate's first call is on verification's first inputs: guarded as that call is, or torch
             # could compute trial 0's output there, unseen, for the guarded call to return
             "warm_guard": self.role == "candidate" and cfg.guards.torch_compute,
+            # a spare taken while still starting starts only these, before it loads (`libraries_for`)
+            "libraries": libraries_for(req.task_source),
         }
 
     def slot(self, s: int) -> list[Any]:
