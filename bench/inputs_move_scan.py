@@ -1,6 +1,7 @@
-"""Run the judge's input-move check (`Judge._check_inputs_move`: whole inputs and element by
-element) over whole task sets on this machine's CPU, as `Judge.prepare` runs it, and list every
-task it refuses: an honest task refused is a guard that fires on honest work.
+"""Run the judge's task load (`Judge.task_state`: the input-move check, whole inputs and element by
+element, and the outputs element by element where something stays fixed) over whole task sets on
+this machine, and list every task it refuses: an honest task refused is a guard that fires on
+honest work.
 
 Each task's inputs are first made on torch's meta device to learn their size; tasks whose inputs
 pass --max-gb are counted as skipped, not drawn (on a GPU, `--device cuda`, the large ones fit). Results go one JSON line per task to --out as
@@ -31,13 +32,16 @@ def _meta_bytes(torch, module) -> int:  # type: ignore[no-untyped-def]
 
 
 def check_one(name: str, source: str, device: str = "cpu", max_bytes: int = 1 << 30) -> dict:  # type: ignore[type-arg]
-    """The check's verdict on one task: ok, refused (its message), skipped (too large) or error."""
-    from types import SimpleNamespace
+    """The judge's verdict on loading one task (`Judge.task_state`, the real path: the input check, the outputs
+    element by element where something stays fixed, the source run again where that moves what was made at
+    import): ok, ok imported again, refused (its message), skipped (inputs too large) or error."""
+    import hashlib
 
     import torch
 
-    from cuda_agent.evaluation.judge import (Judge, JudgeError, _ElementDraws, _fingerprint, _ImportedAgain,
-                                             _same_shapes, module_from_source)
+    from cuda_agent.evaluation import EvalConfig
+    from cuda_agent.evaluation.judge import JudgeError, _ImportedAgain, module_from_source
+    from cuda_agent.evaluation.protocol import JudgeRequest
 
     t0 = time.perf_counter()
     try:
@@ -50,45 +54,32 @@ def check_one(name: str, source: str, device: str = "cpu", max_bytes: int = 1 <<
         size = -1
     if size > max_bytes:
         return {"task": name, "verdict": "skipped", "bytes": size}
-    judge = SimpleNamespace(torch=torch, device=torch.device(device))
-    judge._trial_inputs = lambda module, seed, dtype, rescale=False: Judge._trial_inputs(judge, module, seed, dtype, rescale)
-    judge._moves_imported_again = lambda *args: Judge._moves_imported_again(judge, *args)
-    seeds = [1000 + 7919 * i + 1 for i in range(5)]
-
-    def check(draws):  # type: ignore[no-untyped-def]
-        first = judge._trial_inputs(draws, seeds[0], None)
-        elements, drawn = _ElementDraws(torch, first), [_fingerprint(first)]
-        for seed in seeds[1:]:
-            other = judge._trial_inputs(draws, seed, None)
-            _same_shapes(first, other, seed)
-            drawn.append(_fingerprint(other))
-            elements.add(other)
-            del other
-        try:
-            Judge._check_inputs_move(judge, draws, None, seeds[0], first, drawn, elements)
-        finally:
-            prints[:] = drawn[:1]
-        return elements
-
-    prints: list = []  # type: ignore[type-arg]
-
-    verdict = "ok"
+    judge = _judge(device)
+    cfg = EvalConfig(backend=device)
+    req = JudgeRequest(config=cfg, task_source=source, task_hash=hashlib.sha256(source.encode()).hexdigest(),
+                       workspace="/nonexistent")
     try:
-        try:  # as `Judge.task_state`: the source run again for each draw where that moves what was fixed
-            elements = check(module)
-            again = Judge._run_again(judge, source, seeds[0], None, prints[0], elements)
-        except JudgeError:
-            if not prints or not Judge._run_again(judge, source, seeds[0], None, prints[0]):
-                raise
-            again = True
-        if again:
-            verdict = "ok imported again"
-            check(_ImportedAgain(source))
+        state = judge.task_state(req, cfg)
+        verdict = "ok imported again" if isinstance(state.module, _ImportedAgain) else "ok"
     except JudgeError as exc:
         return {"task": name, "verdict": "refused", "why": str(exc)[:400], "s": round(time.perf_counter() - t0, 2)}
     except Exception as exc:  # noqa: BLE001
         return {"task": name, "verdict": "error", "why": f"{type(exc).__name__}: {exc}"[:300]}
+    finally:
+        judge.drop_task()
     return {"task": name, "verdict": verdict, "s": round(time.perf_counter() - t0, 2)}
+
+
+_JUDGES: dict[str, object] = {}
+
+
+def _judge(device: str):  # type: ignore[no-untyped-def]
+    """One judge per worker process (no client is ever started: only its task load runs)."""
+    from cuda_agent.evaluation.judge import Judge
+
+    if device not in _JUDGES:
+        _JUDGES[device] = Judge("cuda" if device.startswith("cuda") else "cpu")
+    return _JUDGES[device]
 
 
 def _tasks(sources: list[str]):  # type: ignore[no-untyped-def]

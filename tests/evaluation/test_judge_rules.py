@@ -98,7 +98,7 @@ def test_a_task_with_integer_inputs_draws_every_call_anew_from_its_own_generator
 
     module = module_from_source("rules_task", GATHER_INPUTS)
     judge = _judge()
-    judge.state = SimpleNamespace(draws=True, redraws=True, module=module, constants=frozenset())
+    judge.state = SimpleNamespace(draws=True, redraws=True, module=module, constants=frozenset(), fixed_inputs=frozenset())
     judge._drawn_inputs = lambda state, stack, seed: Judge._drawn_inputs(judge, state, stack, seed)
     torch.manual_seed(0)
     stack = [torch.stack(xs) for xs in zip(*[module.get_inputs() for _ in range(5)])]
@@ -112,7 +112,7 @@ def test_a_task_with_integer_inputs_draws_every_call_anew_from_its_own_generator
     assert int(a[1].min()) >= 0 and int(a[1].max()) < 512  # indices in range
     assert bool((a[3][:, 1:] >= a[3][:, :-1]).all()) and int(a[3].min()) >= 1  # sorted offsets stay sorted
     assert torch.equal(Judge.fresh_inputs(judge, stack, 11, True)[1], a[1])  # the (secret) seed decides
-    judge.state = SimpleNamespace(draws=True, redraws=False, module=module, constants=frozenset())
+    judge.state = SimpleNamespace(draws=True, redraws=False, module=module, constants=frozenset(), fixed_inputs=frozenset())
     assert torch.equal(Judge.fresh_inputs(judge, stack, 11, True)[1], stack[1])  # no draws: scaling only
 
 
@@ -128,7 +128,7 @@ def _drawing_judge(source: str, draws: bool = False) -> SimpleNamespace:
 
     judge = _judge()
     judge.state = SimpleNamespace(draws=draws, redraws=True, module=module_from_source("rules_task", source),
-                                  constants=frozenset())
+                                  constants=frozenset(), fixed_inputs=frozenset())
     judge._drawn_inputs = lambda state, stack, seed: Judge._drawn_inputs(judge, state, stack, seed)
     return judge
 
@@ -1203,7 +1203,8 @@ def test_inputs_a_task_declares_fixed_are_its_own_and_its_outputs_must_move() ->
         (lambda: [torch.randn(64, 128, generator=own()), torch.rand(1) + 0.5], lambda x, d: (x / d).argmax(1), [0]),
         (hashed, lambda i: table[i], [0]),
     ]:
-        with pytest.raises(JudgeError, match="output 0 keeps .* of its elements in every draw"):
+        with pytest.raises(JudgeError, match="output 0 keeps .* of its elements the same under every seed|"
+                                             "outputs are the same under every seed"):
             _declared_check(forward, fixed)(get_inputs)
     # a fill where the declared mask is (zeros, -inf) is no value to keep: causal attention's scores
     causal = lambda: [torch.randn(8, 128, 128), torch.triu(torch.ones(128, 128, dtype=torch.bool), 1)]  # noqa: E731
@@ -1239,3 +1240,74 @@ def test_a_client_starts_only_the_libraries_its_task_may_use() -> None:
     assert libraries_for("self.conv = nn.Conv2d(3, 8, 3)") == ["cudnn", "cublas"]
     assert libraries_for("self.rnn = nn.LSTM(8, 8)") == ["cudnn", "cublas"]
     assert libraries_for(None) == list(LIBRARIES)
+
+
+def test_outputs_that_stay_fixed_are_refused_declared_or_not_and_a_fill_is_not() -> None:
+    """Red team round 21. F1: rotary cos and sin of position ids (sorted rows: structure by shape) are
+    the same table on every call, and a kernel that copied it scored 2 (1.97x); an output its moving
+    input never reaches (`ones_like(x).cumsum(-1)`) too. Wherever something stays fixed the outputs are
+    compared element by element, declared or not. F2: what stays fixed where padding or an isolated node
+    is, a bias row, costs nothing to write (one value a column) and is no table to keep: accepted."""
+    from cuda_agent.evaluation.judge import JudgeError
+
+    inv = 1.0 / (10000 ** (torch.arange(0, 64, 2).float() / 64))
+
+    def rotary(x, pos):  # type: ignore[no-untyped-def]
+        freqs = pos[..., None].float() * inv
+        emb = torch.cat([freqs, freqs], -1)
+        return emb.cos(), emb.sin()
+
+    positions = lambda: [torch.randn(4, 512, 64), torch.arange(512).expand(4, 512).contiguous()]  # noqa: E731
+    for fixed in ([], [1]):
+        with pytest.raises(JudgeError, match="outputs are the same under every seed"):
+            _declared_check(rotary, fixed)(positions)
+    with pytest.raises(JudgeError, match="outputs are the same under every seed"):
+        _declared_check(lambda x: torch.ones_like(x).cumsum(-1).sqrt(), [])(lambda: [torch.randn(64, 256)])
+    # a table of fixed positions beside an output that moves: that part is refused
+    with pytest.raises(JudgeError, match="output 1 keeps 100% of its elements"):
+        _declared_check(lambda x, pos: (x * 2, rotary(x, pos)[0]), [])(positions)
+    linear = torch.nn.Linear(64, 32)
+
+    def padded() -> list[torch.Tensor]:
+        lengths = torch.randint(64, 129, (16,))
+        return [torch.randn(16, 128, 64), torch.arange(128)[None] < lengths[:, None]]
+
+    with torch.no_grad():
+        _declared_check(lambda x, keep: linear(x * keep[..., None]), [1])(padded)
+        _declared_check(lambda x, keep: linear(x * keep[..., None]), [])(padded)
+        ring = lambda: [torch.randn(4096, 32), torch.stack([torch.arange(0, 4096, 2), torch.arange(2, 4098, 2) % 4096])]  # noqa: E731
+        _declared_check(lambda x, e: torch.zeros_like(x).index_add_(0, e[1], x[e[0]]) + linear.bias[0], [1])(ring)
+    # a task whose outputs all move, with nothing fixed, is never read element by element: nothing to keep
+    _declared_check(lambda x: x * 2, [])(lambda: [torch.randn(64, 64)])
+
+
+def test_a_declared_input_made_at_import_stays_as_imported_when_the_rest_is_drawn_again() -> None:
+    """Red team round 21, F4: `x` and a declared graph both made at import; `x` kept, so each draw runs
+    the source again (`_ImportedAgain`), and the graph was drawn anew with it: a kernel that built its
+    index once was -1. Declared inputs come from the module imported once; the rest is new."""
+    from cuda_agent.evaluation.judge import _ImportedAgain, module_from_source
+
+    source = ("import torch\nx = torch.randn(256, 8)\nedges = torch.randint(0, 256, (2, 1024))\n"
+              "def get_inputs():\n    return [x, edges]\nFIXED_INPUTS = [1]\n")
+    imported = module_from_source("f4_task", source)
+    again = _ImportedAgain(source, imported, frozenset({1}))
+    torch.manual_seed(1)
+    first = again.get_inputs()
+    torch.manual_seed(2)
+    second = again.get_inputs()
+    assert torch.equal(first[1], imported.edges) and torch.equal(second[1], imported.edges)
+    assert not torch.equal(first[0], second[0])
+
+
+def test_a_declared_input_fixed_in_part_is_not_scaled_where_calls_are_drawn_anew() -> None:
+    """Red team round 21, F3: ALiBi's bias with padding of random length as -inf in the same tensor,
+    declared: only inputs the same in every draw were kept from scaling, so this one was scaled on the
+    secret trial and a kernel that assumed its fixed part was -1. A declared input is never scaled where
+    the call's inputs are drawn anew (its moving part moves by the draw); scaled rounds keep only
+    constants (`TaskState.constants`)."""
+    judge = SimpleNamespace(torch=torch, device=torch.device("cpu"), _unit_cache={})
+    judge._unit_interval = lambda x: Judge._unit_interval(judge, x)  # type: ignore[attr-defined]
+    x, bias = torch.randn(8, 64), -torch.arange(64.0).expand(8, 64).contiguous()
+    inputs = Judge._rescaled(judge, [x, bias], [x.clone(), bias.clone()], 3, stacked=False,  # type: ignore[arg-type]
+                             keep=frozenset({1}))
+    assert torch.equal(inputs[1], bias) and not torch.equal(inputs[0], x)

@@ -26,6 +26,7 @@ import copy
 import gc
 import json
 import math
+import numbers
 import os
 import random
 import re
@@ -72,6 +73,7 @@ INPUT_SAMPLE = 1 << 16  # elements of each input compared draw with draw, at sec
 FIXED_PART_LIMIT = 0.10  # the share of an input's elements that may keep their values under every seed (red
 # team round 17, c1: 262,080 of 262,144 indices fixed, 3.25x), unless they are structure (`_ElementDraws.structure`):
 STRUCTURE_VALUES = 2  # ... at most this many values (a causal mask's 0 and -inf, a triangle's zeros)
+FILL_REPEATS = 4  # ... (an output's kept part is a fill by column only where each value was seen this often)
 ORDERED_ROW = 8  # ... or positions and coordinates: rows of at least this many elements, affine or a 0/1 staircase
 PATTERN_CHANGES = 4  # two-valued rows that change more than once are structure where they change this often at most
 PATTERN_PERIOD = 64  # ... or are periodic up to this (`_patterned`)
@@ -138,8 +140,9 @@ class TaskState:
     flops_counted: bool = False
     draws: bool = False  # inputs that are not floating point: a draw that fails is the judge's error
     redraws: bool = True  # get_inputs() under a new seed keeps every tensor's shape (float-only tasks: else scaled)
-    constants: frozenset[int] = frozenset()  # inputs declared fixed (`declared_fixed`) and the same in every draw:
-    # handed over as the task made them, never scaled
+    fixed_inputs: frozenset[int] = frozenset()  # inputs declared fixed (`declared_fixed`), wholly or in part:
+    # not scaled where every call's inputs are drawn anew (their moving part moves by the draw: round 21, F3)
+    constants: frozenset[int] = frozenset()  # ... and of those the same in every draw: never scaled at all
 
     def resident(self, m: int) -> bool:
         """Whether the task stays warm after an evaluation: its trials, input stack, weights and
@@ -279,6 +282,7 @@ class _ElementDraws:
         self.small: set[int] = set()
         self.ordered: dict[int, Any] = {}  # per sampled element: its row (the last dimension) is sorted (`_ordered`)
         self.inputs = inputs  # the first draw, read by `_ordered` only where some element was kept
+        self._shares: dict[int, tuple[int, float]] = {}  # `fixed_share` per input: (elements kept, share)
         for p, x in enumerate(inputs):
             if isinstance(x, torch.Tensor) and x.numel():
                 n = x.numel()
@@ -393,13 +397,31 @@ class _ElementDraws:
             self.kept[p] &= (self._bits(x, p) == self.first[p]).all(dim=1)
 
     def fixed_many(self, p: int) -> float:
-        """The share of tensor p's sampled elements kept in every draw where they take more than
-        STRUCTURE_VALUES values, else 0: for a task's outputs, what a kernel could compute once
-        (a fill of zeros or -inf, a mask's two values, costs nothing to write)."""
-        kept = self.kept[p]
-        if not bool(kept.any()) or self.torch.unique(self.first[p][kept], dim=0).shape[0] <= STRUCTURE_VALUES:
+        """The share of tensor p's sampled elements kept in every draw, unless they are a fill, else 0: for
+        a task's outputs, what a kernel could compute once. A fill costs nothing to write: at most
+        STRUCTURE_VALUES values (zeros, -inf, a mask's two), or that many per column (the last dimension:
+        a bias row where padding was, a mask token; red team round 21, F2). A table that changes along its
+        rows (rotary cos and sin of fixed positions: round 21, F1) is not one."""
+        torch, kept = self.torch, self.kept[p]
+        if not bool(kept.any()):
+            return 0.0
+        values = self.first[p][kept]
+        if torch.unique(values, dim=0).shape[0] <= STRUCTURE_VALUES:
+            return 0.0
+        x = self.inputs[p]
+        columns = self._where(p)[kept] % (x.shape[-1] if x.dim() else 1)
+        pairs = torch.unique(torch.cat([columns[:, None], values.to(torch.int64)], dim=1), dim=0)
+        # a fill down its columns, seen repeating (each value of a column kept FILL_REPEATS times on average:
+        # an argmax's 1-D output has one element a column, which says nothing)
+        if (int(torch.unique(pairs[:, 0], return_counts=True)[1].max()) <= STRUCTURE_VALUES
+                and values.shape[0] >= FILL_REPEATS * pairs.shape[0]):
             return 0.0
         return float(kept.float().mean())
+
+    def unmoved(self) -> bool:
+        """Whether every tensor kept every sampled element in every draw (a reference whose outputs never
+        change: round 21, F1's `ones_like(x).cumsum(-1)`)."""
+        return bool(self.kept) and all(bool(k.all()) for k in self.kept.values())
 
     def structure(self, p: int) -> bool:
         """Input p's kept elements are the task's structure, not data to precompute on: at most
@@ -420,11 +442,18 @@ class _ElementDraws:
 
     def fixed_share(self, p: int) -> float:
         """The share of input p's sampled elements that kept their bits in every draw, outside sorted rows; 0
-        where they are structure (`structure`)."""
+        where they are structure (`structure`). Worked out again only where fewer elements kept since (red
+        team round 21, F5: a 1024-square mask's layout, read anew for each of 16 draws, was 18 s of a load)."""
         if p in self.small:
             return 0.0
+        count = int(self.kept[p].sum())
+        known = self._shares.get(p)
+        if known is not None and known[0] == count:
+            return known[1]
         where = self._unordered_kept(p)
-        return 0.0 if self._structure(p, where) else float(where.float().mean())
+        share = 0.0 if self._structure(p, where) else float(where.float().mean())
+        self._shares[p] = (count, share)
+        return share
 
     def suspects(self) -> set[int]:
         """Inputs with more than FIXED_PART_LIMIT of their elements kept, structure or not: where a module made
@@ -442,13 +471,43 @@ class _ImportedAgain:
     `def get_inputs(): return [x]`, Ops-6K has hundreds) gives them new under every seed this way,
     where the module imported once gave the same values, which no timed call could make new."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, imported: Any = None, declared: frozenset[int] = frozenset()) -> None:
         self.code = compile(source, "<reference_task_inputs>", "exec")
+        self.imported, self.declared = imported, declared  # inputs declared fixed: from the module as imported once
 
     def get_inputs(self) -> Any:
         """Run the source (its own reseeds, e.g. a module-level `torch.manual_seed(42)`, do nothing:
         the draw's seed, set by the judge, decides its values; red team round 18, l1), then its
-        `get_inputs()`."""
+        `get_inputs()`; the inputs the task declares fixed come from the module imported once, under
+        the same seed (red team round 21, F4: a declared graph made at import was drawn anew with the
+        rest, and a kernel that assumed it was -1)."""
+        kept = self._declared_draw() if self.declared and self.imported is not None else None
+        inputs = self._run_again()
+        if kept is not None:
+            inputs = list(inputs)
+            for p in self.declared:
+                if p < len(inputs) and p < len(kept):
+                    inputs[p] = kept[p]
+        return inputs
+
+    def _declared_draw(self) -> list[Any]:
+        """The imported module's `get_inputs()`, every generator left as it was found."""
+        import torch
+
+        np = sys.modules.get("numpy")
+        states = (torch.random.get_rng_state(), random.getstate(), np.random.get_state() if np is not None else None,
+                  torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None)
+        try:
+            return list(self.imported.get_inputs())
+        finally:
+            torch.random.set_rng_state(states[0])
+            random.setstate(states[1])
+            if np is not None:
+                np.random.set_state(states[2])
+            if states[3] is not None:
+                torch.cuda.set_rng_state_all(states[3])
+
+    def _run_again(self) -> Any:
         import torch
 
         module = types.ModuleType("reference_task_inputs")
@@ -489,14 +548,14 @@ def declared_fixed(torch: Any, module: Any, inputs: list[Any]) -> frozenset[int]
     from data by shape (`_ElementDraws.structure`), which has edges both ways (red team round 20)."""
     declared = getattr(module, FIXED_NAME, ())
     if (not isinstance(declared, (list, tuple, set, frozenset))
-            or not all(isinstance(p, int) and not isinstance(p, bool) for p in declared)):
+            or not all(isinstance(p, numbers.Integral) and not isinstance(p, bool) for p in declared)):
         raise JudgeError(f"the task's {FIXED_NAME} is {declared!r}: it must be a list of positions in "
                          "get_inputs() (ints), e.g. [1] for a causal mask given second")
     for p in declared:
         if not 0 <= p < len(inputs) or not isinstance(inputs[p], torch.Tensor):
             raise JudgeError(f"the task's {FIXED_NAME} names input {p}, but get_inputs() gives "
                              f"{len(inputs)} inputs and {p} is not one of its tensors")
-    return frozenset(declared)
+    return frozenset(int(p) for p in declared)
 
 
 def _seed_all(torch: Any, seed: int) -> None:
@@ -715,15 +774,14 @@ class Judge:
             drawn = [_fingerprint(first.inputs)]
             elements = _ElementDraws(torch, first.inputs)
             declared = declared_fixed(torch, module, first.inputs)
-            outputs = _ElementDraws(torch, _tensor_leaves(first.ref)) if declared else None
+            outputs = _ElementDraws(torch, _tensor_leaves(first.ref))  # read where something stays fixed
             with torch.no_grad():
                 for seed in seeds[1:]:
                     trial = self._make_trial(draws, reference, seed, dtype, check_mutation=keep or mutates)
                     _same_shapes(first.inputs, trial.inputs, seed)
                     drawn.append(_fingerprint(trial.inputs))
                     elements.add(trial.inputs)
-                    if outputs is not None:
-                        outputs.add(_tensor_leaves(trial.ref))
+                    outputs.add(_tensor_leaves(trial.ref))
                     prints.append(_fingerprint(trial.ref))
                     recycles = recycles or _any_overlap(first_spans, [_span_of(t) for t in _tensor_leaves(trial.ref)])
                     mutates = mutates or trial.after is not None
@@ -746,10 +804,11 @@ class Judge:
                 if draws is not module or not self._run_again(req.task_source, seeds[0], dtype, drawn[0],
                                                               declared=declared):
                     raise
-            draws, first, trials, refs, elements, outputs = _ImportedAgain(req.task_source), None, None, None, None, None
+            draws, first, trials, refs, elements, outputs = (_ImportedAgain(req.task_source, module, declared),
+                                                             None, None, None, None, None)
             self.release_memory()
         del elements, outputs
-        constants = frozenset(p for p in declared if all(d[p] == drawn[0][p] for d in drawn[1:]))
+        constants = frozenset(p for p in declared if all(d[p] == drawn[0][p] for d in drawn[1:]))  # never scaled
         with torch.no_grad():
             if recycles:  # every call's output is one buffer that the next overwrites: none can be held, each
                 trials = None  # trial is made again, forward and all, when used (review of the held outputs)
@@ -772,7 +831,8 @@ class Judge:
                                ref_recycles=recycles,
                                draws=any(isinstance(x, torch.Tensor) and not x.is_floating_point()
                                          for x in first.inputs),
-                               refs=None if mutates or recycles else refs, constants=constants)
+                               refs=None if mutates or recycles else refs, fixed_inputs=declared,
+                               constants=constants)
         return self.state
 
     def secret_trial(self, state: TaskState) -> tuple[int, tuple[Any, Any] | None]:
@@ -785,7 +845,7 @@ class Judge:
         if state.mutates or state.ref_recycles or state.out_bytes > TRIALS_HELD_BYTES or state.trials is not None:
             return seed, None  # (an output the reference's next call overwrites cannot be held)
         trial = self._make_trial(state.module, state.reference, seed, state.dtype, rescale=True, check_mutation=False,
-                                 keep=state.constants)
+                                 keep=state.fixed_inputs)
         return seed, None if trial.ref_aliases_inputs else (trial.ref, _fingerprint(trial.inputs))
 
     def remade_trial(self, state: TaskState, seed: int, held: tuple[Any, Any], rescale: bool = False) -> Trial:
@@ -793,12 +853,12 @@ class Judge:
         inputs made again; the forward after all where they came out otherwise (a task whose
         get_inputs() draws from something no seed reaches): never an honest output held to the
         reference of other inputs."""
-        inputs = self._trial_inputs(state.module, seed, state.dtype, rescale, state.constants)
+        inputs = self._trial_inputs(state.module, seed, state.dtype, rescale, state.fixed_inputs)
         if _fingerprint(inputs) == held[1]:
             return Trial(inputs=inputs, ref=held[0], after=None)
         del inputs
         return self._make_trial(state.module, state.reference, seed, state.dtype, rescale=rescale,
-                                check_mutation=state.mutates, keep=state.constants)
+                                check_mutation=state.mutates, keep=state.fixed_inputs)
 
     def _make_trial(self, module: Any, reference: Any, seed: int, dtype: Any, check_mutation: bool = True,
                     rescale: bool = False, keep: frozenset[int] = frozenset()) -> Trial:
@@ -881,7 +941,11 @@ class Judge:
         fixed = {p for p in tensors if all(d[p] == drawn[0][p] for d in drawn[1:])}
         exact = {p for p in fixed - declared if not elements.structure(p)}
         parted = elements.parted(set(elements.kept) - declared)
-        cached = {k for k in (outputs.kept if outputs is not None else ()) if outputs.fixed_many(k) > FIXED_PART_LIMIT}
+        # the outputs, element by element, wherever something stayed fixed: a declared input, one kept whole or in
+        # part (structure or not), or outputs that never changed (red team round 21, F1: rotary cos and sin of
+        # positions that pass as structure, the same table every call: a kernel that copied it scored 2)
+        watch = outputs is not None and bool(declared or fixed or elements.suspects() or outputs.unmoved())
+        cached = {k for k in outputs.kept if outputs.unmoved() or outputs.fixed_many(k) > FIXED_PART_LIMIT} if watch else set()
         if not exact and not parted and not cached and (not tensors or fixed != set(tensors)):
             return
         rng = random.Random(seed)
@@ -897,15 +961,19 @@ class Judge:
             fixed = {p for p in fixed if other[p] == drawn[0][p]}
             exact &= fixed
             parted = elements.parted(parted)
-            cached = {k for k in cached if outputs.fixed_many(k) > FIXED_PART_LIMIT}
+            cached = {k for k in cached if outputs.unmoved() or outputs.fixed_many(k) > FIXED_PART_LIMIT}
             if not exact and not parted and not cached and fixed != set(tensors):
                 return
+        if cached and outputs.unmoved():
+            raise JudgeError("the task's outputs are the same under every seed: its moving inputs do not reach them, so "
+                             "the fastest kernel only writes a constant and no timing of it means anything; make the "
+                             "outputs depend on the inputs that move")
         if cached:
             k = min(cached)
-            raise JudgeError(f"the task's output {k} keeps {outputs.fixed_many(k):.0%} of its elements in every draw, "
-                             f"in more than {STRUCTURE_VALUES} values, with input(s) {sorted(declared)} declared "
-                             f"fixed ({FIXED_NAME}): a kernel could compute that part once and look faster; "
-                             "the outputs must move with the inputs that move")
+            raise JudgeError(f"the task's output {k} keeps {outputs.fixed_many(k):.0%} of its elements the same under "
+                             f"every seed, in more than {STRUCTURE_VALUES} values a column (a table of fixed positions, "
+                             "or an output its moving inputs do not reach): a kernel could compute that part once and "
+                             "look faster; the outputs must move with the inputs that move")
         if exact:
             p = min(exact)
             raise JudgeError(f"the task's get_inputs() gives input {p} ({inputs[p].dtype}) the same values under "
@@ -1507,7 +1575,7 @@ class Judge:
             drawn = self._drawn_inputs(state, stack, seed)
             if drawn is not None:
                 return drawn
-        constants = state.constants if state is not None else frozenset()
+        constants = state.constants if state is not None else frozenset()  # (scaled, not drawn: only constants kept)
         kept = [x.clone() if isinstance(x, torch.Tensor) and (not x.is_floating_point() or p in constants) else x
                 for p, x in enumerate(stack)]
         return self._rescaled(stack, kept, seed, keep=constants)
@@ -1566,7 +1634,7 @@ class Judge:
                                          "inputs of a fixed shape are needed to give every call new ones")
                     out[p][s].copy_(y)  # cast to the task's precision by the copy, as `_cast` does
                 drawn = y = None  # a call's draw is not kept beside the scaling (a 4 GiB input's, issue 23)
-        return self._rescaled(stack, out, seed, in_place=True, keep=state.constants)  # scaled as above, in `out`
+        return self._rescaled(stack, out, seed, in_place=True, keep=state.fixed_inputs)  # scaled as above, in `out`
 
     def _time(self, state: TaskState, cfg: Any, base: "_CandidateSession", cand: "_CandidateSession",
               clock: "_PhaseClock") -> dict[str, Any]:
@@ -2375,7 +2443,7 @@ class _CandidateSession:
         else:  # whether the reference mutates its inputs is known by now: no copy of them beside its forward
             # (a 4 GiB copy was the judge's peak on level1/100_HingeLoss, issue 23)
             trial = self.judge._make_trial(state.module, state.reference, seed, state.dtype, rescale=True,
-                                           check_mutation=state.mutates, keep=state.constants)
+                                           check_mutation=state.mutates, keep=state.fixed_inputs)
         _same_shapes(self.slot(0), trial.inputs, seed)
         self.put(0, trial.inputs)
         self.judge.backend.synchronize()
