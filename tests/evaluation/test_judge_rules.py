@@ -1204,7 +1204,7 @@ def test_inputs_a_task_declares_fixed_are_its_own_and_its_outputs_must_move() ->
         (hashed, lambda i: table[i], [0]),
     ]:
         with pytest.raises(JudgeError, match="output 0 keeps .* of its elements the same under every seed|"
-                                             "outputs are the same under every seed"):
+                                             "get_inputs\\(\\) gives the same values under every seed"):
             _declared_check(forward, fixed)(get_inputs)
     # a fill where the declared mask is (zeros, -inf) is no value to keep: causal attention's scores
     causal = lambda: [torch.randn(8, 128, 128), torch.triu(torch.ones(128, 128, dtype=torch.bool), 1)]  # noqa: E731
@@ -1244,10 +1244,11 @@ def test_a_client_starts_only_the_libraries_its_task_may_use() -> None:
 
 def test_outputs_that_stay_fixed_are_refused_declared_or_not_and_a_fill_is_not() -> None:
     """Red team round 21. F1: rotary cos and sin of position ids (sorted rows: structure by shape) are
-    the same table on every call, and a kernel that copied it scored 2 (1.97x); an output its moving
-    input never reaches (`ones_like(x).cumsum(-1)`) too. Wherever something stays fixed the outputs are
-    compared element by element, declared or not. F2: what stays fixed where padding or an isolated node
-    is, a bias row, costs nothing to write (one value a column) and is no table to keep: accepted."""
+    the same table on every call, and a kernel that copied it scored 2 (1.97x). Wherever something stays
+    fixed the outputs are compared element by element, declared or not, and a kept table is refused.
+    F2: what stays fixed where padding or an isolated node is, a bias row, costs nothing to write (one
+    value an index of some dimension) and is no table to keep: accepted, and so are outputs that never
+    change but are such a fill (the best honest kernel writes them too)."""
     from cuda_agent.evaluation.judge import JudgeError
 
     inv = 1.0 / (10000 ** (torch.arange(0, 64, 2).float() / 64))
@@ -1259,10 +1260,27 @@ def test_outputs_that_stay_fixed_are_refused_declared_or_not_and_a_fill_is_not()
 
     positions = lambda: [torch.randn(4, 512, 64), torch.arange(512).expand(4, 512).contiguous()]  # noqa: E731
     for fixed in ([], [1]):
-        with pytest.raises(JudgeError, match="outputs are the same under every seed"):
+        with pytest.raises(JudgeError, match="output 0 keeps 100% of its elements"):
             _declared_check(rotary, fixed)(positions)
-    with pytest.raises(JudgeError, match="outputs are the same under every seed"):
-        _declared_check(lambda x: torch.ones_like(x).cumsum(-1).sqrt(), [])(lambda: [torch.randn(64, 256)])
+    # outputs that never change but are a fill: the best honest kernel writes them too (KernelBench
+    # level2/80's zeros; a row repeated down the batch)
+    _declared_check(lambda x: torch.ones_like(x).cumsum(-1).sqrt(), [])(lambda: [torch.randn(64, 256)])
+    _declared_check(lambda x: x.max(1, keepdim=True).values - x.max(1, keepdim=True).values, [])(
+        lambda: [torch.randn(64, 256)])
+    # review of round 21's mends: a per-channel bias where a fixed mask zeroes an NCHW input, and a bias row in
+    # a transposed output, are fills along a dimension that is not the last
+    conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+
+    def hole() -> list[torch.Tensor]:
+        mask = torch.ones(1, 1, 32, 32)
+        mask[..., 8:24, 8:24] = 0
+        return [torch.randn(4, 3, 32, 32), mask.expand(4, 1, 32, 32).contiguous()]
+
+    with torch.no_grad():
+        _declared_check(lambda x, m: conv(x * m), [])(hole)
+        lin = torch.nn.Linear(64, 32)
+        pad = lambda: [torch.randn(16, 128, 64), torch.arange(128)[None].expand(16, 128) < 96]  # noqa: E731
+        _declared_check(lambda x, keep: lin(x * keep[..., None]).transpose(1, 2), [1])(pad)
     # a table of fixed positions beside an output that moves: that part is refused
     with pytest.raises(JudgeError, match="output 1 keeps 100% of its elements"):
         _declared_check(lambda x, pos: (x * 2, rotary(x, pos)[0]), [])(positions)
@@ -1290,7 +1308,7 @@ def test_a_declared_input_made_at_import_stays_as_imported_when_the_rest_is_draw
     source = ("import torch\nx = torch.randn(256, 8)\nedges = torch.randint(0, 256, (2, 1024))\n"
               "def get_inputs():\n    return [x, edges]\nFIXED_INPUTS = [1]\n")
     imported = module_from_source("f4_task", source)
-    again = _ImportedAgain(source, imported, frozenset({1}))
+    again = _ImportedAgain(source, {1: imported.edges})
     torch.manual_seed(1)
     first = again.get_inputs()
     torch.manual_seed(2)

@@ -59,11 +59,17 @@ def serve(sock_fd: int, backend_name: str, marks: list[tuple[str, float]] | None
         # started: the judge prefers a spare that said so. Where its start spent its time, as this
         # process saw it: a claim, for diagnosis only
         sock.send(json.dumps({"type": "spare", "steps_s": _steps(marks)}).encode())
-        if backend.gpu and not select.select([sock], [], [], 0)[0]:  # idle: every library, ahead of need
+        if backend.gpu:  # idle: every library ahead of need, one at a time while no request waits
             from .judge import LIBRARIES, warm_up_libraries
 
-            warm_up_libraries(torch, backend.torch_device)
-            warmed.update(LIBRARIES)
+            for library in LIBRARIES:
+                if select.select([sock], [], [], 0)[0]:
+                    break
+                try:
+                    warm_up_libraries(torch, backend.torch_device, only=(library,))
+                except Exception:  # noqa: BLE001 - left to the load, which says what failed, and to whom
+                    break
+                warmed.add(library)
         request, fds = _receive(sock)
     except (OSError, ValueError):
         os._exit(0)  # the judge went away without using this spare
@@ -168,7 +174,8 @@ class _Session:
             from .judge import LIBRARIES, warm_up_libraries
 
             wanted = self.req.get("libraries", LIBRARIES)
-            wanted = [lib for lib in LIBRARIES if lib in wanted and lib not in self.warmed] if isinstance(wanted, list) else []
+            wanted = ([lib for lib in LIBRARIES if lib in wanted and lib not in self.warmed]
+                      if isinstance(wanted, (list, tuple)) else [])
             if wanted:
                 warm_up_libraries(torch, self.backend.torch_device, marks, wanted)
         raw = self.backend.open_arena(self.req["arena"], fds)  # before the syscall filter: the driver needs it
@@ -180,6 +187,7 @@ class _Session:
         if self.early is not None:
             report["landlock_before_threads"] = self.early.get("landlock")
         report.update(self.capabilities)
+        report["libraries_while_spare"] = sorted(self.warmed)  # (for diagnosis: the rest started in `start`)
         device = torch.device(self.backend.torch_device)
 
         def value(spec: dict[str, Any]) -> Any:

@@ -380,8 +380,9 @@ class _ElementDraws:
         """Input p's sampled elements as rows of integers: equal rows, equal bits (NaN, -0.0 too)."""
         torch = self.torch
         flat = x.reshape(-1)
-        if self.positions[p] is not None:
-            flat = flat[self.positions[p]]
+        # a copy either way: a view would follow the tensor (a reference that returns one buffer for every call
+        # rewrites it, and every element of its first output looked kept)
+        flat = flat.clone() if self.positions[p] is None else flat[self.positions[p]]
         if flat.is_complex():
             flat = torch.view_as_real(flat)
         flat = flat.reshape(flat.shape[0], -1)
@@ -399,23 +400,27 @@ class _ElementDraws:
     def fixed_many(self, p: int) -> float:
         """The share of tensor p's sampled elements kept in every draw, unless they are a fill, else 0: for
         a task's outputs, what a kernel could compute once. A fill costs nothing to write: at most
-        STRUCTURE_VALUES values (zeros, -inf, a mask's two), or that many per column (the last dimension:
-        a bias row where padding was, a mask token; red team round 21, F2). A table that changes along its
-        rows (rotary cos and sin of fixed positions: round 21, F1) is not one."""
+        STRUCTURE_VALUES values (zeros, -inf, a mask's two), or that many per index of some dimension (a bias
+        row where padding was, a mask token: red team round 21, F2; a per-channel bias in NCHW, or in a
+        transposed output: review of round 21's mends). A table that changes along every dimension (rotary cos
+        and sin of fixed positions: round 21, F1) is not one."""
         torch, kept = self.torch, self.kept[p]
         if not bool(kept.any()):
             return 0.0
         values = self.first[p][kept]
         if torch.unique(values, dim=0).shape[0] <= STRUCTURE_VALUES:
             return 0.0
-        x = self.inputs[p]
-        columns = self._where(p)[kept] % (x.shape[-1] if x.dim() else 1)
-        pairs = torch.unique(torch.cat([columns[:, None], values.to(torch.int64)], dim=1), dim=0)
-        # a fill down its columns, seen repeating (each value of a column kept FILL_REPEATS times on average:
-        # an argmax's 1-D output has one element a column, which says nothing)
-        if (int(torch.unique(pairs[:, 0], return_counts=True)[1].max()) <= STRUCTURE_VALUES
-                and values.shape[0] >= FILL_REPEATS * pairs.shape[0]):
-            return 0.0
+        x, where, stride = self.inputs[p], self._where(p)[kept], 1
+        for size in reversed(x.shape):
+            if size > 1:
+                index = (where // stride) % size
+                pairs = torch.unique(torch.cat([index[:, None], values.to(torch.int64)], dim=1), dim=0)
+                # a fill along this dimension, seen repeating (each value of an index kept FILL_REPEATS times on
+                # average: an argmax's 1-D output has one element an index, which says nothing)
+                if (int(torch.unique(pairs[:, 0], return_counts=True)[1].max()) <= STRUCTURE_VALUES
+                        and values.shape[0] >= FILL_REPEATS * pairs.shape[0]):
+                    return 0.0
+            stride *= size
         return float(kept.float().mean())
 
     def unmoved(self) -> bool:
@@ -471,41 +476,24 @@ class _ImportedAgain:
     `def get_inputs(): return [x]`, Ops-6K has hundreds) gives them new under every seed this way,
     where the module imported once gave the same values, which no timed call could make new."""
 
-    def __init__(self, source: str, imported: Any = None, declared: frozenset[int] = frozenset()) -> None:
+    def __init__(self, source: str, constants: dict[int, Any] | None = None) -> None:
         self.code = compile(source, "<reference_task_inputs>", "exec")
-        self.imported, self.declared = imported, declared  # inputs declared fixed: from the module as imported once
+        self.constants = constants or {}  # declared inputs the same under every seed: as the module made them once
 
     def get_inputs(self) -> Any:
         """Run the source (its own reseeds, e.g. a module-level `torch.manual_seed(42)`, do nothing:
         the draw's seed, set by the judge, decides its values; red team round 18, l1), then its
-        `get_inputs()`; the inputs the task declares fixed come from the module imported once, under
-        the same seed (red team round 21, F4: a declared graph made at import was drawn anew with the
-        rest, and a kernel that assumed it was -1)."""
-        kept = self._declared_draw() if self.declared and self.imported is not None else None
+        `get_inputs()`; a declared input that is the same under every seed is the one the module made
+        once (red team round 21, F4: a declared graph made at import was drawn anew with the rest, and a
+        kernel that assumed it was -1). One fixed only in part comes from the run, consistent with the
+        inputs drawn beside it (review of round 21's mends: lengths shared by two inputs)."""
         inputs = self._run_again()
-        if kept is not None:
+        if self.constants:
             inputs = list(inputs)
-            for p in self.declared:
-                if p < len(inputs) and p < len(kept):
-                    inputs[p] = kept[p]
+            for p, value in self.constants.items():
+                if p < len(inputs):
+                    inputs[p] = value.clone()
         return inputs
-
-    def _declared_draw(self) -> list[Any]:
-        """The imported module's `get_inputs()`, every generator left as it was found."""
-        import torch
-
-        np = sys.modules.get("numpy")
-        states = (torch.random.get_rng_state(), random.getstate(), np.random.get_state() if np is not None else None,
-                  torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None)
-        try:
-            return list(self.imported.get_inputs())
-        finally:
-            torch.random.set_rng_state(states[0])
-            random.setstate(states[1])
-            if np is not None:
-                np.random.set_state(states[2])
-            if states[3] is not None:
-                torch.cuda.set_rng_state_all(states[3])
 
     def _run_again(self) -> Any:
         import torch
@@ -804,7 +792,8 @@ class Judge:
                 if draws is not module or not self._run_again(req.task_source, seeds[0], dtype, drawn[0],
                                                               declared=declared):
                     raise
-            draws, first, trials, refs, elements, outputs = (_ImportedAgain(req.task_source, module, declared),
+            made_once = {p: first.inputs[p] for p in declared if all(d[p] == drawn[0][p] for d in drawn[1:])}
+            draws, first, trials, refs, elements, outputs = (_ImportedAgain(req.task_source, made_once),
                                                              None, None, None, None, None)
             self.release_memory()
         del elements, outputs
@@ -945,7 +934,7 @@ class Judge:
         # part (structure or not), or outputs that never changed (red team round 21, F1: rotary cos and sin of
         # positions that pass as structure, the same table every call: a kernel that copied it scored 2)
         watch = outputs is not None and bool(declared or fixed or elements.suspects() or outputs.unmoved())
-        cached = {k for k in outputs.kept if outputs.unmoved() or outputs.fixed_many(k) > FIXED_PART_LIMIT} if watch else set()
+        cached = {k for k in outputs.kept if outputs.fixed_many(k) > FIXED_PART_LIMIT} if watch else set()
         if not exact and not parted and not cached and (not tensors or fixed != set(tensors)):
             return
         rng = random.Random(seed)
@@ -961,19 +950,9 @@ class Judge:
             fixed = {p for p in fixed if other[p] == drawn[0][p]}
             exact &= fixed
             parted = elements.parted(parted)
-            cached = {k for k in cached if outputs.unmoved() or outputs.fixed_many(k) > FIXED_PART_LIMIT}
+            cached = {k for k in cached if outputs.fixed_many(k) > FIXED_PART_LIMIT}
             if not exact and not parted and not cached and fixed != set(tensors):
                 return
-        if cached and outputs.unmoved():
-            raise JudgeError("the task's outputs are the same under every seed: its moving inputs do not reach them, so "
-                             "the fastest kernel only writes a constant and no timing of it means anything; make the "
-                             "outputs depend on the inputs that move")
-        if cached:
-            k = min(cached)
-            raise JudgeError(f"the task's output {k} keeps {outputs.fixed_many(k):.0%} of its elements the same under "
-                             f"every seed, in more than {STRUCTURE_VALUES} values a column (a table of fixed positions, "
-                             "or an output its moving inputs do not reach): a kernel could compute that part once and "
-                             "look faster; the outputs must move with the inputs that move")
         if exact:
             p = min(exact)
             raise JudgeError(f"the task's get_inputs() gives input {p} ({inputs[p].dtype}) the same values under "
@@ -990,6 +969,12 @@ class Judge:
                              "from positions): a kernel that precomputed on them would look faster; draw them from "
                              f"torch's global generator, make a constant a buffer of the Model, or, where the "
                              f"input is constant by design, declare it: {FIXED_NAME} = [{p}]")
+        if cached and fixed != set(tensors):  # (every input fixed: said as such, below)
+            k = min(cached)
+            raise JudgeError(f"the task's output {k} keeps {outputs.fixed_many(k):.0%} of its elements the same under "
+                             f"every seed, and they are no fill (over {STRUCTURE_VALUES} values along every dimension: "
+                             "a table of fixed positions, or an output its moving inputs do not reach): a kernel could "
+                             "compute that part once and look faster; the outputs must move with the inputs that move")
         raise JudgeError("the task's get_inputs() gives the same values under every seed (a generator of its own, or "
                          "constants): scaling alone cannot make every timed call's inputs new; draw them from "
                          "torch's global generator")
@@ -2032,7 +2017,8 @@ class _CandidateSession:
         steps = report.get("load_steps_s") if isinstance(report, dict) else None
         record.update(role=self.role, start_s=self.link.start_s,
                       start_steps_s=_known_steps(self.link.start_steps, START_STEPS),
-                      load_steps_s=_known_steps(steps, LOAD_STEPS), load_s=round(time.monotonic() - self.started_at, 3))
+                      load_steps_s=_known_steps(steps, (*LIBRARIES, *LOAD_STEPS)),
+                      load_s=round(time.monotonic() - self.started_at, 3))
 
     def watch(self, stage: str, force: bool = False) -> None:
         """A look at the candidate's memory and processes (`CandidateLink.look`); `force`: the
