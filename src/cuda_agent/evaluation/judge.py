@@ -423,11 +423,6 @@ class _ElementDraws:
             stride *= size
         return float(kept.float().mean())
 
-    def unmoved(self) -> bool:
-        """Whether every tensor kept every sampled element in every draw (a reference whose outputs never
-        change: round 21, F1's `ones_like(x).cumsum(-1)`)."""
-        return bool(self.kept) and all(bool(k.all()) for k in self.kept.values())
-
     def structure(self, p: int) -> bool:
         """Input p's kept elements are the task's structure, not data to precompute on: at most
         STRUCTURE_VALUES values laid out as structure along rows (`_patterned`: a triangle's zeros, a unit
@@ -930,10 +925,12 @@ class Judge:
         fixed = {p for p in tensors if all(d[p] == drawn[0][p] for d in drawn[1:])}
         exact = {p for p in fixed - declared if not elements.structure(p)}
         parted = elements.parted(set(elements.kept) - declared)
-        # the outputs, element by element, wherever something stayed fixed: a declared input, one kept whole or in
-        # part (structure or not), or outputs that never changed (red team round 21, F1: rotary cos and sin of
-        # positions that pass as structure, the same table every call: a kernel that copied it scored 2)
-        watch = outputs is not None and bool(declared or fixed or elements.suspects() or outputs.unmoved())
+        # the outputs, element by element, wherever an input stayed fixed: declared, or kept whole or in part
+        # (structure or not; red team round 21, F1: rotary cos and sin of positions that pass as structure, the
+        # same table every call: a kernel that copied it scored 2). Where every input moves, what stays fixed
+        # comes from the weights, which a kernel may fold (KernelBench level3/28_VisionTransformer's output is
+        # the same for every image: refused by the first version of this check, on the H100 scan)
+        watch = outputs is not None and bool(declared or fixed or elements.suspects())
         cached = {k for k in outputs.kept if outputs.fixed_many(k) > FIXED_PART_LIMIT} if watch else set()
         if not exact and not parted and not cached and (not tensors or fixed != set(tensors)):
             return
