@@ -51,7 +51,7 @@ def serve(sock_fd: int, backend_name: str, marks: list[tuple[str, float]] | None
     backend.start_device()
     marks.append(("device", time.perf_counter()))
     if backend.gpu:  # where spares start ahead of need; on a small CPU host unused spares would burn its cores
-        warm_up_harness(torch, backend.torch_device, marks, libraries=False)
+        warm_up_harness(torch, backend.torch_device, marks)
         backend.synchronize()
     sock = socket.socket(fileno=sock_fd)
     warmed: set[str] = set()
@@ -88,23 +88,17 @@ def serve(sock_fd: int, backend_name: str, marks: list[tuple[str, float]] | None
         os._exit(0)
 
 
-def warm_up_harness(torch: Any, device: str, marks: list[tuple[str, float]] | None = None,
-                    libraries: bool = True) -> None:
+def warm_up_harness(torch: Any, device: str, marks: list[tuple[str, float]] | None = None) -> None:
     """What the harness's first calls import (the dispatcher guard pulls in ~800 modules, ~2 s),
     done before any workspace is on sys.path: in a spare on its device, or in the fork server on
-    "meta"; `libraries`: cuDNN and cuBLAS started too (a GPU spare starts them once it has said
-    it is up: all while nothing waits for it, else those its request names). `marks` gets a
-    (step, perf_counter) after each step."""
+    "meta". (cuDNN and cuBLAS a GPU spare starts once it has said it is up: all while nothing waits
+    for it, else those its request names, `_Session.start`.) `marks` gets a (step, perf_counter)."""
     from .guards import guarded
 
     marks = [] if marks is None else marks
     with torch.no_grad():
         guarded(lambda x: x.clone())(torch.ones(4, device=device))
         marks.append(("harness", time.perf_counter()))
-        if device != "meta" and libraries:
-            from .judge import warm_up_libraries
-
-            warm_up_libraries(torch, device, marks)
 
 
 def _steps(marks: list[tuple[str, float]]) -> dict[str, float]:
