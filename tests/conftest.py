@@ -102,16 +102,24 @@ def fast_config(cache_dir: Path) -> EvalConfig:
 WorkspaceFactory = Callable[..., Workspace]
 
 
+def cpu_workspace(root: Path, cache_dir: Path, model_new: str = RELU_MODEL_NEW,
+                  kernels: dict[str, str] | None = None, task_source: str = RELU_TASK,
+                  name: str = "relu") -> Workspace:
+    """A CPU workspace at `root`: the task, `model_new.py` and its kernels (the honest relu by default);
+    the tests' `make_workspace` and the red team's driver both build theirs so."""
+    task = Task.from_source(task_source, name=name)
+    ws = create_workspace(task, root, "cpu", cache_dir=cache_dir, overwrite=True)
+    (ws.root / "model_new.py").write_text(model_new)
+    files = kernels if kernels is not None else {"relu.cpp": RELU_KERNEL, "relu_binding.cpp": RELU_BINDING}
+    for fname, text in files.items():
+        (ws.root / "kernels" / fname).write_text(text)
+    return ws
+
+
 @pytest.fixture()
 def make_workspace(tmp_path: Path, cache_dir: Path) -> WorkspaceFactory:
     def make(model_new: str = RELU_MODEL_NEW, kernels: dict[str, str] | None = None,
              task_source: str = RELU_TASK, name: str = "relu") -> Workspace:
-        task = Task.from_source(task_source, name=name)
-        ws = create_workspace(task, tmp_path / name, "cpu", cache_dir=cache_dir, overwrite=True)
-        (ws.root / "model_new.py").write_text(model_new)
-        files = kernels if kernels is not None else {"relu.cpp": RELU_KERNEL, "relu_binding.cpp": RELU_BINDING}
-        for fname, text in files.items():
-            (ws.root / "kernels" / fname).write_text(text)
-        return ws
+        return cpu_workspace(tmp_path / name, cache_dir, model_new, kernels, task_source, name)
 
     return make

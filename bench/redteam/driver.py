@@ -23,11 +23,9 @@ RESULTS = HERE / "results.jsonl"
 
 from cuda_agent.evaluation import EvalConfig, GuardConfig, evaluate  # noqa: E402
 from cuda_agent.evaluation.config import TimingConfig  # noqa: E402
-from cuda_agent.tasks.task import Task  # noqa: E402
-from cuda_agent.workspace import create_workspace  # noqa: E402
 
 sys.path.insert(0, str(HERE.parents[1]))  # the honest relu the tests use, one home: tests/conftest.py
-from tests.conftest import RELU_BINDING, RELU_KERNEL, RELU_MODEL_NEW, RELU_TASK  # noqa: E402,F401
+from tests.conftest import RELU_BINDING, RELU_KERNEL, RELU_MODEL_NEW, RELU_TASK, cpu_workspace  # noqa: E402,F401
 
 # libc functions found at run time from memcpy's address: the ELF header of libc (page-aligned, below),
 # its PT_DYNAMIC, then DT_SYMTAB / DT_STRTAB scanned linearly (dynsym precedes dynstr in glibc)
@@ -96,13 +94,7 @@ def use(tag: str, folder: Path) -> None:
 
 def workspace(name: str, model_new: str = RELU_MODEL_NEW, kernels: dict[str, str] | None = None,
               task_source: str = RELU_TASK):
-    task = Task.from_source(task_source, name=name)
-    ws = create_workspace(task, _ROOT / name, "cpu", cache_dir=CACHE, overwrite=True)
-    (ws.root / "model_new.py").write_text(model_new)
-    files = kernels if kernels is not None else {"relu.cpp": RELU_KERNEL, "relu_binding.cpp": RELU_BINDING}
-    for fname, text in files.items():
-        (ws.root / "kernels" / fname).write_text(text)
-    return ws
+    return cpu_workspace(_ROOT / name, CACHE, model_new, kernels, task_source, name)
 
 
 def run(repro: str, label: str, ws, cfg: EvalConfig, deserved: str = "", log_chars: int = 400, **extra) -> dict:

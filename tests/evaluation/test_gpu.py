@@ -263,16 +263,22 @@ def test_a_task_with_an_empty_output_keeps_the_references_reward(tmp_path, gpu_c
     """Red team round 14 (h1): an empty output's address is 0, which CUDA cannot export and the
     reader refused: every candidate of such a task got -1. The reference as its own solution
     gets reward 1."""
+    res = _torch_solution(tmp_path, gpu_config, EMPTY_OUTPUT_TASK, "empty_output")
+    assert res.reward == 1, res.reason + res.worker_log
+
+
+def _torch_solution(tmp_path, cfg, task_source: str, name: str, model_new: str | None = None):  # type: ignore[no-untyped-def]
+    """A torch-only solution (the reference as its own, or `model_new`) evaluated under the rules
+    `bench run --solutions reference` uses: only the guards that forbid torch code off."""
     from cuda_agent.benchmark.jobs import reference_model_new
     from cuda_agent.benchmark.solutions import SINGLE_FILE_BINDING, SINGLE_FILE_BINDING_TEXT, reference_config
     from cuda_agent.tasks import Task
 
-    task = Task.from_source(EMPTY_OUTPUT_TASK, name="empty_output", origin="test")
-    ws = create_workspace(task, tmp_path / "empty", "cuda", cache_dir=tmp_path / "c")
-    (ws.root / "model_new.py").write_text(reference_model_new(task.source))
+    task = Task.from_source(task_source, name=name, origin="test")
+    ws = create_workspace(task, tmp_path / name, "cuda", cache_dir=tmp_path / "c")
+    (ws.root / "model_new.py").write_text(model_new or reference_model_new(task.source))
     (ws.root / SINGLE_FILE_BINDING).write_text(SINGLE_FILE_BINDING_TEXT)
-    res = evaluate(ws, reference_config(gpu_config))
-    assert res.reward == 1, res.reason + res.worker_log
+    return evaluate(ws, reference_config(cfg))
 
 
 HOST_OUTPUT_TASK = '''
@@ -297,15 +303,7 @@ def test_an_output_made_on_the_host_keeps_the_references_reward(tmp_path, gpu_co
     `arange` with no device), which no CUDA IPC handle names: "the baseline client failed", every
     candidate -1. Host outputs go onto the device, in every client alike, and the reference as its
     own solution gets reward 1."""
-    from cuda_agent.benchmark.jobs import reference_model_new
-    from cuda_agent.benchmark.solutions import SINGLE_FILE_BINDING, SINGLE_FILE_BINDING_TEXT, reference_config
-    from cuda_agent.tasks import Task
-
-    task = Task.from_source(HOST_OUTPUT_TASK, name="host_output", origin="test")
-    ws = create_workspace(task, tmp_path / "host", "cuda", cache_dir=tmp_path / "c")
-    (ws.root / "model_new.py").write_text(reference_model_new(task.source))
-    (ws.root / SINGLE_FILE_BINDING).write_text(SINGLE_FILE_BINDING_TEXT)
-    res = evaluate(ws, reference_config(gpu_config))
+    res = _torch_solution(tmp_path, gpu_config, HOST_OUTPUT_TASK, "host_output")
     assert res.reward == 1, res.reason + res.worker_log
 
 
@@ -342,12 +340,5 @@ def test_a_kernel_may_assume_what_the_task_declares_fixed(tmp_path, gpu_config):
     """Issue 24 (round 20's way out): ALiBi's distances declared fixed (`FIXED_INPUTS`) are handed to
     every call as the task made them, on the device as on the CPU: a model that builds them itself
     instead of reading them is right on every trial, the secret one and every timed call included."""
-    from cuda_agent.benchmark.solutions import SINGLE_FILE_BINDING, SINGLE_FILE_BINDING_TEXT, reference_config
-    from cuda_agent.tasks import Task
-
-    task = Task.from_source(DISTANCE_TASK, name="declared_distance", origin="test")
-    ws = create_workspace(task, tmp_path / "distance", "cuda", cache_dir=tmp_path / "c")
-    (ws.root / "model_new.py").write_text(ASSUMES_DISTANCES)
-    (ws.root / SINGLE_FILE_BINDING).write_text(SINGLE_FILE_BINDING_TEXT)
-    res = evaluate(ws, reference_config(gpu_config))
+    res = _torch_solution(tmp_path, gpu_config, DISTANCE_TASK, "declared_distance", ASSUMES_DISTANCES)
     assert res.correct and res.reward >= 1, res.reason + res.worker_log

@@ -16,9 +16,11 @@ from tests.conftest import nest_folders
 
 
 def _judge() -> SimpleNamespace:
-    judge = SimpleNamespace(torch=torch, device=torch.device("cpu"),
-                            _unit_interval=lambda x: bool(x.min() >= 0) and bool(x.max() <= 1))
-    judge._rescaled = lambda stack, values, seed, **kw: Judge._rescaled(judge, stack, values, seed, **kw)  # type: ignore[arg-type]
+    """The judge's methods that make and check a task's draws, on the CPU, without a judge process."""
+    judge = SimpleNamespace(torch=torch, device=torch.device("cpu"), _unit_cache={},
+                            backend=SimpleNamespace(gpu=False, synchronize=lambda: None), _peak=lambda: 0)
+    for name in ("_unit_interval", "_rescaled", "_trial_inputs", "_make_trial", "_moves_imported_again"):
+        setattr(judge, name, getattr(Judge, name).__get__(judge))
     return judge
 
 
@@ -869,9 +871,7 @@ def _move_check():  # type: ignore[no-untyped-def]
     """`Judge._check_inputs_move` as `prepare` calls it: 5 trials' draws, on the CPU."""
     from cuda_agent.evaluation.judge import _ElementDraws, _fingerprint
 
-    judge = SimpleNamespace(torch=torch, device=torch.device("cpu"))
-    judge._trial_inputs = lambda module, seed, dtype, rescale=False: Judge._trial_inputs(  # type: ignore[attr-defined]
-        judge, module, seed, dtype, rescale)  # type: ignore[arg-type]
+    judge = _judge()
 
     def check(get_inputs):  # type: ignore[no-untyped-def]
         module = _task_module(get_inputs)
@@ -1125,9 +1125,7 @@ def test_a_mask_made_at_import_with_numpy_is_drawn_anew_and_a_constant_is_not() 
 
     from cuda_agent.evaluation.judge import _fingerprint, module_from_source
 
-    judge = SimpleNamespace(torch=torch, device=torch.device("cpu"))
-    judge._trial_inputs = lambda module, seed, dtype, rescale=False: Judge._trial_inputs(  # type: ignore[attr-defined]
-        judge, module, seed, dtype, rescale)  # type: ignore[arg-type]
+    judge = _judge()
     numpy_mask = ("import numpy as np\nimport torch\nM = np.random.rand(64, 64) < 0.05\n"
                   "def get_inputs():\n    return [torch.randn(64, 64), torch.from_numpy(M)]\n")
     constant = ("import torch\nSCALE = torch.tensor(0.5)\n"
@@ -1143,9 +1141,8 @@ def _declared_check(forward, fixed):  # type: ignore[no-untyped-def]
     5 trials' inputs and reference outputs (`forward`), on the CPU."""
     from cuda_agent.evaluation.judge import _ElementDraws, _fingerprint, _tensor_leaves, declared_fixed
 
-    judge = SimpleNamespace(torch=torch, device=torch.device("cpu"))
-    judge._trial_inputs = lambda module, seed, dtype, rescale=False, keep=frozenset(): Judge._trial_inputs(  # type: ignore[attr-defined]
-        judge, module, seed, dtype, rescale, keep)  # type: ignore[arg-type]
+    judge = _judge()
+    reference = _Reference(forward)
 
     def check(get_inputs):  # type: ignore[no-untyped-def]
         module = SimpleNamespace(get_inputs=get_inputs, FIXED_INPUTS=fixed)
@@ -1156,8 +1153,19 @@ def _declared_check(forward, fixed):  # type: ignore[no-untyped-def]
             elements.add(d)
             outputs.add(_tensor_leaves(forward(*d)))
         Judge._check_inputs_move(judge, module, None, 1, draws[0], [_fingerprint(d) for d in draws],  # type: ignore[arg-type]
-                                 elements, declared, outputs, forward)
+                                 elements, declared, outputs, reference)
     return check
+
+
+class _Reference(torch.nn.Module):
+    """A forward function as the reference module the judge calls (and asks for its state_dict)."""
+
+    def __init__(self, forward) -> None:  # type: ignore[no-untyped-def]
+        super().__init__()
+        self.fn = forward
+
+    def forward(self, *inputs):  # type: ignore[no-untyped-def]
+        return self.fn(*inputs)
 
 
 def test_inputs_a_task_declares_fixed_are_its_own_and_its_outputs_must_move() -> None:
@@ -1219,8 +1227,7 @@ def test_a_declared_constant_is_handed_over_unscaled_and_the_rest_is_scaled() ->
     """A kernel may assume what the task declares fixed: a float mask of 0 and 1 scaled by the
     judge's factors (`scaling.py`) would make a kernel that reads it as 0/1 wrong on the secret
     trial. Constants stay as the task made them; every other float is scaled."""
-    judge = SimpleNamespace(torch=torch, device=torch.device("cpu"), _unit_cache={})
-    judge._unit_interval = lambda x: Judge._unit_interval(judge, x)  # type: ignore[attr-defined]
+    judge = _judge()
     x, mask = torch.randn(64, 64), torch.tril(torch.ones(64, 64))
     out = Judge._rescaled(judge, [x, mask], [x.clone(), mask.clone()], 7, stacked=False, keep=frozenset({1}))  # type: ignore[arg-type]
     assert torch.equal(out[1], mask) and not torch.equal(out[0], x)
@@ -1323,8 +1330,7 @@ def test_a_declared_input_fixed_in_part_is_not_scaled_where_calls_are_drawn_anew
     secret trial and a kernel that assumed its fixed part was -1. A declared input is never scaled where
     the call's inputs are drawn anew (its moving part moves by the draw); scaled rounds keep only
     constants (`TaskState.constants`)."""
-    judge = SimpleNamespace(torch=torch, device=torch.device("cpu"), _unit_cache={})
-    judge._unit_interval = lambda x: Judge._unit_interval(judge, x)  # type: ignore[attr-defined]
+    judge = _judge()
     x, bias = torch.randn(8, 64), -torch.arange(64.0).expand(8, 64).contiguous()
     inputs = Judge._rescaled(judge, [x, bias], [x.clone(), bias.clone()], 3, stacked=False,  # type: ignore[arg-type]
                              keep=frozenset({1}))

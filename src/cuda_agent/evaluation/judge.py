@@ -541,6 +541,11 @@ def declared_fixed(torch: Any, module: Any, inputs: list[Any]) -> frozenset[int]
     return frozenset(int(p) for p in declared)
 
 
+def _unmoved(drawn: list[Any], among: Any) -> frozenset[int]:
+    """The positions among `among` whose print is the same in every draw (`drawn`: one list of prints a draw)."""
+    return frozenset(p for p in among if all(d[p] == drawn[0][p] for d in drawn[1:]))
+
+
 def _seed_all(torch: Any, seed: int) -> None:
     """Seed every generator a task's `get_inputs()` may draw from: torch's, Python's, numpy's."""
     torch.manual_seed(seed)
@@ -787,12 +792,12 @@ class Judge:
                 if draws is not module or not self._run_again(req.task_source, seeds[0], dtype, drawn[0],
                                                               declared=declared):
                     raise
-            made_once = {p: first.inputs[p] for p in declared if all(d[p] == drawn[0][p] for d in drawn[1:])}
+            made_once = {p: first.inputs[p] for p in _unmoved(drawn, declared)}
             draws, first, trials, refs, elements, outputs = (_ImportedAgain(req.task_source, made_once),
                                                              None, None, None, None, None)
             self.release_memory()
         del elements, outputs
-        constants = frozenset(p for p in declared if all(d[p] == drawn[0][p] for d in drawn[1:]))  # never scaled
+        constants = _unmoved(drawn, declared)  # never scaled
         with torch.no_grad():
             if recycles:  # every call's output is one buffer that the next overwrites: none can be held, each
                 trials = None  # trial is made again, forward and all, when used (review of the held outputs)
@@ -922,7 +927,7 @@ class Judge:
                                  f"seed ({value} then {next(d[p] for d in drawn[1:] if d[p] != value)}): the judge "
                                  "gives the clients non-tensor inputs once; make it a constant or a tensor")
         tensors = [p for p, x in enumerate(inputs) if isinstance(x, torch.Tensor) and x.numel()]
-        fixed = {p for p in tensors if all(d[p] == drawn[0][p] for d in drawn[1:])}
+        fixed = set(_unmoved(drawn, tensors))
         exact = {p for p in fixed - declared if not elements.structure(p)}
         parted = elements.parted(set(elements.kept) - declared)
         # the outputs, element by element, wherever an input stayed fixed: declared, or kept whole or in part
@@ -937,12 +942,16 @@ class Judge:
         rng = random.Random(seed)
         for _ in range(INPUTS_MOVE_DRAWS):
             draw_seed = rng.randrange(2**62)
-            raw = self._trial_inputs(module, draw_seed, dtype)
+            if cached:  # the reference's outputs too, as a trial's are made
+                trial = self._make_trial(module, reference, draw_seed, dtype)
+                raw = trial.inputs
+                outputs.add(_tensor_leaves(trial.ref))
+                del trial
+            else:
+                raw = self._trial_inputs(module, draw_seed, dtype)
             _same_shapes(inputs, raw, draw_seed)
             other = _fingerprint(raw)
             elements.add(raw)
-            if cached:
-                outputs.add(_tensor_leaves(outputs_on(self.device, reference(*_clone(raw)))))
             del raw
             fixed = {p for p in fixed if other[p] == drawn[0][p]}
             exact &= fixed
