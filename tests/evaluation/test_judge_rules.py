@@ -100,7 +100,7 @@ def test_a_task_with_integer_inputs_draws_every_call_anew_from_its_own_generator
 
     module = module_from_source("rules_task", GATHER_INPUTS)
     judge = _judge()
-    judge.state = SimpleNamespace(draws=True, redraws=True, module=module, constants=frozenset(), fixed_inputs=frozenset())
+    judge.state = SimpleNamespace(draws=True, redraws=True, module=module, fixed_parts={})
     judge._drawn_inputs = lambda state, stack, seed: Judge._drawn_inputs(judge, state, stack, seed)
     torch.manual_seed(0)
     stack = [torch.stack(xs) for xs in zip(*[module.get_inputs() for _ in range(5)])]
@@ -114,7 +114,7 @@ def test_a_task_with_integer_inputs_draws_every_call_anew_from_its_own_generator
     assert int(a[1].min()) >= 0 and int(a[1].max()) < 512  # indices in range
     assert bool((a[3][:, 1:] >= a[3][:, :-1]).all()) and int(a[3].min()) >= 1  # sorted offsets stay sorted
     assert torch.equal(Judge.fresh_inputs(judge, stack, 11, True)[1], a[1])  # the (secret) seed decides
-    judge.state = SimpleNamespace(draws=True, redraws=False, module=module, constants=frozenset(), fixed_inputs=frozenset())
+    judge.state = SimpleNamespace(draws=True, redraws=False, module=module, fixed_parts={})
     assert torch.equal(Judge.fresh_inputs(judge, stack, 11, True)[1], stack[1])  # no draws: scaling only
 
 
@@ -130,7 +130,7 @@ def _drawing_judge(source: str, draws: bool = False) -> SimpleNamespace:
 
     judge = _judge()
     judge.state = SimpleNamespace(draws=draws, redraws=True, module=module_from_source("rules_task", source),
-                                  constants=frozenset(), fixed_inputs=frozenset())
+                                  fixed_parts={})
     judge._drawn_inputs = lambda state, stack, seed: Judge._drawn_inputs(judge, state, stack, seed)
     return judge
 
@@ -1229,7 +1229,7 @@ def test_a_declared_constant_is_handed_over_unscaled_and_the_rest_is_scaled() ->
     trial. Constants stay as the task made them; every other float is scaled."""
     judge = _judge()
     x, mask = torch.randn(64, 64), torch.tril(torch.ones(64, 64))
-    out = Judge._rescaled(judge, [x, mask], [x.clone(), mask.clone()], 7, stacked=False, keep=frozenset({1}))  # type: ignore[arg-type]
+    out = Judge._rescaled(judge, [x, mask], [x.clone(), mask.clone()], 7, stacked=False, fixed={1: mask})  # type: ignore[arg-type]
     assert torch.equal(out[1], mask) and not torch.equal(out[0], x)
     out = Judge._rescaled(judge, [x, mask], [x.clone(), mask.clone()], 7, stacked=False)  # type: ignore[arg-type]
     assert not torch.equal(out[1], mask)
@@ -1327,11 +1327,38 @@ def test_a_declared_input_made_at_import_stays_as_imported_when_the_rest_is_draw
 def test_a_declared_input_fixed_in_part_is_not_scaled_where_calls_are_drawn_anew() -> None:
     """Red team round 21, F3: ALiBi's bias with padding of random length as -inf in the same tensor,
     declared: only inputs the same in every draw were kept from scaling, so this one was scaled on the
-    secret trial and a kernel that assumed its fixed part was -1. A declared input is never scaled where
-    the call's inputs are drawn anew (its moving part moves by the draw); scaled rounds keep only
-    constants (`TaskState.constants`)."""
+    secret trial and a kernel that assumed its fixed part was -1. Round 22, G1: left wholly unscaled, a
+    declared input's moving part brought round 3's prefix estimate back (2 at 3.77x). A declared input's
+    elements that equal its first draw are left as they are (`TaskState.fixed_parts`); the rest is scaled."""
     judge = _judge()
     x, bias = torch.randn(8, 64), -torch.arange(64.0).expand(8, 64).contiguous()
     inputs = Judge._rescaled(judge, [x, bias], [x.clone(), bias.clone()], 3, stacked=False,  # type: ignore[arg-type]
-                             keep=frozenset({1}))
+                             fixed={1: bias})
     assert torch.equal(inputs[1], bias) and not torch.equal(inputs[0], x)
+    # fixed in part: a table in the last eighth of each row, drawn data in the rest
+    first = torch.rand(8, 64) + 1
+    first[:, 56:] = torch.arange(8.0)
+    again = torch.rand(8, 64) + 1
+    again[:, 56:] = torch.arange(8.0)
+    for stacked, values in ((False, again), (True, again.expand(3, 8, 64).contiguous())):
+        stack = [values.clone()]
+        out = Judge._rescaled(judge, stack, [values.clone()], 5, stacked=stacked, fixed={0: first})[0]  # type: ignore[arg-type]
+        assert torch.equal(out[..., 56:], values[..., 56:])  # the fixed part as the task made it
+        moved = out[..., :56] != values[..., :56]
+        assert bool(moved.float().mean() > 0.9)  # the drawn part scaled
+    # ALiBi where padding of random length puts -inf: each element switches between two values, never scaled
+    from cuda_agent.evaluation.judge import _ElementDraws
+
+    def alibi_padded() -> torch.Tensor:
+        bias = -(torch.arange(64.0)[:, None] - torch.arange(64.0)[None]).abs().expand(8, 64, 64).clone()
+        bias[torch.arange(64)[None, None, :].expand(8, 64, 64) >= torch.randint(32, 65, (8, 1, 1))] = float("-inf")
+        return bias
+
+    switching, drawn = _ElementDraws(torch, [alibi_padded()]), _ElementDraws(torch, [again])
+    for _ in range(4):
+        switching.add([alibi_padded()])
+        drawn.add([torch.rand(8, 64) + 1])
+    assert switching.switching(0) and not drawn.switching(0)
+    padded = alibi_padded()
+    out = Judge._rescaled(judge, [padded], [padded.clone()], 5, stacked=False, fixed={0: None})[0]  # type: ignore[arg-type]
+    assert torch.equal(out, padded)

@@ -33,7 +33,7 @@ def load(name: str, source: str, precision: str | None = None) -> dict:
     row: dict = {"case": name}
     try:
         st = j.task_state(req, cfg)
-        row.update(verdict="ok", constants=sorted(st.constants), imported_again=isinstance(st.module, _ImportedAgain),
+        row.update(verdict="ok", fixed_parts=sorted(st.fixed_parts), imported_again=isinstance(st.module, _ImportedAgain),
                    draws=st.draws, ref_varies=st.ref_varies)
     except JudgeError as exc:
         row.update(verdict="refused", why=str(exc)[:500])

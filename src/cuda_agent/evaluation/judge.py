@@ -140,9 +140,9 @@ class TaskState:
     flops_counted: bool = False
     draws: bool = False  # inputs that are not floating point: a draw that fails is the judge's error
     redraws: bool = True  # get_inputs() under a new seed keeps every tensor's shape (float-only tasks: else scaled)
-    fixed_inputs: frozenset[int] = frozenset()  # inputs declared fixed (`declared_fixed`), wholly or in part:
-    # not scaled where every call's inputs are drawn anew (their moving part moves by the draw: round 21, F3)
-    constants: frozenset[int] = frozenset()  # ... and of those the same in every draw: never scaled at all
+    fixed_parts: dict[int, Any] = field(default_factory=dict)  # per input declared fixed (`declared_fixed`): None,
+    # never scaled (its elements switch between two values at most: round 21, F3), or its first draw: elements equal
+    # to it are the fixed part, never scaled, the rest drawn data, scaled as any input's (round 22, G1)
 
     def resident(self, m: int) -> bool:
         """Whether the task stays warm after an evaluation: its trials, input stack, weights and
@@ -283,6 +283,8 @@ class _ElementDraws:
         self.ordered: dict[int, Any] = {}  # per sampled element: its row (the last dimension) is sorted (`_ordered`)
         self.inputs = inputs  # the first draw, read by `_ordered` only where some element was kept
         self._shares: dict[int, tuple[int, float]] = {}  # `fixed_share` per input: (elements kept, share)
+        self.second: dict[int, Any] = {}
+        self.third: dict[int, Any] = {}
         for p, x in enumerate(inputs):
             if isinstance(x, torch.Tensor) and x.numel():
                 n = x.numel()
@@ -290,6 +292,8 @@ class _ElementDraws:
                                      torch.randint(0, n, (INPUT_SAMPLE,), generator=secret).to(x.device))
                 self.first[p] = self._bits(x, p)
                 self.kept[p] = torch.ones(self.first[p].shape[0], dtype=torch.bool, device=x.device)
+                self.second[p] = self.first[p].clone()  # per element, the first other value a draw gave
+                self.third[p] = torch.zeros_like(self.kept[p])  # ... and whether a draw gave a third
                 if n <= SMALL_CONSTANT:
                     self.small.add(p)
 
@@ -395,7 +399,18 @@ class _ElementDraws:
             if not isinstance(x, self.torch.Tensor) or x.shape != self.inputs[p].shape:
                 self.kept[p].zero_()  # another shape (an output of `nonzero`): nothing of it kept
                 continue
-            self.kept[p] &= (self._bits(x, p) == self.first[p]).all(dim=1)
+            bits = self._bits(x, p)
+            other = (bits != self.first[p]).any(dim=1)
+            new = other & self.kept[p]  # differs for the first time: that is its second value
+            self.third[p] |= other & ~new & (bits != self.second[p]).any(dim=1)
+            self.second[p][new] = bits[new]
+            self.kept[p] &= ~other
+
+    def switching(self, p: int) -> bool:
+        """Whether every sampled element of input p took at most two values over the draws: a fixed part
+        and a part that switches between its value and a fill (ALiBi's bias where padding of random length
+        puts -inf), not drawn data (red team round 22, G1: a declared input whose moving part was data)."""
+        return not bool(self.third[p].any())
 
     def fixed_many(self, p: int) -> float:
         """The share of tensor p's sampled elements kept in every draw, unless they are a fill, else 0: for
@@ -525,8 +540,8 @@ def declared_fixed(torch: Any, module: Any, inputs: list[Any]) -> frozenset[int]
     """The positions of `get_inputs()` whose values the task fixes by design, wholly or in part
     (`FIXED_INPUTS = [1]` beside `get_inputs`: a causal mask, position ids padded to random lengths, a
     graph's edges, ALiBi's distances). Such an input's fixed part is the task's, like a weight: a kernel
-    may assume it, and one the same in every draw is handed to every call as the task made it (never
-    scaled: `TaskState.constants`). Every other input must move (`Judge._check_inputs_move`), and the
+    may assume it: its elements that equal its first draw are never scaled (`TaskState.fixed_parts`), so
+    one the same in every draw is handed to every call as the task made it. Every other input must move (`Judge._check_inputs_move`), and the
     task's outputs must move with what moves. Where the task declares nothing the judge tells structure
     from data by shape (`_ElementDraws.structure`), which has edges both ways (red team round 20)."""
     declared = getattr(module, FIXED_NAME, ())
@@ -796,8 +811,11 @@ class Judge:
             draws, first, trials, refs, elements, outputs = (_ImportedAgain(req.task_source, made_once),
                                                              None, None, None, None, None)
             self.release_memory()
+        # a declared input is never scaled where its elements only switch between two values (round 21, F3: ALiBi
+        # where padding moves); one that holds drawn data too is scaled where it differs from its first draw
+        # (round 22, G1: left unscaled, a kernel read a prefix of the data)
+        fixed_parts = {p: None if elements.switching(p) else first.inputs[p] for p in declared if p in elements.kept}
         del elements, outputs
-        constants = _unmoved(drawn, declared)  # never scaled
         with torch.no_grad():
             if recycles:  # every call's output is one buffer that the next overwrites: none can be held, each
                 trials = None  # trial is made again, forward and all, when used (review of the held outputs)
@@ -820,8 +838,8 @@ class Judge:
                                ref_recycles=recycles,
                                draws=any(isinstance(x, torch.Tensor) and not x.is_floating_point()
                                          for x in first.inputs),
-                               refs=None if mutates or recycles else refs, fixed_inputs=declared,
-                               constants=constants)
+                               refs=None if mutates or recycles else refs,
+                               fixed_parts=fixed_parts)
         return self.state
 
     def secret_trial(self, state: TaskState) -> tuple[int, tuple[Any, Any] | None]:
@@ -834,7 +852,7 @@ class Judge:
         if state.mutates or state.ref_recycles or state.out_bytes > TRIALS_HELD_BYTES or state.trials is not None:
             return seed, None  # (an output the reference's next call overwrites cannot be held)
         trial = self._make_trial(state.module, state.reference, seed, state.dtype, rescale=True, check_mutation=False,
-                                 keep=state.fixed_inputs)
+                                 fixed=state.fixed_parts)
         return seed, None if trial.ref_aliases_inputs else (trial.ref, _fingerprint(trial.inputs))
 
     def remade_trial(self, state: TaskState, seed: int, held: tuple[Any, Any], rescale: bool = False) -> Trial:
@@ -842,15 +860,15 @@ class Judge:
         inputs made again; the forward after all where they came out otherwise (a task whose
         get_inputs() draws from something no seed reaches): never an honest output held to the
         reference of other inputs."""
-        inputs = self._trial_inputs(state.module, seed, state.dtype, rescale, state.fixed_inputs)
+        inputs = self._trial_inputs(state.module, seed, state.dtype, rescale, state.fixed_parts)
         if _fingerprint(inputs) == held[1]:
             return Trial(inputs=inputs, ref=held[0], after=None)
         del inputs
         return self._make_trial(state.module, state.reference, seed, state.dtype, rescale=rescale,
-                                check_mutation=state.mutates, keep=state.fixed_inputs)
+                                check_mutation=state.mutates, fixed=state.fixed_parts)
 
     def _make_trial(self, module: Any, reference: Any, seed: int, dtype: Any, check_mutation: bool = True,
-                    rescale: bool = False, keep: frozenset[int] = frozenset()) -> Trial:
+                    rescale: bool = False, fixed: dict[int, Any] | None = None) -> Trial:
         """Trial inputs from the task's own generator under `seed`, and the reference's outputs
         (the reference runs on a copy only while it is not yet known whether it mutates them).
         `rescale`: floating inputs scaled as a timed round's are (`scaling.py`), so the trial
@@ -858,7 +876,7 @@ class Judge:
         from .guards import inputs_changed
 
         torch = self.torch
-        inputs = self._trial_inputs(module, seed, dtype, rescale, keep)
+        inputs = self._trial_inputs(module, seed, dtype, rescale, fixed)
         with torch.no_grad():
             args = _clone(inputs) if check_mutation else inputs
             ref = reference(*args)
@@ -986,9 +1004,9 @@ class Judge:
                          "torch's global generator")
 
     def _trial_inputs(self, module: Any, seed: int, dtype: Any, rescale: bool = False,
-                      keep: frozenset[int] = frozenset()) -> list[Any]:
+                      fixed: dict[int, Any] | None = None) -> list[Any]:
         """A trial's inputs: the task's own generator under `seed` (the same inputs every time);
-        `rescale`: scaled as a timed round's are, but for the task's constants (`keep`)."""
+        `rescale`: scaled as a timed round's are, the declared inputs' fixed parts aside (`fixed`)."""
         torch = self.torch
         _seed_all(torch, seed)
         with torch.no_grad():
@@ -996,7 +1014,7 @@ class Judge:
                 inputs = list(module.get_inputs())
             inputs = _cast([x.to(self.device).contiguous() if isinstance(x, torch.Tensor) else x for x in inputs], dtype)
             if rescale:
-                inputs = self._rescaled(inputs, inputs, seed, stacked=False, keep=keep)
+                inputs = self._rescaled(inputs, inputs, seed, stacked=False, fixed=fixed)
         return inputs
 
     def trial(self, state: TaskState, i: int) -> Trial:
@@ -1566,18 +1584,18 @@ class Judge:
             drawn = self._drawn_inputs(state, stack, seed)
             if drawn is not None:
                 return drawn
-        constants = state.constants if state is not None else frozenset()  # (scaled, not drawn: only constants kept)
-        kept = [x.clone() if isinstance(x, torch.Tensor) and (not x.is_floating_point() or p in constants) else x
+        fixed = state.fixed_parts if state is not None else {}
+        kept = [x.clone() if isinstance(x, torch.Tensor) and (not x.is_floating_point() or p in fixed) else x
                 for p, x in enumerate(stack)]
-        return self._rescaled(stack, kept, seed, keep=constants)
+        return self._rescaled(stack, kept, seed, fixed=fixed)
 
     def _rescaled(self, stack: list[Any], values: list[Any], seed: int, stacked: bool = True,
-                  in_place: bool = False, keep: frozenset[int] = frozenset()) -> list[Any]:
+                  in_place: bool = False, fixed: dict[int, Any] | None = None) -> list[Any]:
         """`values` (a round's, shaped like `stack`) with each floating tensor scaled (`scaling.scaled`);
         `stacked`: each tensor holds a batch's calls along its first dimension (one call's
         input is then the longest block), else it is one call's input (a trial's); `in_place`:
-        `values` are the judge's own new tensors, scaled where they are (`scaling.scale_`); `keep`: the
-        positions left as they are (the task's constants, `TaskState.constants`: a kernel may assume them)."""
+        `values` are the judge's own new tensors, scaled where they are (`scaling.scale_`); `fixed`: the
+        declared inputs' fixed parts, left as they are (`TaskState.fixed_parts`: a kernel may assume them)."""
         from .scaling import scale_, scaled
 
         torch = self.torch
@@ -1586,12 +1604,28 @@ class Judge:
         rng = random.Random(seed)
         scale = scale_ if in_place else scaled
 
-        def one(p: int, x: Any, v: Any) -> Any:
-            if p in keep or not (isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel()):
+        fixed = fixed or {}
+
+        def moving(v: Any, p: int, scale_one: Any) -> Any:
+            """`v` scaled, but for a declared input's fixed part (`TaskState.fixed_parts`)."""
+            if p not in fixed:
+                return scale_one(v)
+            first = fixed[p]
+            if first is None:
                 return v
+            same = v == first
+            if bool(same.all()):
+                return v
+            out = scale_one(v)
+            return torch.where(same, first, out, out=out)
+
+        def one(p: int, x: Any, v: Any) -> Any:
+            if not (isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel()):
+                return v
+            unit = self._unit_interval(x)
             if isinstance(v, list):  # one call's input slot each (`_round_values`): scaled where it is, a call at a time
-                return [scale_(call, gen, rng, self._unit_interval(x)) for call in v]
-            return scale(v, gen, rng, self._unit_interval(x), x[0].numel() if stacked else None)
+                return [moving(call, p, lambda t: scale_(t, gen, rng, unit)) for call in v]
+            return moving(v, p, lambda t: scale(t, gen, rng, unit, x[0].numel() if stacked else None))
 
         return [one(p, x, v) for p, (x, v) in enumerate(zip(stack, values))]
 
@@ -1625,7 +1659,7 @@ class Judge:
                                          "inputs of a fixed shape are needed to give every call new ones")
                     out[p][s].copy_(y)  # cast to the task's precision by the copy, as `_cast` does
                 drawn = y = None  # a call's draw is not kept beside the scaling (a 4 GiB input's, issue 23)
-        return self._rescaled(stack, out, seed, in_place=True, keep=state.fixed_inputs)  # scaled as above, in `out`
+        return self._rescaled(stack, out, seed, in_place=True, fixed=state.fixed_parts)  # scaled as above, in `out`
 
     def _time(self, state: TaskState, cfg: Any, base: "_CandidateSession", cand: "_CandidateSession",
               clock: "_PhaseClock") -> dict[str, Any]:
@@ -1716,7 +1750,7 @@ class Judge:
             for p in positions:
                 for call, base_values in zip(into[p], stack[p]):
                     call.copy_(base_values)
-            self._rescaled(stack, into, seed, in_place=True, keep=state.constants)
+            self._rescaled(stack, into, seed, in_place=True, fixed=state.fixed_parts)
         self.backend.synchronize()
         return into
 
@@ -2435,7 +2469,7 @@ class _CandidateSession:
         else:  # whether the reference mutates its inputs is known by now: no copy of them beside its forward
             # (a 4 GiB copy was the judge's peak on level1/100_HingeLoss, issue 23)
             trial = self.judge._make_trial(state.module, state.reference, seed, state.dtype, rescale=True,
-                                           check_mutation=state.mutates, keep=state.fixed_inputs)
+                                           check_mutation=state.mutates, fixed=state.fixed_parts)
         _same_shapes(self.slot(0), trial.inputs, seed)
         self.put(0, trial.inputs)
         self.judge.backend.synchronize()
