@@ -7,8 +7,14 @@ load phase of a small task waited for it).
    parent having dlopened cuDNN and cuBLAS first, timing the CUDA context, the first convolution
    and the first matmul, and the device memory after. (On an H100, 2026-11-28: the preload gained
    nothing, fork to done 0.55 s vs 0.49 s; the context is ~0.25 s, cuDNN ~0.1-0.2 s, cuBLAS ~0.06 s.)
+3. `split`: children that start the driver only (`torch.cuda.init()`), report the device memory
+   the driver's table gives them then, and make their context when told, `--width` at once:
+   whether a spare can do the driver's part ahead of need at no device memory, and whether two
+   contexts made at once take twice as long (the second client of a new task started 0.43 s
+   after the first in every KernelBench task of issue 23's eleventh session).
+4. `client_pairs`: two clients started the judge's way at once, their start steps.
 
-    python bench/spare_start.py [--clients 4] [--raw 4] --out spare_start.json
+    python bench/spare_start.py [--clients 4] [--raw 4] [--split 3] [--width 2] --out spare_start.json
 """
 from __future__ import annotations
 
@@ -116,10 +122,116 @@ def raw_starts(count: int, preload: bool) -> dict:
             "median_s": statistics.median(r.get("fork_to_done_s", 0) for r in rows) if rows else None}
 
 
+def _own_device_gib() -> float | None:
+    import subprocess
+
+    out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+                         capture_output=True, text=True, timeout=10).stdout
+    for line in out.splitlines():
+        pid, _, used = line.partition(",")
+        if pid.strip() == str(os.getpid()):
+            return round(float(used) / 1024, 3)
+    return 0.0  # not in the table: no context
+
+
+def _split_child(write_fd: int, go_fd: int) -> None:
+    import torch
+
+    t0 = time.perf_counter()
+    torch.cuda.init()
+    init_s = time.perf_counter() - t0
+    row = {"init_s": round(init_s, 4), "after_init_gib": _own_device_gib()}
+    os.write(write_fd, b"i")
+    os.read(go_fd, 1)  # the parent says go to every child at once
+    marks = [("go", time.perf_counter())]
+    torch.empty(1, device="cuda")
+    torch.cuda.synchronize()
+    marks.append(("context", time.perf_counter()))
+    x = torch.ones(1, 1, 8, 8, device="cuda")
+    torch.nn.functional.conv2d(x, torch.ones(1, 1, 3, 3, device="cuda"))
+    torch.cuda.synchronize()
+    marks.append(("cudnn", time.perf_counter()))
+    x[0, 0] @ x[0, 0]
+    torch.cuda.synchronize()
+    marks.append(("cublas", time.perf_counter()))
+    row["steps_s"] = {n: round(t - p, 4) for (n, t), (_, p) in zip(marks[1:], marks)}
+    row["after_all_gib"] = _own_device_gib()
+    os.write(write_fd, json.dumps(row).encode())
+
+
+def split_starts(rounds: int, width: int) -> list[list[dict]]:
+    import torch  # noqa: F401 - imported before the fork, as in the fork server
+
+    out = []
+    for _ in range(rounds):
+        kids = []
+        for _ in range(width):
+            r, w = os.pipe()
+            go_r, go_w = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                os.close(r)
+                os.close(go_w)
+                try:
+                    _split_child(w, go_r)
+                finally:
+                    os._exit(0)
+            os.close(w)
+            os.close(go_r)
+            kids.append((pid, r, go_w))
+        for _, r, _ in kids:
+            os.read(r, 1)
+        time.sleep(0.3)
+        t0 = time.perf_counter()
+        for _, _, go_w in kids:
+            os.write(go_w, b"g")
+        rows = []
+        for pid, r, go_w in kids:
+            data = b""
+            while chunk := os.read(r, 65536):
+                data += chunk
+            os.waitpid(pid, 0)
+            row = json.loads(data) if data else {"error": "no answer"}
+            row["go_to_done_s"] = round(time.perf_counter() - t0, 3)
+            rows.append(row)
+            os.close(r)
+            os.close(go_w)
+        out.append(rows)
+    return out
+
+
+def client_pairs(rounds: int, backend: str) -> list[list[dict]]:
+    from cuda_agent.evaluation.candidate_link import CandidateLink, ForkServer
+    from cuda_agent.evaluation.judge import _candidate_env
+
+    server = ForkServer(backend, _candidate_env())
+    server.ready(120.0)
+    out = []
+    try:
+        for _ in range(rounds):
+            t0 = time.monotonic()
+            links = [CandidateLink(backend, _candidate_env(), forkserver=server) for _ in range(2)]
+            rows = []
+            for link in links:
+                link.await_started(time.monotonic() + 30.0)
+                rows.append({"start_s": link.start_s, "steps_s": link.start_steps,
+                             "seen_started_s": round(time.monotonic() - t0, 3)})
+            for link in links:
+                link.close()
+            out.append(rows)
+            time.sleep(0.5)
+    finally:
+        server.close()
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--clients", type=int, default=4)
     ap.add_argument("--raw", type=int, default=4)
+    ap.add_argument("--split", type=int, default=0)
+    ap.add_argument("--width", type=int, default=2)
+    ap.add_argument("--pairs", type=int, default=0)
     ap.add_argument("--backend", default="cuda")
     ap.add_argument("--out", default="spare_start.json")
     args = ap.parse_args()
@@ -138,9 +250,26 @@ def main() -> None:
             data += chunk
         os.waitpid(pid, 0)
         report["raw_preload" if preload else "raw"] = json.loads(data) if data else {"error": "no answer"}
+    for width in sorted({1, args.width}) if args.split else ():
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            os.write(w, json.dumps(split_starts(args.split, width)).encode())
+            os._exit(0)
+        os.close(w)
+        data = b""
+        while chunk := os.read(r, 1 << 20):
+            data += chunk
+        os.waitpid(pid, 0)
+        report[f"split_width{width}"] = json.loads(data) if data else {"error": "no answer"}
+        print(f"split width {width}:", json.dumps(report[f"split_width{width}"]), flush=True)
+    if args.pairs:
+        report["client_pairs"] = client_pairs(args.pairs, args.backend)
+        print("client pairs:", json.dumps(report["client_pairs"]), flush=True)
     Path(args.out).write_text(json.dumps(report, indent=1))
     print(json.dumps({k: {n: v.get(n) for n in ("median_start_s", "median_s", "opened", "server_ready_s")
-                          if n in v} for k, v in report.items()}))
+                          if n in v} for k, v in report.items() if isinstance(v, dict)}))
 
 
 if __name__ == "__main__":
