@@ -61,6 +61,35 @@ def test_the_judge_learns_how_a_forked_client_ended(server):
         link.close()
 
 
+def test_a_held_client_starts_its_driver_and_waits_to_be_told_to_go(server):
+    """A spare forked for a later evaluation says "held" and starts nothing more (on a GPU: no
+    device context, so no device memory) until the judge says go; then it starts as any spare,
+    and one the judge no longer needs exits quietly."""
+    link = CandidateLink("cpu", _candidate_env(), isolate=False, confine_writes=False, forkserver=server, held=True)
+    try:
+        assert link.held
+        link.await_held(time.monotonic() + 60)
+        assert link.driver_up
+        with pytest.raises(CandidateDied, match="held"):
+            link.await_started(time.monotonic() + 1)  # nothing to wait for until it is told to go
+        time.sleep(0.5)
+        assert not link.started() and link.alive()
+        link.go()
+        link.await_started(time.monotonic() + 60)
+        assert link.started() and not link.held
+        link.send({"type": "not needed"})
+        assert link.proc.wait(timeout=20) == 0
+    finally:
+        link.close()
+    unused = CandidateLink("cpu", _candidate_env(), isolate=False, confine_writes=False, forkserver=server, held=True)
+    try:
+        unused.await_held(time.monotonic() + 60)
+        unused.send({"type": "not needed"})  # sent away while held
+        assert unused.proc.wait(timeout=20) == 0
+    finally:
+        unused.close()
+
+
 def test_clients_die_with_their_server_and_the_judge_falls_back():
     fs = ForkServer("cpu", _candidate_env())
     try:

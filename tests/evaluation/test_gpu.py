@@ -342,3 +342,34 @@ def test_a_kernel_may_assume_what_the_task_declares_fixed(tmp_path, gpu_config):
     instead of reading them is right on every trial, the secret one and every timed call included."""
     res = _torch_solution(tmp_path, gpu_config, DISTANCE_TASK, "declared_distance", ASSUMES_DISTANCES)
     assert res.correct and res.reward >= 1, res.reason + res.worker_log
+
+
+def test_a_held_spare_holds_no_device_memory_until_told_to_go():
+    """The next evaluation's spares are forked during this one and held (issue 23, twelfth
+    session): the driver started, no context, so nothing of the device's memory, which a context
+    (~0.5 GiB) would take from this one's timing; told to go, it comes up as any spare."""
+    import subprocess
+    import time
+
+    from cuda_agent.evaluation.candidate_link import CandidateLink, ForkServer
+    from cuda_agent.evaluation.judge import _candidate_env
+
+    def on_device(pid: int) -> bool:
+        table = subprocess.run(["nvidia-smi", "--query-compute-apps=pid", "--format=csv,noheader"],
+                               capture_output=True, text=True, timeout=30).stdout.split()
+        return str(pid) in table
+
+    server = ForkServer("cuda", _candidate_env(True))
+    try:
+        assert server.ready(180), server.log_tail()
+        link = CandidateLink("cuda", _candidate_env(True), forkserver=server, held=True)
+        try:
+            link.await_held(time.monotonic() + 60)
+            assert link.forked and link.alive() and not on_device(link.pid())
+            link.go()
+            link.await_started(time.monotonic() + 60)
+            assert on_device(link.pid()) and "driver" in link.start_steps and "device" in link.start_steps
+        finally:
+            link.close()
+    finally:
+        server.close()

@@ -345,9 +345,28 @@ def _spawning_judge(gpu: bool, warm_key: str | None) -> SimpleNamespace:
     judge = SimpleNamespace(backend=SimpleNamespace(gpu=gpu), spares=[],
                             baseline=object() if warm_key else None,
                             state=SimpleNamespace(key=warm_key) if warm_key else None)
-    judge._new_client = lambda wanted: SimpleNamespace(alive=lambda: True, wanted=wanted)
+    judge._new_client = lambda wanted, held=False: _Spare(wanted, held)
     judge._spawn_spare = lambda req, count=None: Judge._spawn_spare(judge, req, count)  # type: ignore[arg-type]
     return judge
+
+
+class _Spare:
+    """A spare as the judge's bookkeeping sees it: its isolation, whether it is held, told to go."""
+
+    def __init__(self, wanted: tuple[bool, bool], held: bool = False, started: bool = False) -> None:
+        self.isolate, self.confine_writes = wanted
+        self.held, self.told_to_go, self._started = held, False, started
+        self.born, self.forked, self.start_s = 0.0, True, None
+
+    def alive(self) -> bool:
+        return True
+
+    def started(self) -> bool:
+        return self._started
+
+    def go(self) -> None:
+        if self.held:
+            self.held, self.told_to_go = False, True
 
 
 def _request(**config: object) -> object:
@@ -373,7 +392,36 @@ def test_a_gpu_judge_starts_exactly_the_clients_an_evaluation_takes(warm: bool, 
 def test_a_cpu_judge_starts_no_client_during_an_evaluation() -> None:
     judge = _spawning_judge(False, None)
     Judge._clients_ahead(judge, _request())  # type: ignore[arg-type]
+    Judge._hold_spares(judge, _request())  # type: ignore[arg-type]
     assert judge.spares == []  # on a CPU a start would take the cores the timed models use
+
+
+def test_the_next_evaluations_spares_are_held_without_a_context_until_this_one_ends() -> None:
+    """Issue 23, twelfth session: a new task's two clients started from nothing at its start came
+    up 0.45 s into it, and the first loaded was on its critical path (level2/89 1.90x the naive
+    harness). Started as contexts during the evaluation before, they held ~0.6 GiB each through its
+    timing. So they are forked during it, held (the driver only, no device memory), told to go at its
+    end, and taken before any held one; a held one taken is told to go first."""
+    req = _request()
+    wanted = (bool(req.namespaces), bool(req.filesystem))
+    judge = _spawning_judge(True, None)
+    Judge._clients_ahead(judge, req)  # type: ignore[arg-type]
+    this_ones = list(judge.spares)
+    assert len(this_ones) == 2 and not any(sp.held for sp in this_ones)
+    Judge._hold_spares(judge, req)  # type: ignore[arg-type]  # once this evaluation's clients are told to load
+    held = [sp for sp in judge.spares if sp not in this_ones]
+    assert len(held) == 2 and all(sp.held for sp in held)
+    Judge._hold_spares(judge, req)  # type: ignore[arg-type]
+    assert len(judge.spares) == 4  # never more than SPARES held
+    judge.retire, judge.clients, judge.evaluation_began = (lambda link: None), [], 0.0
+    taken = [Judge._take_candidate(judge, req) for _ in range(2)]  # type: ignore[arg-type]
+    assert taken == this_ones and all(sp.held for sp in held)  # the held ones wait through this evaluation
+    Judge._spawn_spare(judge, req)  # type: ignore[arg-type]  # its end: the held ones go, nothing new is forked
+    assert judge.spares == held and all(sp.told_to_go and not sp.held for sp in held)
+    judge.spares = [_Spare(wanted, held=True), _Spare(wanted, held=True)]
+    first = judge.spares[0]
+    assert Judge._take_candidate(judge, req) is first and first.told_to_go  # type: ignore[arg-type]
+    assert judge.spares[0].held  # the other still waits
 
 
 class _Client:

@@ -116,6 +116,10 @@ class Backend(ABC):
         """Start the device's driver in this process where the device is present: before a
         sandbox closes the filesystem (the driver writes while it starts)."""
 
+    def start_driver(self) -> None:
+        """Start the driver only, without the device's context (which holds device memory):
+        what a spare held for a later evaluation does ahead of need (`start_device` follows)."""
+
     @abstractmethod
     def device_name(self) -> str: ...
 

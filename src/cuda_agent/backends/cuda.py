@@ -142,6 +142,12 @@ class CudaBackend(Backend):
         if torch.cuda.is_available():
             torch.empty(1, device=self.torch_device)
 
+    def start_driver(self) -> None:
+        import torch
+
+        if torch.cuda.is_available():  # cuInit and the device count: no context (0 bytes in the driver's table)
+            torch.cuda.init()
+
     def device_name(self) -> str:
         import torch
 

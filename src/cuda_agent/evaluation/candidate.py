@@ -33,10 +33,13 @@ def main() -> None:
     serve(int(sys.argv[1]), sys.argv[2])
 
 
-def serve(sock_fd: int, backend_name: str, marks: list[tuple[str, float]] | None = None) -> None:
+def serve(sock_fd: int, backend_name: str, marks: list[tuple[str, float]] | None = None, held: bool = False) -> None:
     """Confine writes, start the device, say "spare", then serve the judge's one request. Runs
     in a fresh interpreter (`main`) or in a child of the fork server, torch already imported
-    (`marks`: the fork server's steps in this child so far, as (name, perf_counter))."""
+    (`marks`: the fork server's steps in this child so far, as (name, perf_counter)). `held`
+    (a GPU spare forked for a later evaluation): start the driver only, say "held", and make the
+    device context once the judge says "go" (or sends its request): the driver's start (~0.13 s
+    on an H100) holds no device memory, a context ~0.5 GiB (issue 23, twelfth session)."""
     from ..isolation.sandbox import drop_capabilities
 
     marks = marks or [("begin", time.perf_counter())]
@@ -48,18 +51,32 @@ def serve(sock_fd: int, backend_name: str, marks: list[tuple[str, float]] | None
     from ..backends import get_backend
 
     backend = get_backend(backend_name)
+    sock = socket.socket(fileno=sock_fd)
+    pending = None  # a request that came while held: served once the device is up
+    if held:
+        backend.start_driver()  # (nothing on a CPU)
+        marks.append(("driver", time.perf_counter()))
+        try:
+            sock.send(json.dumps({"type": "held"}).encode())
+            pending = _receive(sock)
+        except (OSError, ValueError):
+            os._exit(0)  # the judge went away without using this spare
+        if pending[0].get("type") == "go":
+            pending = None
+        elif pending[0].get("type") != "start":
+            os._exit(0)
+        marks.append(("held", time.perf_counter()))
     backend.start_device()
     marks.append(("device", time.perf_counter()))
     if backend.gpu:  # where spares start ahead of need; on a small CPU host unused spares would burn its cores
         warm_up_harness(torch, backend.torch_device, marks)
         backend.synchronize()
-    sock = socket.socket(fileno=sock_fd)
     warmed: set[str] = set()
     try:
         # started: the judge prefers a spare that said so. Where its start spent its time, as this
         # process saw it: a claim, for diagnosis only
         sock.send(json.dumps({"type": "spare", "steps_s": _steps(marks)}).encode())
-        if backend.gpu:  # idle: every library ahead of need, one at a time while no request waits
+        if backend.gpu and pending is None:  # idle: every library ahead of need, one at a time while no request waits
             from .judge import LIBRARIES, warm_up_libraries
 
             for library in LIBRARIES:
@@ -70,7 +87,7 @@ def serve(sock_fd: int, backend_name: str, marks: list[tuple[str, float]] | None
                 except Exception:  # noqa: BLE001 - left to the load, which says what failed, and to whom
                     break
                 warmed.add(library)
-        request, fds = _receive(sock)
+        request, fds = pending or _receive(sock)
     except (OSError, ValueError):
         os._exit(0)  # the judge went away without using this spare
     if request.get("type") != "start":

@@ -47,7 +47,7 @@ class CandidateLink(WatchedProcess):
     ready `forkserver`, the process is forked from it (torch already imported) instead."""
 
     def __init__(self, backend: str, env: dict[str, str], isolate: bool = True, confine_writes: bool = True,
-                 forkserver: Any = None) -> None:
+                 forkserver: Any = None, held: bool = False) -> None:
         self.backend = backend
         self.isolate = isolate  # what was asked for; `namespaces` is what the host could give
         self.confine_writes = confine_writes  # Landlock on writes before any thread starts
@@ -59,7 +59,7 @@ class CandidateLink(WatchedProcess):
         launch = None
         if forkserver is not None:
             def launch(log_fd: int) -> Any:
-                return forkserver.fork(theirs.fileno(), log_fd, scratch, env, self.namespaces)
+                return forkserver.fork(theirs.fileno(), log_fd, scratch, env, self.namespaces, held)
         super().__init__(
             [*(CANDIDATE_NAMESPACE_PREFIX if self.namespaces else ()),
              sys.executable, "-m", "cuda_agent.evaluation.candidate", str(theirs.fileno()), backend],
@@ -79,28 +79,51 @@ class CandidateLink(WatchedProcess):
         if self.memory_cgroup != self.tasks_group:
             self._closers.append(lambda: release_tasks(self.memory_cgroup))
         self._started = False  # it said "spare": torch imported, the device started
+        # held: forked for a later evaluation, it starts the driver, says "held" and waits for `go` (no context, so
+        # no device memory, until then); only a forked process is held (a new interpreter starts at once)
+        self.held = held and self.forked
+        self.driver_up = False  # it said "held"
         self.born = time.monotonic()
         self.start_s: float | None = None  # seconds from its start to its "spare" (seen by `started`)
         self.start_steps: dict[str, float] = {}  # its start's steps, as it said (`_note_started`)
 
+    def go(self) -> None:
+        """Let a held process make its device context and start (nothing where it is not held)."""
+        if self.held:
+            self.held = False
+            self.send({"type": "go"})
+
     def started(self) -> bool:
         """Whether the process has said it is started (never waits)."""
-        if not self._started and self.alive():
-            ready, _, _ = select.select([self.sock], [], [], 0)
-            if ready:
-                with suppress(CandidateDied):
-                    self._note_started(self.receive(time.monotonic() + 1.0, "starting"))
+        while not self._started and self.alive() and select.select([self.sock], [], [], 0)[0]:
+            try:
+                self._note_started(self.receive(time.monotonic() + 1.0, "starting"))
+            except CandidateDied:
+                break
         return self._started
+
+    def await_held(self, deadline: float) -> None:
+        """Wait until a held process has started its driver (its "held"; CandidateDied if it never
+        says so): nothing of its start is left to run beside a timed interval."""
+        while self.held and not self.driver_up:
+            if self._note_started(self.receive(deadline, "starting")):
+                raise CandidateDied("the client process broke the protocol while held")
 
     def await_started(self, deadline: float) -> None:
         """Wait for the process's "spare" message (CandidateDied when it never comes)."""
-        if not self._started and not self._note_started(self.receive(deadline, "starting")):
-            raise CandidateDied("the client process broke the protocol while starting")
+        if self.held:
+            raise CandidateDied("the client process is held: it starts once told to go")
+        while not self._started:
+            msg = self.receive(deadline, "starting")
+            if not self._note_started(msg) and msg.get("type") != "held":
+                raise CandidateDied("the client process broke the protocol while starting")
 
     def _note_started(self, msg: dict[str, Any]) -> bool:
         """Whether `msg` is its "spare"; then started, with how long that took (and, as the
-        process said, on what: a claim, kept for diagnosis)."""
-        if msg.get("type") == "spare":
+        process said, on what: a claim, kept for diagnosis). A "held" is noted too."""
+        if msg.get("type") == "held":
+            self.driver_up = True
+        elif msg.get("type") == "spare":
             self._started = True
             self.start_s = round(time.monotonic() - self.born, 3)
             steps = msg.get("steps_s")  # the spare's own code said it, before any candidate code existed
@@ -529,11 +552,14 @@ class ForkServer(WatchedProcess):
                 break
         return self._ready and self.alive()
 
-    def fork(self, sock_fd: int, log_fd: int, scratch: Path, env: dict[str, str], net_namespace: bool) -> "ForkedProcess | None":
-        """A new client process serving `sock_fd`, or None (the caller starts one the old way)."""
+    def fork(self, sock_fd: int, log_fd: int, scratch: Path, env: dict[str, str], net_namespace: bool,
+             held: bool = False) -> "ForkedProcess | None":
+        """A new client process serving `sock_fd`, or None (the caller starts one the old way).
+        `held`: it starts the driver and waits to be told to go (`CandidateLink.go`)."""
         if not self.ready(FORKSERVER_READY_S - (time.monotonic() - self.born)):
             return None
-        request = {"type": "fork", "scratch": str(scratch), "env": env, "net_namespace": net_namespace}
+        request = {"type": "fork", "scratch": str(scratch), "env": env, "net_namespace": net_namespace,
+                   "held": held}
         try:
             socket.send_fds(self.sock, [json.dumps(request).encode()], [sock_fd, log_fd])
         except OSError:

@@ -144,7 +144,7 @@ def _become_client(ctrl: socket.socket, request: dict[str, Any], sock_fd: int, l
     tempfile.tempdir = None  # read again from the client's TMPDIR
     from .candidate import serve
 
-    serve(sock_fd, backend_name, marks)
+    serve(sock_fd, backend_name, marks, held=bool(request.get("held")))
 
 
 def _unshare_network() -> None:

@@ -1155,8 +1155,8 @@ class Judge:
         clock = _PhaseClock(answer.phases, self._memory_since_mark if self.backend.gpu else None,
                             answer.memory.judge_by_phase)
         self.evaluation_began = time.monotonic()
-        answer.spares_at_start = [{"age_s": round(self.evaluation_began - sp.born, 2), "started": sp.started()}
-                                  for sp in self.spares if sp.alive()]
+        answer.spares_at_start = [{"age_s": round(self.evaluation_began - sp.born, 2), "started": sp.started(),
+                                   "held": sp.held} for sp in self.spares if sp.alive()]
         self.reap_retired(wait=False)
         self._clients_ahead(req)
         self.backend.synchronize()
@@ -1291,6 +1291,7 @@ class Judge:
         except BaseException:
             cand.close()
             raise
+        self._hold_spares(req)  # while the judge waits for the clients' load
         return cand
 
     def share_a_core(self, *sessions: "_CandidateSession") -> None:
@@ -1402,9 +1403,11 @@ class Judge:
             self.spares.remove(spare)
             self.retire(spare)
         ready = [sp for sp in self.spares if sp.started()]
+        going = [sp for sp in self.spares if not sp.held]  # told to start, not up yet: before a held one
         if ready or self.spares:
-            link = (ready or self.spares)[0]
+            link = (ready or going or self.spares)[0]
             self.spares.remove(link)
+            link.go()
         else:
             link = self._new_client(wanted)
         now = time.monotonic()
@@ -1414,10 +1417,37 @@ class Judge:
         return link
 
     def _spawn_spare(self, req: JudgeRequest, count: int | None = None) -> None:
-        """Spares up to `count` (SPARES by default): started after an evaluation, for the next."""
+        """Spares up to `count` (SPARES by default) starting: after an evaluation, for the next.
+        Held ones (`_hold_spares`) are told to go first; the rest are forked."""
         self.spares = [sp for sp in self.spares if sp.alive()]
-        while len(self.spares) < (spare_count(self.backend.gpu) if count is None else count):
-            self.spares.append(self._new_client(_isolation(req)))
+        want = spare_count(self.backend.gpu) if count is None else count
+        wanted = _isolation(req)
+        going = [sp for sp in self.spares if not sp.held and (sp.isolate, sp.confine_writes) == wanted]
+        for spare in [sp for sp in self.spares if sp.held and (sp.isolate, sp.confine_writes) == wanted]:
+            if len(going) >= want:
+                break
+            spare.go()
+            going.append(spare)
+        while len(going) < want:
+            going.append(self._new_client(wanted))
+            self.spares.append(going[-1])
+
+    def _hold_spares(self, req: JudgeRequest) -> None:
+        """On a GPU, the next evaluation's spares forked now, once this one's clients are told to
+        load, and held: each starts the driver (~0.13 s of the ~0.3 s a client takes to come up on
+        an H100) and waits, holding no device memory, until the evaluation's end tells it to go
+        (`_spawn_spare`). Started then from nothing, the next task's two clients came up 0.45 s into
+        it, beside its reference phase, and the one it loaded first was on its critical path
+        (issue 23, twelfth session: level2/89 1.90x the naive harness, level3/26_ShuffleNet 1.78x).
+        Started as contexts now, they would hold ~0.6 GiB each through this one's timing (over
+        3x the naive harness's memory on four small tasks: eleventh session)."""
+        if not (self.backend.gpu and req.config.prespawn_worker) or req.baselines_only:
+            return
+        self.spares = [sp for sp in self.spares if sp.alive()]
+        wanted = _isolation(req)
+        held = [sp for sp in self.spares if sp.held and (sp.isolate, sp.confine_writes) == wanted]
+        for _ in range(spare_count(self.backend.gpu) - len(held)):
+            self.spares.append(self._new_client(wanted, held=True))
 
     def _clients_ahead(self, req: JudgeRequest) -> None:
         """On a GPU, the client processes this evaluation will take, started now so their
@@ -1493,15 +1523,16 @@ class Judge:
         deadline = time.monotonic() + wait_s
         for spare in self.spares:
             if spare.forked and spare.alive() and not spare.started():  # a new interpreter takes ~10 s: not waited for
-                try:
-                    spare.await_started(deadline)
+                try:  # a held one only until its driver is up (it makes no context until told to go)
+                    spare.await_held(deadline) if spare.held else spare.await_started(deadline)
                 except CandidateDied:
                     pass
 
-    def _new_client(self, wanted: tuple[bool, bool]) -> Any:
+    def _new_client(self, wanted: tuple[bool, bool], held: bool = False) -> Any:
         from .candidate_link import CandidateLink
 
-        return CandidateLink(self.backend.name, _candidate_env(self.backend.gpu), *wanted, forkserver=self._fork_server())
+        return CandidateLink(self.backend.name, _candidate_env(self.backend.gpu), *wanted, forkserver=self._fork_server(),
+                             held=held)
 
     def _fork_server(self) -> Any:
         """The fork server clients come from (`forkserver.py`), restarted when it died; None
@@ -2668,7 +2699,7 @@ def _between_each_other(a: Any, b: Any) -> bool:
     return la <= r <= big - lb
 
 
-START_STEPS = ("namespace", "confine", "device", "harness", "cudnn", "cublas")  # a client's start (candidate.serve)
+START_STEPS = ("namespace", "confine", "driver", "held", "device", "harness", "cudnn", "cublas")  # a client's start (candidate.serve)
 LOAD_STEPS = ("arena", "sandbox", "import", "construct")  # its load (`_Session.start`)
 
 
