@@ -1410,3 +1410,42 @@ def test_a_declared_input_fixed_in_part_is_not_scaled_where_calls_are_drawn_anew
     padded = alibi_padded()
     out = Judge._rescaled(judge, [padded], [padded.clone()], 5, stacked=False, fixed={0: None})[0]  # type: ignore[arg-type]
     assert torch.equal(out, padded)
+
+
+# ---- one copy of the weights where a copy is all it would be (issue 23, twelfth session: memory) ----------
+def test_the_judges_reference_takes_the_baseline_arenas_weights_and_computes_the_same() -> None:
+    """A second copy of the weights in the judge was 256 MiB of level2/80's 4.4 GiB (3.2x the naive
+    harness): the reference reads the baseline client's arena copy instead, and its outputs stay."""
+    torch.manual_seed(0)
+    reference = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.BatchNorm1d(4)).eval()
+    x = torch.randn(3, 8)
+    before = reference(x)
+    raw = torch.zeros(4096, dtype=torch.uint8)  # an arena: the weights laid out in it, one after another
+    views, at = {}, 0
+    for k, t in reference.state_dict().items():
+        n = t.numel() * t.element_size()
+        views[k] = raw[at:at + n].view(t.dtype).view(t.shape)
+        views[k].copy_(t)
+        at += (n + 255) // 256 * 256
+    state = SimpleNamespace(reference=reference)
+    judge = SimpleNamespace(backend=SimpleNamespace(gpu=False))
+    Judge.weights_in_arena(judge, state, views)  # type: ignore[arg-type]
+    for k, t in reference.state_dict().items():
+        assert t.data_ptr() == views[k].data_ptr()  # the arena's memory, no copy of its own
+    assert torch.equal(reference(x), before)
+    bare = SimpleNamespace(reference=None)
+    Judge.weights_in_arena(judge, bare, views)  # type: ignore[arg-type]  # a dropped task: nothing to take
+
+
+def test_a_candidate_takes_the_arenas_weights_only_where_its_own_are_laid_out_the_same() -> None:
+    """Taken as they are, the weights cost no second copy; a candidate that lays its parameters out
+    otherwise (channels-last, another dtype, other names) gets them copied into its own, as before."""
+    from cuda_agent.evaluation.candidate import _same_layouts
+
+    conv = torch.nn.Conv2d(4, 8, 3)
+    given = {k: v.clone() for k, v in conv.state_dict().items()}
+    assert _same_layouts(conv.state_dict(), given)
+    channels_last = torch.nn.Conv2d(4, 8, 3).to(memory_format=torch.channels_last)
+    assert not _same_layouts(channels_last.state_dict(), given)
+    assert not _same_layouts(torch.nn.Conv2d(4, 8, 3).half().state_dict(), given)
+    assert not _same_layouts(torch.nn.Conv2d(4, 8, 3, bias=False).state_dict(), given)

@@ -61,6 +61,7 @@ RESIDENT_BYTES = 1 << 30  # trial inputs, reference outputs and input stacks kep
 TRIALS_HELD_BYTES = 256 << 20  # the trials' inputs and reference outputs held through an evaluation up to this;
 # larger ones are made again from their seeds when used: held, level1/1_Square_matrix_multiplication_'s
 # five (0.94 GiB) were most of the judge's memory, 4.1x the naive harness's in all (issue 23)
+GIVE_BACK_WEIGHTS_BYTES = 64 << 20  # the reference's own weights, once it reads the baseline's arena, back above this
 CACHED_SLACK_BYTES = 1 << 30  # the judge's freed but reserved memory given back before the clients start above this
 SOLO_ROUNDS = 7  # baseline batches timed alone, the candidate's process gone
 CONTEXT_BYTES = 600 << 20  # a CUDA context and its allocator's slack, per client process
@@ -1048,6 +1049,26 @@ class Judge:
 
     def _peak(self) -> int:
         return int(self.torch.cuda.max_memory_allocated()) if self.backend.gpu else 0
+
+    def weights_in_arena(self, state: TaskState, views: dict[str, Any]) -> None:
+        """The judge's reference takes the baseline client's arena copy of its weights as its own
+        (both are the task's Model, trusted; the baseline takes them as they are too), and its own
+        copy goes back to the device: a second copy of the weights in the judge was 256 MiB of
+        level2/80_Gemm_Max_Subtract_GELU's 4.4 GiB, 3.2x the naive harness's memory (issue 23,
+        twelfth session). The arena lives while a view of it does, so the reference outlives
+        the client. Where the module cannot take them (a parametrization), it keeps its own."""
+        if state.reference is None:
+            return
+        own = [t for t in state.reference.state_dict().values()]
+        freed = sum(t.numel() * t.element_size() for t in own)
+        try:
+            state.reference.load_state_dict(views, strict=True, assign=True)
+        except Exception:  # noqa: BLE001 - the reference's own weights are as good, only larger
+            return
+        del own
+        if freed >= GIVE_BACK_WEIGHTS_BYTES:
+            self.backend.synchronize()
+            self.torch.cuda.empty_cache()
 
     def _give_back_cached(self) -> None:
         """The judge's freed blocks back to the device where they are many, before the clients
@@ -2216,6 +2237,8 @@ class _CandidateSession:
         # the copies are queued behind whatever the judge's stream still has (the reference's
         # trials): a client started at once would read the weights before they are written
         self.judge.backend.synchronize()
+        if self.role == "baseline" and self.judge.backend.gpu and weights:
+            self.judge.weights_in_arena(state, {k: self.views[f"w:{k}"] for k in weights})
 
         def arg(prefix: str, j: int, x: Any) -> dict[str, Any]:
             if isinstance(x, torch.Tensor):
