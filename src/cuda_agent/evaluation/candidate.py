@@ -120,14 +120,12 @@ def warm_up_harness(torch: Any, device: str, marks: list[tuple[str, float]] | No
 
 def _same_layouts(own: dict[str, Any], given: dict[str, Any]) -> bool:
     """Whether a model's state (`own`) has every tensor of `given` as `given` lays it out (shape,
-    strides, dtype; on `given`'s device or still on the host, where `.to` would move it) and
-    nothing else: then taking `given` as its own changes nothing a kernel could see but where
-    the memory is."""
+    strides, dtype, device) and nothing else: then taking `given` as its own changes nothing a
+    kernel could see but where the memory is. (A model made on the host is copied into, as before.)"""
     if own.keys() != given.keys():
         return False
     return all(hasattr(a, "stride") and hasattr(b, "stride") and a.shape == b.shape and a.stride() == b.stride()
-               and a.dtype == b.dtype and (a.device == b.device or a.device.type == "cpu")
-               for a, b in ((own[k], given[k]) for k in own))
+               and a.dtype == b.dtype and a.device == b.device for a, b in ((own[k], given[k]) for k in own))
 
 
 def _steps(marks: list[tuple[str, float]]) -> dict[str, float]:
