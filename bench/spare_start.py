@@ -52,10 +52,12 @@ def client_starts(count: int, backend: str) -> dict:
             "median_start_s": statistics.median(starts) if starts else None}
 
 
-def _raw_child(write_fd: int) -> None:
+def _context_and_libraries(first: str) -> dict[str, float]:
+    """The context, the first convolution and the first matmul, each synchronized: seconds per
+    step, the first from a mark named `first` made now."""
     import torch
 
-    marks = [("begin", time.perf_counter())]
+    marks = [(first, time.perf_counter())]
     torch.empty(1, device="cuda")
     torch.cuda.synchronize()
     marks.append(("context", time.perf_counter()))
@@ -66,8 +68,14 @@ def _raw_child(write_fd: int) -> None:
     x[0, 0] @ x[0, 0]
     torch.cuda.synchronize()
     marks.append(("cublas", time.perf_counter()))
+    return {n: round(t - p, 4) for (n, t), (_, p) in zip(marks[1:], marks)}
+
+
+def _raw_child(write_fd: int) -> None:
+    import torch
+
+    steps = _context_and_libraries("begin")
     free, total = torch.cuda.mem_get_info()
-    steps = {n: round(t - p, 4) for (n, t), (_, p) in zip(marks[1:], marks)}
     os.write(write_fd, json.dumps({"steps_s": steps, "device_used_gib": round((total - free) / 2**30, 3)}).encode())
 
 
@@ -143,18 +151,7 @@ def _split_child(write_fd: int, go_fd: int) -> None:
     row = {"init_s": round(init_s, 4), "after_init_gib": _own_device_gib()}
     os.write(write_fd, b"i")
     os.read(go_fd, 1)  # the parent says go to every child at once
-    marks = [("go", time.perf_counter())]
-    torch.empty(1, device="cuda")
-    torch.cuda.synchronize()
-    marks.append(("context", time.perf_counter()))
-    x = torch.ones(1, 1, 8, 8, device="cuda")
-    torch.nn.functional.conv2d(x, torch.ones(1, 1, 3, 3, device="cuda"))
-    torch.cuda.synchronize()
-    marks.append(("cudnn", time.perf_counter()))
-    x[0, 0] @ x[0, 0]
-    torch.cuda.synchronize()
-    marks.append(("cublas", time.perf_counter()))
-    row["steps_s"] = {n: round(t - p, 4) for (n, t), (_, p) in zip(marks[1:], marks)}
+    row["steps_s"] = _context_and_libraries("go")
     row["after_all_gib"] = _own_device_gib()
     os.write(write_fd, json.dumps(row).encode())
 
@@ -225,6 +222,23 @@ def client_pairs(rounds: int, backend: str) -> list[list[dict]]:
     return out
 
 
+def _in_child(work) -> object:
+    """`work()`'s JSON answer, run in a forked child (a parent that started CUDA can't fork one)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        os.write(w, json.dumps(work()).encode())
+        os._exit(0)
+    os.close(w)
+    data = b""
+    while chunk := os.read(r, 1 << 20):
+        data += chunk
+    os.close(r)
+    os.waitpid(pid, 0)
+    return json.loads(data) if data else {"error": "no answer"}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--clients", type=int, default=4)
@@ -238,31 +252,9 @@ def main() -> None:
     report = {"clients": client_starts(args.clients, args.backend)}
     # each variant in its own parent: a parent that opened the libraries can't unopen them
     for preload in (False, True):
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(r)
-            os.write(w, json.dumps(raw_starts(args.raw, preload)).encode())
-            os._exit(0)
-        os.close(w)
-        data = b""
-        while chunk := os.read(r, 65536):
-            data += chunk
-        os.waitpid(pid, 0)
-        report["raw_preload" if preload else "raw"] = json.loads(data) if data else {"error": "no answer"}
+        report["raw_preload" if preload else "raw"] = _in_child(lambda: raw_starts(args.raw, preload))
     for width in sorted({1, args.width}) if args.split else ():
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(r)
-            os.write(w, json.dumps(split_starts(args.split, width)).encode())
-            os._exit(0)
-        os.close(w)
-        data = b""
-        while chunk := os.read(r, 1 << 20):
-            data += chunk
-        os.waitpid(pid, 0)
-        report[f"split_width{width}"] = json.loads(data) if data else {"error": "no answer"}
+        report[f"split_width{width}"] = _in_child(lambda: split_starts(args.split, width))
         print(f"split width {width}:", json.dumps(report[f"split_width{width}"]), flush=True)
     if args.pairs:
         report["client_pairs"] = client_pairs(args.pairs, args.backend)
