@@ -90,6 +90,21 @@ def test_a_held_client_starts_its_driver_and_waits_to_be_told_to_go(server):
         unused.close()
 
 
+def test_a_held_client_sent_a_request_instead_of_go_comes_up_and_serves_it(server):
+    """The judge says go before any request; a held client that gets the request first all the same
+    starts its device and serves it (here a request with nothing in it: it answers with an error)."""
+    link = CandidateLink("cpu", _candidate_env(), isolate=False, confine_writes=False, forkserver=server, held=True)
+    try:
+        link.await_held(time.monotonic() + 60)
+        link.held = False  # (what `go` records) with no "go" sent
+        link.send({"type": "start"})
+        link.await_started(time.monotonic() + 60)
+        answer = link.receive(time.monotonic() + 60, "loading")
+        assert answer.get("type") == "error", answer
+    finally:
+        link.close()
+
+
 def test_clients_die_with_their_server_and_the_judge_falls_back():
     fs = ForkServer("cpu", _candidate_env())
     try:

@@ -341,25 +341,31 @@ def test_an_output_description_that_cannot_be_read_is_the_candidates_fault(layou
 
 
 # ---- client processes started ahead (issue 23: memory) ------------------------------------
-def _spawning_judge(gpu: bool, warm_key: str | None) -> SimpleNamespace:
-    judge = SimpleNamespace(backend=SimpleNamespace(gpu=gpu), spares=[],
+def _spawning_judge(gpu: bool, warm_key: str | None, forks: bool = True) -> SimpleNamespace:
+    """A judge's spare bookkeeping, its clients stubs: `forks` False is a host where no client can be forked
+    (each starts as a new interpreter, in full, whatever was asked)."""
+    judge = SimpleNamespace(backend=SimpleNamespace(gpu=gpu), spares=[], retired_links=[],
                             baseline=object() if warm_key else None,
-                            state=SimpleNamespace(key=warm_key) if warm_key else None)
-    judge._new_client = lambda wanted, held=False: _Spare(wanted, held)
+                            state=SimpleNamespace(key=warm_key) if warm_key else None,
+                            forkserver=SimpleNamespace(alive=lambda: True, ready=lambda wait_s=0.0: True),
+                            clients=[], evaluation_began=0.0)
+    judge._new_client = lambda wanted, held=False: _Spare(wanted, held and forks, forked=forks)
     judge._spawn_spare = lambda req, count=None: Judge._spawn_spare(judge, req, count)  # type: ignore[arg-type]
+    judge._drop_dead_spares = lambda: Judge._drop_dead_spares(judge)  # type: ignore[arg-type]
+    judge.retire = lambda link, arena=None: judge.retired_links.append(link)
     return judge
 
 
 class _Spare:
     """A spare as the judge's bookkeeping sees it: its isolation, whether it is held, told to go."""
 
-    def __init__(self, wanted: tuple[bool, bool], held: bool = False, started: bool = False) -> None:
+    def __init__(self, wanted: tuple[bool, bool], held: bool = False, started: bool = False, forked: bool = True) -> None:
         self.isolate, self.confine_writes = wanted
         self.held, self.told_to_go, self._started = held, False, started
-        self.born, self.forked, self.start_s = 0.0, True, None
+        self.born, self.forked, self.start_s, self.dead = 0.0, forked, None, False
 
     def alive(self) -> bool:
-        return True
+        return not self.dead
 
     def started(self) -> bool:
         return self._started
@@ -408,20 +414,59 @@ def test_the_next_evaluations_spares_are_held_without_a_context_until_this_one_e
     Judge._clients_ahead(judge, req)  # type: ignore[arg-type]
     this_ones = list(judge.spares)
     assert len(this_ones) == 2 and not any(sp.held for sp in this_ones)
+    taken = [Judge._take_candidate(judge, req) for _ in range(2)]  # type: ignore[arg-type]
+    assert taken == this_ones and judge.spares == []
     Judge._hold_spares(judge, req)  # type: ignore[arg-type]  # once this evaluation's clients are told to load
-    held = [sp for sp in judge.spares if sp not in this_ones]
+    held = list(judge.spares)
     assert len(held) == 2 and all(sp.held for sp in held)
     Judge._hold_spares(judge, req)  # type: ignore[arg-type]
-    assert len(judge.spares) == 4  # never more than SPARES held
-    judge.retire, judge.clients, judge.evaluation_began = (lambda link: None), [], 0.0
-    taken = [Judge._take_candidate(judge, req) for _ in range(2)]  # type: ignore[arg-type]
-    assert taken == this_ones and all(sp.held for sp in held)  # the held ones wait through this evaluation
+    assert judge.spares == held  # never more than SPARES
     Judge._spawn_spare(judge, req)  # type: ignore[arg-type]  # its end: the held ones go, nothing new is forked
     assert judge.spares == held and all(sp.told_to_go and not sp.held for sp in held)
     judge.spares = [_Spare(wanted, held=True), _Spare(wanted, held=True)]
     first = judge.spares[0]
     assert Judge._take_candidate(judge, req) is first and first.told_to_go  # type: ignore[arg-type]
     assert judge.spares[0].held  # the other still waits
+
+
+@pytest.mark.parametrize("forks", [True, False])
+def test_spares_stay_two_over_warm_evaluations_and_none_starts_in_full_beside_a_timing(forks: bool) -> None:
+    """Review of the held spares: where no client can be forked, a spare asked to be held started in full (a
+    context beside the timing), went uncounted, and every warm re-evaluation added one more (3, 4, 5, ... live
+    contexts). Now only a fork is held, whatever is left after an evaluation's take counts, and a refused fork
+    is retired at once. Dead spares are retired (their scratch, log and cgroups), not just forgotten."""
+    from cuda_agent.evaluation.judge import _task_key
+
+    req = _request()
+    judge = _spawning_judge(True, _task_key(req), forks=forks)  # a warm task: one client taken per evaluation
+    judge.spares = [_Spare((bool(req.namespaces), bool(req.filesystem)), forked=forks) for _ in range(2)]
+    for _ in range(6):
+        Judge._clients_ahead(judge, req)  # type: ignore[arg-type]
+        Judge._take_candidate(judge, req)  # type: ignore[arg-type]
+        before = list(judge.spares)
+        Judge._hold_spares(judge, req)  # type: ignore[arg-type]
+        assert all(sp in before or sp.held for sp in judge.spares)  # nothing new starts beside the timing
+        assert len(judge.spares) <= 2
+        Judge._spawn_spare(judge, req)  # type: ignore[arg-type]
+        assert len(judge.spares) == 2
+    assert all(not sp.held for sp in judge.spares)  # told to go at each end
+    if not forks:
+        assert judge.retired_links and all(not sp.held for sp in judge.retired_links)  # the refused holds, retired
+    judge.spares[0].dead = True
+    dead = judge.spares[0]
+    Judge._spawn_spare(judge, req)  # type: ignore[arg-type]
+    assert dead in judge.retired_links and dead not in judge.spares and len(judge.spares) == 2
+
+
+def test_no_spare_is_held_without_a_fork_server_ready_now() -> None:
+    """Holding never starts a fork server or waits for one: that would fall in the clients' load window."""
+    req = _request()
+    judge = _spawning_judge(True, None)
+    judge.forkserver = SimpleNamespace(alive=lambda: True, ready=lambda wait_s=0.0: False)
+    Judge._hold_spares(judge, req)  # type: ignore[arg-type]
+    judge.forkserver = None
+    Judge._hold_spares(judge, req)  # type: ignore[arg-type]
+    assert judge.spares == []
 
 
 class _Client:
@@ -1413,39 +1458,72 @@ def test_a_declared_input_fixed_in_part_is_not_scaled_where_calls_are_drawn_anew
 
 
 # ---- one copy of the weights where a copy is all it would be (issue 23, twelfth session: memory) ----------
-def test_the_judges_reference_takes_the_baseline_arenas_weights_and_computes_the_same() -> None:
-    """A second copy of the weights in the judge was 256 MiB of level2/80's 4.4 GiB (3.2x the naive
-    harness): the reference reads the baseline client's arena copy instead, and its outputs stay."""
-    torch.manual_seed(0)
-    reference = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.BatchNorm1d(4)).eval()
-    x = torch.randn(3, 8)
-    before = reference(x)
-    raw = torch.zeros(4096, dtype=torch.uint8)  # an arena: the weights laid out in it, one after another
+def _arena_copy(module: torch.nn.Module) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """An arena with `module`'s weights laid out in it one after another, as `layout` does."""
+    raw = torch.zeros(1 << 16, dtype=torch.uint8)
     views, at = {}, 0
-    for k, t in reference.state_dict().items():
+    for k, t in module.state_dict().items():
         n = t.numel() * t.element_size()
         views[k] = raw[at:at + n].view(t.dtype).view(t.shape)
         views[k].copy_(t)
         at += (n + 255) // 256 * 256
-    state = SimpleNamespace(reference=reference)
-    judge = SimpleNamespace(backend=SimpleNamespace(gpu=False))
-    Judge.weights_in_arena(judge, state, views)  # type: ignore[arg-type]
+    return raw, views
+
+
+def _weights_judge() -> SimpleNamespace:
+    judge = SimpleNamespace(torch=torch, backend=SimpleNamespace(gpu=False, synchronize=lambda: None))
+    judge.weights_back = lambda state, arena: Judge.weights_back(judge, state, arena)  # type: ignore[arg-type]
+    return judge
+
+
+def test_the_judges_reference_takes_the_baseline_arenas_weights_and_gives_them_back_where_the_task_stays() -> None:
+    """A second copy of the weights in the judge was 256 MiB of level2/80's 4.4 GiB (3.2x the naive
+    harness): the reference reads the baseline client's arena copy instead, and its outputs stay. When
+    that client ends and the task stays warm, the reference gets a copy of its own back, or it would pin
+    the whole arena (its input slots too) beside the next baseline's."""
+    torch.manual_seed(0)
+    reference = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.BatchNorm1d(4)).eval()
+    x = torch.randn(3, 8)
+    before = reference(x)
+    raw, views = _arena_copy(reference)
+    arena = SimpleNamespace(raw=raw)
+    state = SimpleNamespace(reference=reference, weights_from=None)
+    judge = _weights_judge()
+    Judge.weights_in_arena(judge, state, arena, views)  # type: ignore[arg-type]
+    assert state.weights_from is arena
     for k, t in reference.state_dict().items():
         assert t.data_ptr() == views[k].data_ptr()  # the arena's memory, no copy of its own
     assert torch.equal(reference(x), before)
-    bare = SimpleNamespace(reference=None)
-    Judge.weights_in_arena(judge, bare, views)  # type: ignore[arg-type]  # a dropped task: nothing to take
+    Judge.weights_back(judge, state, SimpleNamespace())  # type: ignore[arg-type]  # another arena's client ends
+    assert state.weights_from is arena
+    Judge.weights_back(judge, state, arena)  # type: ignore[arg-type]
+    assert state.weights_from is None and torch.equal(reference(x), before)
+    span = (raw.data_ptr(), raw.data_ptr() + raw.numel())
+    assert not any(span[0] <= t.data_ptr() < span[1] for t in reference.state_dict().values())
+    Judge.weights_in_arena(judge, SimpleNamespace(reference=None), arena, views)  # type: ignore[arg-type]
 
 
-def test_a_candidate_takes_the_arenas_weights_only_where_its_own_are_laid_out_the_same() -> None:
-    """Taken as they are, the weights cost no second copy; a candidate that lays its parameters out
-    otherwise (channels-last, another dtype, other names) gets them copied into its own, as before."""
-    from cuda_agent.evaluation.candidate import _same_layouts
-
-    conv = torch.nn.Conv2d(4, 8, 3)
-    given = {k: v.clone() for k, v in conv.state_dict().items()}
-    assert _same_layouts(conv.state_dict(), given)
-    channels_last = torch.nn.Conv2d(4, 8, 3).to(memory_format=torch.channels_last)
-    assert not _same_layouts(channels_last.state_dict(), given)
-    assert not _same_layouts(torch.nn.Conv2d(4, 8, 3).half().state_dict(), given)
-    assert not _same_layouts(torch.nn.Conv2d(4, 8, 3, bias=False).state_dict(), given)
+@pytest.mark.parametrize("case", ["tied", "channels_last", "differs", "load_fails"])
+def test_a_reference_keeps_its_own_weights_where_the_arenas_copy_would_change_them(case: str) -> None:
+    """Tied weights would come apart and a channels-last one turn contiguous in the arena's copy; a copy that
+    differs from the reference's own is a layout slip that would become every model's truth; a load that fails
+    midway is undone. In each the reference keeps its own weights, as they were."""
+    torch.manual_seed(0)
+    if case == "channels_last":
+        reference = torch.nn.Conv2d(3, 4, 3).to(memory_format=torch.channels_last)
+    else:
+        reference = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Linear(4, 4))
+        if case == "tied":
+            reference[1].weight = reference[0].weight
+    raw, views = _arena_copy(reference)
+    if case == "differs":
+        views["0.bias"][0] += 1
+    if case == "load_fails":
+        def refuse(*args: object, **kwargs: object) -> None:
+            raise RuntimeError("cannot take these")
+        reference[1]._load_from_state_dict = refuse  # type: ignore[method-assign]
+    own = {k: (t.data_ptr(), t.stride()) for k, t in reference.state_dict().items()}
+    state = SimpleNamespace(reference=reference, weights_from=None)
+    Judge.weights_in_arena(_weights_judge(), state, SimpleNamespace(raw=raw), views)  # type: ignore[arg-type]
+    assert state.weights_from is None
+    assert {k: (t.data_ptr(), t.stride()) for k, t in reference.state_dict().items()} == own

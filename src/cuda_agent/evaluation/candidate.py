@@ -118,16 +118,6 @@ def warm_up_harness(torch: Any, device: str, marks: list[tuple[str, float]] | No
         marks.append(("harness", time.perf_counter()))
 
 
-def _same_layouts(own: dict[str, Any], given: dict[str, Any]) -> bool:
-    """Whether a model's state (`own`) has every tensor of `given` as `given` lays it out (shape,
-    strides, dtype, device) and nothing else: then taking `given` as its own changes nothing a
-    kernel could see but where the memory is. (A model made on the host is copied into, as before.)"""
-    if own.keys() != given.keys():
-        return False
-    return all(hasattr(a, "stride") and hasattr(b, "stride") and a.shape == b.shape and a.stride() == b.stride()
-               and a.dtype == b.dtype and a.device == b.device for a, b in ((own[k], given[k]) for k in own))
-
-
 def _steps(marks: list[tuple[str, float]]) -> dict[str, float]:
     """Seconds each step took, from (name, perf_counter) marks in order."""
     return {name: round(t - prev, 4) for (name, t), (_, prev) in zip(marks[1:], marks)}
@@ -247,11 +237,12 @@ class _Session:
             # 256 MiB copy per client put level2/12_Gemm_Multiply_LeakyReLU at 3.01x the naive
             # harness's memory). Not on a CPU: there the arena is a shared file mapping, slower to read
             # than the candidate's private copy, and eager lost to the reference as its own solution.
-            # A candidate's ModelNew may lay its parameters out otherwise (another memory format, a
-            # dtype): copied into them then, else taken as they are too (the arena is its own; a
-            # second 256 MiB copy kept level2/80_Gemm_Max_Subtract_GELU over 3x: twelfth session)
-            model.load_state_dict(weights, strict=True, assign=self.backend.gpu and (
-                bool(self.req.get("reference_source")) or _same_layouts(model.state_dict(), weights)))
+            # A candidate's ModelNew is copied into, always: it may lay its parameters out otherwise, and what
+            # it kept of them in __init__ (a view, a list, a descriptor, a tie) must see the task's weights (a
+            # review of issue 23's twelfth session: taken as they are, such honest candidates computed with
+            # the weights of their own construction)
+            model.load_state_dict(weights, strict=True,
+                                  assign=bool(self.req.get("reference_source")) and self.backend.gpu)
             self.model = model.to(device).eval()
             self.models = {"candidate": self.model, "eager": self.model}
             if self.req.get("compile_mode"):

@@ -83,6 +83,8 @@ class CandidateLink(WatchedProcess):
         # no device memory, until then); only a forked process is held (a new interpreter starts at once)
         self.held = held and self.forked
         self.driver_up = False  # it said "held"
+        self.go_at: float | None = None  # when a held one was told to go
+        self.up_after_go_s: float | None = None  # from "go" to its "spare" (its `start_s` counts from its fork)
         self.born = time.monotonic()
         self.start_s: float | None = None  # seconds from its start to its "spare" (seen by `started`)
         self.start_steps: dict[str, float] = {}  # its start's steps, as it said (`_note_started`)
@@ -91,6 +93,7 @@ class CandidateLink(WatchedProcess):
         """Let a held process make its device context and start (nothing where it is not held)."""
         if self.held:
             self.held = False
+            self.go_at = time.monotonic()
             self.send({"type": "go"})
 
     def started(self) -> bool:
@@ -126,6 +129,8 @@ class CandidateLink(WatchedProcess):
         elif msg.get("type") == "spare":
             self._started = True
             self.start_s = round(time.monotonic() - self.born, 3)
+            if self.go_at is not None:
+                self.up_after_go_s = round(time.monotonic() - self.go_at, 3)
             steps = msg.get("steps_s")  # the spare's own code said it, before any candidate code existed
             self.start_steps = steps if isinstance(steps, dict) else {}
         return self._started

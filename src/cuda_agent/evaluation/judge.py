@@ -141,6 +141,7 @@ class TaskState:
     flops_counted: bool = False
     draws: bool = False  # inputs that are not floating point: a draw that fails is the judge's error
     redraws: bool = True  # get_inputs() under a new seed keeps every tensor's shape (float-only tasks: else scaled)
+    weights_from: Any = None  # the baseline arena the reference's weights are read from (`Judge.weights_in_arena`)
     fixed_parts: dict[int, Any] = field(default_factory=dict)  # per input declared fixed (`declared_fixed`): None,
     # never scaled (its elements switch between two values at most: round 21, F3), or its first draw: elements equal
     # to it are the fixed part, never scaled, the rest drawn data, scaled as any input's (round 22, G1)
@@ -1030,7 +1031,7 @@ class Judge:
         """Forget the task: its tensors, its baseline client, and the allocator's cached blocks,
         so the next task starts from the memory the judge held before this one."""
         if self.baseline is not None:
-            self.baseline.close()
+            self.baseline.close(task_stays=False)
             self.baseline = None
         if self.state is not None:  # emptied in place: a caller may still hold the object
             self.state.stacks.clear()
@@ -1050,25 +1051,54 @@ class Judge:
     def _peak(self) -> int:
         return int(self.torch.cuda.max_memory_allocated()) if self.backend.gpu else 0
 
-    def weights_in_arena(self, state: TaskState, views: dict[str, Any]) -> None:
+    def weights_in_arena(self, state: TaskState, arena: Any, views: dict[str, Any]) -> None:
         """The judge's reference takes the baseline client's arena copy of its weights as its own
         (both are the task's Model, trusted; the baseline takes them as they are too), and its own
         copy goes back to the device: a second copy of the weights in the judge was 256 MiB of
         level2/80_Gemm_Max_Subtract_GELU's 4.4 GiB, 3.2x the naive harness's memory (issue 23,
-        twelfth session). The arena lives while a view of it does, so the reference outlives
-        the client. Where the module cannot take them (a parametrization), it keeps its own."""
-        if state.reference is None:
+        twelfth session). Called once the start is sent and `layout`'s references are gone (else
+        nothing is freed). The arena lives while a view of it does: `weights_back` when its client
+        ends and the task stays. Kept as they are: weights tied or not contiguous (the arena's copy
+        would untie them or change their layout), and any that differ from the arena's copy (a
+        layout slip would otherwise be every model's truth); a load that fails is undone."""
+        torch = self.torch
+        if state is None or state.reference is None or not views:
             return
-        own = [t for t in state.reference.state_dict().values()]
-        freed = sum(t.numel() * t.element_size() for t in own)
+        own = dict(state.reference.state_dict())
+        filled = [t for t in own.values() if t.numel()]
+        if own.keys() != views.keys() or any(not t.is_contiguous() for t in filled) \
+                or len({t.data_ptr() for t in filled}) < len(filled):
+            return
+        if not all(own[k].shape == views[k].shape and own[k].dtype == views[k].dtype and torch.equal(own[k], views[k])
+                   for k in own):
+            return
+        freed = sum(t.numel() * t.element_size() for t in filled)
+        saved = [(m, dict(m._parameters), dict(m._buffers)) for m in state.reference.modules()]
         try:
             state.reference.load_state_dict(views, strict=True, assign=True)
-        except Exception:  # noqa: BLE001 - the reference's own weights are as good, only larger
+        except Exception:  # noqa: BLE001 - back as it was: the reference's own weights are as good, only larger
+            for module, parameters, buffers in saved:  # (a load assigns module by module: undone the same way)
+                module._parameters.clear()
+                module._parameters.update(parameters)
+                module._buffers.clear()
+                module._buffers.update(buffers)
             return
-        del own
+        del saved
+        state.weights_from = arena
+        del own, filled
         if freed >= GIVE_BACK_WEIGHTS_BYTES:
             self.backend.synchronize()
-            self.torch.cuda.empty_cache()
+            torch.cuda.empty_cache()
+
+    def weights_back(self, state: TaskState | None, arena: Any) -> None:
+        """A copy of its own for a reference that reads its weights from `arena`, whose client is
+        ending while the task stays warm: else the reference would pin the whole arena (its input
+        slots too) beside the next baseline's (review of issue 23's twelfth session)."""
+        if state is None or state.reference is None or state.weights_from is None or state.weights_from is not arena:
+            return
+        own = {k: v.clone() for k, v in state.reference.state_dict().items()}
+        state.reference.load_state_dict(own, strict=True, assign=True)
+        state.weights_from = None
 
     def _give_back_cached(self) -> None:
         """The judge's freed blocks back to the device where they are many, before the clients
@@ -1247,7 +1277,7 @@ class Judge:
             keep = state.resident(m)
             if base is not None and (not base.link.alive() or not keep):
                 self.baseline = None
-                base.close()
+                base.close(task_stays=keep)
             cand = base = None  # nothing of this evaluation outlives it but the warm task
             self.secret = (0, None)
             answer.memory.judge_peak_gib = max(self._peak(), clock.peak) / 2**30
@@ -1424,15 +1454,18 @@ class Judge:
             self.spares.remove(spare)
             self.retire(spare)
         ready = [sp for sp in self.spares if sp.started()]
-        going = [sp for sp in self.spares if not sp.held]  # told to start, not up yet: before a held one
+        # then one told to start (a fork, up in ~0.3 s), a held one (its driver up), a new interpreter (~10 s)
+        going = [sp for sp in self.spares if not sp.held and sp.forked] + [sp for sp in self.spares if sp.held]
         if ready or self.spares:
             link = (ready or going or self.spares)[0]
             self.spares.remove(link)
+            was_held = link.held
             link.go()
         else:
-            link = self._new_client(wanted)
+            link, was_held = self._new_client(wanted), False
         now = time.monotonic()
         link.record = {"started": bool(ready), "age_s": round(now - link.born, 2), "forked": link.forked,
+                       "held": was_held,
                        "start_s": link.start_s, "taken_at_s": round(now - self.evaluation_began, 2)}
         self.clients.append(link.record)  # completed once it is loaded (`_CandidateSession.await_ready`)
         return link
@@ -1440,7 +1473,7 @@ class Judge:
     def _spawn_spare(self, req: JudgeRequest, count: int | None = None) -> None:
         """Spares up to `count` (SPARES by default) starting: after an evaluation, for the next.
         Held ones (`_hold_spares`) are told to go first; the rest are forked."""
-        self.spares = [sp for sp in self.spares if sp.alive()]
+        self._drop_dead_spares()
         want = spare_count(self.backend.gpu) if count is None else count
         wanted = _isolation(req)
         going = [sp for sp in self.spares if not sp.held and (sp.isolate, sp.confine_writes) == wanted]
@@ -1462,13 +1495,27 @@ class Judge:
         (issue 23, twelfth session: level2/89 1.90x the naive harness, level3/26_ShuffleNet 1.78x).
         Started as contexts now, they would hold ~0.6 GiB each through this one's timing (over
         3x the naive harness's memory on four small tasks: eleventh session)."""
-        if not (self.backend.gpu and req.config.prespawn_worker) or req.baselines_only:
-            return
-        self.spares = [sp for sp in self.spares if sp.alive()]
+        server = self.forkserver
+        if not (self.backend.gpu and req.config.prespawn_worker) or req.baselines_only \
+                or server is None or not server.alive() or not server.ready(0):
+            return  # only a fork is held: a new interpreter would start in full here (and no server is waited for)
+        self._drop_dead_spares()
         wanted = _isolation(req)
-        held = [sp for sp in self.spares if sp.held and (sp.isolate, sp.confine_writes) == wanted]
-        for _ in range(spare_count(self.backend.gpu) - len(held)):
-            self.spares.append(self._new_client(wanted, held=True))
+        # every spare left now is the next evaluation's, held or not: so many and no more
+        kept = [sp for sp in self.spares if (sp.isolate, sp.confine_writes) == wanted]
+        for _ in range(spare_count(self.backend.gpu) - len(kept)):
+            link = self._new_client(wanted, held=True)
+            if not link.held:  # the fork was refused: it would start in full beside this evaluation's timing
+                self.retire(link)
+                return
+            self.spares.append(link)
+
+    def _drop_dead_spares(self) -> None:
+        """Spares that died (or were killed for being late) retired, not just forgotten: their scratch dir,
+        log, socket and cgroups go with them."""
+        for spare in [sp for sp in self.spares if not sp.alive()]:
+            self.spares.remove(spare)
+            self.retire(spare)
 
     def _clients_ahead(self, req: JudgeRequest) -> None:
         """On a GPU, the client processes this evaluation will take, started now so their
@@ -1998,9 +2045,13 @@ class _CandidateSession:
         self.deadline = time.monotonic() + (max(cfg.worker_timeout_s, BASELINE_TIMEOUT_S) if self.role == "baseline"
                                             else cfg.worker_timeout_s)
 
-    def close(self) -> None:
+    def close(self, task_stays: bool = True) -> None:
         """End the client and let go of everything of it on the device: the outputs read from it,
-        and the arena with every view into it (a view kept alive would keep the whole arena)."""
+        and the arena with every view into it (a view kept alive would keep the whole arena).
+        A baseline's arena the judge's reference reads its weights from is given its own copy
+        back first where the task stays (`task_stays`), so the arena goes (`Judge.weights_back`)."""
+        if self.role == "baseline" and task_stays:
+            self.judge.weights_back(self.state, self.arena)
         self.outputs, self.pending, self.views, self._by_position = {}, [], {}, None
         if self.reader is not None:
             self.reader.close()  # unmap the client's memory while it still exists
@@ -2069,6 +2120,9 @@ class _CandidateSession:
             self.link.memory_group = getattr(self.link, "memory_cgroup", None)  # and its cgroup's peak
         self.started_at = time.monotonic()  # the load stage's clock: from the request (or the start, if later)
         self.link.send({"type": "start", **self.start_request}, fds=self.arena.fds)
+        if self.role == "baseline" and self.judge.backend.gpu:  # while the client loads, layout's references gone
+            self.judge.weights_in_arena(self.state, self.arena,
+                                        {k[2:]: v for k, v in self.views.items() if k.startswith("w:")})
 
     def await_ready(self) -> None:
         """Wait for the client's "ready"; the candidate is then checked and frozen."""
@@ -2107,7 +2161,7 @@ class _CandidateSession:
         if record is None:
             return
         steps = report.get("load_steps_s") if isinstance(report, dict) else None
-        record.update(role=self.role, start_s=self.link.start_s,
+        record.update(role=self.role, start_s=self.link.start_s, up_after_go_s=getattr(self.link, "up_after_go_s", None),
                       start_steps_s=_known_steps(self.link.start_steps, START_STEPS),
                       load_steps_s=_known_steps(steps, (*LIBRARIES, *LOAD_STEPS)),
                       load_s=round(time.monotonic() - self.started_at, 3))
@@ -2237,8 +2291,6 @@ class _CandidateSession:
         # the copies are queued behind whatever the judge's stream still has (the reference's
         # trials): a client started at once would read the weights before they are written
         self.judge.backend.synchronize()
-        if self.role == "baseline" and self.judge.backend.gpu and weights:
-            self.judge.weights_in_arena(state, {k: self.views[f"w:{k}"] for k in weights})
 
         def arg(prefix: str, j: int, x: Any) -> dict[str, Any]:
             if isinstance(x, torch.Tensor):
