@@ -2121,8 +2121,11 @@ class _CandidateSession:
         self.started_at = time.monotonic()  # the load stage's clock: from the request (or the start, if later)
         self.link.send({"type": "start", **self.start_request}, fds=self.arena.fds)
         if self.role == "baseline" and self.judge.backend.gpu:  # while the client loads, layout's references gone
-            self.judge.weights_in_arena(self.state, self.arena,
-                                        {k[2:]: v for k, v in self.views.items() if k.startswith("w:")})
+            try:  # a saving, never a verdict: whatever goes wrong, the reference keeps its own weights
+                self.judge.weights_in_arena(self.state, self.arena,
+                                            {k[2:]: v for k, v in self.views.items() if k.startswith("w:")})
+            except Exception:  # noqa: BLE001
+                pass
 
     def await_ready(self) -> None:
         """Wait for the client's "ready"; the candidate is then checked and frozen."""
