@@ -351,7 +351,7 @@ def _spawning_judge(gpu: bool, warm_key: str | None, forks: bool = True) -> Simp
                             clients=[], evaluation_began=0.0)
     judge._new_client = lambda wanted, held=False: _Spare(wanted, held and forks, forked=forks)
     judge._spawn_spare = lambda req, count=None: Judge._spawn_spare(judge, req, count)  # type: ignore[arg-type]
-    judge._drop_dead_spares = lambda: Judge._drop_dead_spares(judge)  # type: ignore[arg-type]
+    judge._retire_spares = lambda unwanted: Judge._retire_spares(judge, unwanted)  # type: ignore[arg-type]
     judge.retire = lambda link, arena=None: judge.retired_links.append(link)
     return judge
 

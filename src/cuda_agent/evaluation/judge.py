@@ -1064,13 +1064,11 @@ class Judge:
         torch = self.torch
         if state is None or state.reference is None or not views:
             return
-        own = dict(state.reference.state_dict())
+        own = dict(state.reference.state_dict())  # (`views` were laid out from it: the same keys, shapes, dtypes)
         filled = [t for t in own.values() if t.numel()]
-        if own.keys() != views.keys() or any(not t.is_contiguous() for t in filled) \
-                or len({t.data_ptr() for t in filled}) < len(filled):
+        if any(not t.is_contiguous() for t in filled) or len({t.data_ptr() for t in filled}) < len(filled):
             return
-        if not all(own[k].shape == views[k].shape and own[k].dtype == views[k].dtype and torch.equal(own[k], views[k])
-                   for k in own):
+        if not bool(torch.stack([(own[k] == views[k]).all() for k in own]).all()):  # one sync, not one a tensor
             return
         freed = sum(t.numel() * t.element_size() for t in filled)
         saved = [(m, dict(m._parameters), dict(m._buffers)) for m in state.reference.modules()]
@@ -1447,12 +1445,8 @@ class Judge:
 
     def _take_candidate(self, req: JudgeRequest) -> Any:
         """The oldest matching spare (the one most likely done starting), else a new process."""
-        from .candidate_link import CandidateLink
-
         wanted = _isolation(req)
-        for spare in [sp for sp in self.spares if not sp.alive() or (sp.isolate, sp.confine_writes) != wanted]:
-            self.spares.remove(spare)
-            self.retire(spare)
+        self._retire_spares(lambda sp: not sp.alive() or (sp.isolate, sp.confine_writes) != wanted)
         ready = [sp for sp in self.spares if sp.started()]
         # then one told to start (a fork, up in ~0.3 s), a held one (its driver up), a new interpreter (~10 s)
         going = [sp for sp in self.spares if not sp.held and sp.forked] + [sp for sp in self.spares if sp.held]
@@ -1473,7 +1467,7 @@ class Judge:
     def _spawn_spare(self, req: JudgeRequest, count: int | None = None) -> None:
         """Spares up to `count` (SPARES by default) starting: after an evaluation, for the next.
         Held ones (`_hold_spares`) are told to go first; the rest are forked."""
-        self._drop_dead_spares()
+        self._retire_spares(lambda sp: not sp.alive())
         want = spare_count(self.backend.gpu) if count is None else count
         wanted = _isolation(req)
         going = [sp for sp in self.spares if not sp.held and (sp.isolate, sp.confine_writes) == wanted]
@@ -1499,7 +1493,7 @@ class Judge:
         if not (self.backend.gpu and req.config.prespawn_worker) or req.baselines_only \
                 or server is None or not server.alive() or not server.ready(0):
             return  # only a fork is held: a new interpreter would start in full here (and no server is waited for)
-        self._drop_dead_spares()
+        self._retire_spares(lambda sp: not sp.alive())
         wanted = _isolation(req)
         # every spare left now is the next evaluation's, held or not: so many and no more
         kept = [sp for sp in self.spares if (sp.isolate, sp.confine_writes) == wanted]
@@ -1510,10 +1504,10 @@ class Judge:
                 return
             self.spares.append(link)
 
-    def _drop_dead_spares(self) -> None:
-        """Spares that died (or were killed for being late) retired, not just forgotten: their scratch dir,
-        log, socket and cgroups go with them."""
-        for spare in [sp for sp in self.spares if not sp.alive()]:
+    def _retire_spares(self, unwanted: Any) -> None:
+        """The spares `unwanted(spare)` says so of (dead, killed for being late, or another isolation)
+        retired, not just forgotten: their scratch dir, log, socket and cgroups go with them."""
+        for spare in [sp for sp in self.spares if unwanted(sp)]:
             self.spares.remove(spare)
             self.retire(spare)
 
