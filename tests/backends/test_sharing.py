@@ -43,3 +43,17 @@ def test_an_arena_dropped_without_close_gives_its_memory_back() -> None:
     closed.close()
     closed.close()  # twice: nothing closed twice (its number may be another file's by then)
     assert closed.fds == []
+
+
+def test_one_clients_output_never_names_memory_another_clients_output_did() -> None:
+    """Red team round 23, F1: the judge maps every client's output memory in one table, and a mapping
+    already made was reused for whoever named its handle. A candidate that named the baseline client's
+    output memory would have been read as computing eager's outputs. A handle is its first namer's."""
+    from cuda_agent.backends.sharing import CudaIpc, SharingError
+
+    ipc = CudaIpc.__new__(CudaIpc)  # its tables only: no device here
+    ipc._exported, ipc._opened, ipc._owner = {}, {"ab" * 64: (4096, 1 << 20)}, {"ab" * 64: 101}
+    assert ipc.open("ab" * 64, 101) == (4096, 1 << 20)  # the baseline's own output, named again by it
+    assert ipc.open("ab" * 64) == (4096, 1 << 20)  # (the client side, which names no owner)
+    with pytest.raises(SharingError, match="another client"):
+        ipc.open("ab" * 64, 202)  # the candidate naming it

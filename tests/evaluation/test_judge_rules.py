@@ -1503,6 +1503,25 @@ def test_the_judges_reference_takes_the_baseline_arenas_weights_and_gives_them_b
     Judge.weights_in_arena(judge, SimpleNamespace(reference=None), arena, views)  # type: ignore[arg-type]
 
 
+def test_parameters_written_in_the_baseline_arena_are_seen_and_a_tasks_own_buffers_are_not() -> None:
+    """Red team round 23, F2: the reference reads the baseline arena's weights, so a write there (by
+    anything that reached that memory) would become the secret trial's truth and every later
+    candidate's weights. The parameters are checked against their print at the evaluation's end;
+    a buffer the task updates itself (a running statistic, a counter) is its own business."""
+    torch.manual_seed(0)
+    reference = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.BatchNorm1d(4)).eval()
+    raw, views = _arena_copy(reference)
+    state = SimpleNamespace(reference=reference, weights_from=None, weights_print=None)
+    judge = _weights_judge()
+    assert Judge.weights_unchanged(judge, state)  # type: ignore[arg-type]  # its own weights: nothing to check
+    Judge.weights_in_arena(judge, state, SimpleNamespace(raw=raw), views)  # type: ignore[arg-type]
+    assert Judge.weights_unchanged(judge, state)  # type: ignore[arg-type]
+    views["1.running_mean"].add_(1.0)  # the task's own buffer
+    assert Judge.weights_unchanged(judge, state)  # type: ignore[arg-type]
+    views["0.weight"].zero_()  # a parameter, written in the arena
+    assert not Judge.weights_unchanged(judge, state)  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("case", ["tied", "channels_last", "differs", "load_fails"])
 def test_a_reference_keeps_its_own_weights_where_the_arenas_copy_would_change_them(case: str) -> None:
     """Tied weights would come apart and a channels-last one turn contiguous in the arena's copy; a copy that

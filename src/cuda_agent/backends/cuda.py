@@ -209,7 +209,7 @@ class CudaBackend(Backend):
         return self._ipc().export(tensor.data_ptr())
 
     def output_reader(self, pid: int) -> OutputReader:
-        return _CudaReader(self._ipc())
+        return _CudaReader(self._ipc(), pid)
 
     def idle_probe(self) -> None:
         import torch
@@ -242,17 +242,17 @@ class _CudaArena(Arena):
 
 
 class _CudaReader(OutputReader):
-    def __init__(self, ipc: CudaIpc) -> None:
-        self.ipc = ipc
+    def __init__(self, ipc: CudaIpc, owner: int) -> None:
+        self.ipc, self.owner = ipc, owner  # the client whose outputs it reads (`CudaIpc.open`)
 
     def read(self, where: dict, layout: dict, copy: bool = True) -> Any:
-        raw = self.ipc.tensor_at(str(where.get("handle", "")))
+        raw = self.ipc.tensor_at(str(where.get("handle", "")), self.owner)
         view = view_bytes(raw, layout, int(where.get("offset", -1)))
         # a copy (queued on the judge's stream at once): the candidate frees and reuses its memory
         return view.clone() if copy else view
 
     def span(self, where: dict, layout: dict) -> tuple[int, int]:
-        base, size = self.ipc.open(str(where.get("handle", "")))
+        base, size = self.ipc.open(str(where.get("handle", "")), self.owner)
         offset, extent = int(where.get("offset", -1)), layout_extent(layout)[-1]
         if offset < 0 or offset + extent > size:
             raise SharingError(f"tensor of {extent} bytes at offset {offset} is outside its {size}-byte allocation")

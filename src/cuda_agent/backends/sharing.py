@@ -136,6 +136,7 @@ class CudaIpc:
         self.rt.cudaFree.argtypes = [ctypes.c_void_p]
         self._exported: dict[int, tuple[str, int]] = {}  # base -> (handle hex, size)
         self._opened: dict[str, tuple[int, int]] = {}  # handle hex -> (base, size)
+        self._owner: dict[str, Any] = {}  # handle hex -> the client whose output first named it (`open`)
 
     def allocation_of(self, ptr: int) -> tuple[int, int]:
         base, size = ctypes.c_uint64(), ctypes.c_size_t()
@@ -182,9 +183,14 @@ class CudaIpc:
         naming one of them later must not be read as this process's current memory."""
         self._exported.clear()
 
-    def open(self, handle_hex: str) -> tuple[int, int]:
-        """Map another process's allocation once; (base pointer, size)."""
+    def open(self, handle_hex: str, owner: Any = None) -> tuple[int, int]:
+        """Map another process's allocation once; (base pointer, size). `owner`: the client whose
+        output names it. One client's outputs never name memory another client's did: the mapping
+        is shared by every reader of this process, and a candidate that named the baseline
+        client's output memory would be read as computing eager's outputs (red team round 23, F1)."""
         if handle_hex in self._opened:
+            if owner is not None and self._owner.get(handle_hex, owner) != owner:
+                raise SharingError("the output names memory another client process shared with the judge")
             return self._opened[handle_hex]
         for base, (mine, size) in self._exported.items():  # our own memory (an output that is a view of an input)
             if mine == handle_hex:
@@ -203,18 +209,21 @@ class CudaIpc:
             raise SharingError(f"cannot open the IPC handle (cudaIpcOpenMemHandle error {err})")
         base, size = self.allocation_of(int(ptr.value))
         self._opened[handle_hex] = (int(ptr.value), size - (int(ptr.value) - base))
+        if owner is not None:
+            self._owner[handle_hex] = owner
         return self._opened[handle_hex]
 
-    def tensor_at(self, handle_hex: str) -> Any:
+    def tensor_at(self, handle_hex: str, owner: Any = None) -> Any:
         import torch
 
-        base, size = self.open(handle_hex)
+        base, size = self.open(handle_hex, owner)
         return torch.as_tensor(_CudaArray(base, size), device="cuda")
 
     def close_all(self) -> None:
         for base, _ in self._opened.values():
             self.rt.cudaIpcCloseMemHandle(ctypes.c_void_p(base))
         self._opened.clear()
+        self._owner.clear()
 
 
 # ---- CPU: a memfd for the arena, process_vm_readv for outputs ------------------------------

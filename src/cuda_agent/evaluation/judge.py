@@ -142,6 +142,7 @@ class TaskState:
     draws: bool = False  # inputs that are not floating point: a draw that fails is the judge's error
     redraws: bool = True  # get_inputs() under a new seed keeps every tensor's shape (float-only tasks: else scaled)
     weights_from: Any = None  # the baseline arena the reference's weights are read from (`Judge.weights_in_arena`)
+    weights_print: Any = None  # ... its parameters' `_fingerprint` then (`Judge.weights_unchanged`)
     fixed_parts: dict[int, Any] = field(default_factory=dict)  # per input declared fixed (`declared_fixed`): None,
     # never scaled (its elements switch between two values at most: round 21, F3), or its first draw: elements equal
     # to it are the fixed part, never scaled, the rest drawn data, scaled as any input's (round 22, G1)
@@ -1082,7 +1083,7 @@ class Judge:
                 module._buffers.update(buffers)
             return
         del saved
-        state.weights_from = arena
+        state.weights_from, state.weights_print = arena, _fingerprint(dict(state.reference.named_parameters()))
         del own, filled
         if freed >= GIVE_BACK_WEIGHTS_BYTES:
             self.backend.synchronize()
@@ -1096,7 +1097,18 @@ class Judge:
             return
         own = {k: v.clone() for k, v in state.reference.state_dict().items()}
         state.reference.load_state_dict(own, strict=True, assign=True)
-        state.weights_from = None
+        state.weights_from = state.weights_print = None
+
+    def weights_unchanged(self, state: TaskState) -> bool:
+        """Whether the parameters the reference reads from the baseline arena are as they were laid
+        out. Trusted code never writes them (both models are in eval mode); were they written, by a
+        process that reached that memory, the judge's secret trial, the trials made again and every
+        later candidate's weights would follow (red team round 23, F2: zeroed weights, and "return
+        zeros" correct for every later evaluation of the task). Buffers are left out: a task may
+        update its own."""
+        if state.weights_from is None or state.reference is None:
+            return True
+        return _fingerprint(dict(state.reference.named_parameters())) == state.weights_print
 
     def _give_back_cached(self) -> None:
         """The judge's freed blocks back to the device where they are many, before the clients
@@ -1272,7 +1284,12 @@ class Judge:
             if cand is not None:
                 answer.candidate_log = cand.link.log_tail()
                 cand.close()
-            keep = state.resident(m)
+            unchanged = self.weights_unchanged(state)
+            if not unchanged and answer.correct:
+                answer.stage, answer.correct = "guard", False
+                answer.reason = ("forbidden: the task's weights changed during the evaluation (the baseline client's "
+                                 "copy, which the judge's reference reads); no trusted process writes them")
+            keep = unchanged and state.resident(m)  # (weights someone wrote: the task is made anew next time)
             if base is not None and (not base.link.alive() or not keep):
                 self.baseline = None
                 base.close(task_stays=keep)
