@@ -57,3 +57,8 @@ def test_one_clients_output_never_names_memory_another_clients_output_did() -> N
     assert ipc.open("ab" * 64) == (4096, 1 << 20)  # (the client side, which names no owner)
     with pytest.raises(SharingError, match="another client"):
         ipc.open("ab" * 64, 202)  # the candidate naming it
+    ipc._exported, ipc._claims = {8192: ("cd" * 64, 1 << 21)}, {}  # an arena the judge laid out
+    ipc.claim("cd" * 64, 101)  # the baseline's
+    assert ipc.open("cd" * 64, 101) == (8192, 1 << 21)  # its output a view of its input: read where it is
+    with pytest.raises(SharingError, match="another client"):
+        ipc.open("cd" * 64, 202)  # the candidate naming the baseline's arena

@@ -665,7 +665,8 @@ def test_a_sandbox_report_that_is_not_an_object_is_the_candidates_protocol_viola
 
     session = SimpleNamespace(role="candidate", answer=SimpleNamespace(sandbox=None), started_at=0.0,
                               receive=lambda stage, started: {"type": "ready", "sandbox": [1, 2]},
-                              judge=SimpleNamespace(backend=SimpleNamespace(output_reader=lambda pid: None)),
+                              judge=SimpleNamespace(backend=SimpleNamespace(
+                                  output_reader=lambda pid: SimpleNamespace(claim=lambda arena: None))), arena=None,
                               link=SimpleNamespace(pid=lambda: 1, namespaces=False, started=lambda: True))
     with pytest.raises(Verdict, match="broke the protocol: its sandbox report is not an object"):
         _CandidateSession.await_ready(session)  # type: ignore[arg-type]

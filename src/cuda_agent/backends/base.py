@@ -194,6 +194,9 @@ class OutputReader(ABC):
     def in_arena(self, spans: list[tuple[int, int]], arena: "Arena") -> list[bool]:
         """For each span, whether any of it lies in the judge's input arena (inputs, weights)."""
 
+    def claim(self, arena: "Arena") -> None:
+        """`arena` is this reader's client's: no other client's output may name it (`CudaIpc.claim`)."""
+
     def close(self) -> None:
         """Unmap whatever was mapped."""
 

@@ -245,6 +245,11 @@ class _CudaReader(OutputReader):
     def __init__(self, ipc: CudaIpc, owner: int) -> None:
         self.ipc, self.owner = ipc, owner  # the client whose outputs it reads (`CudaIpc.open`)
 
+    def claim(self, arena: Arena) -> None:
+        handle = arena.describe().get("handle")
+        if handle:
+            self.ipc.claim(str(handle), self.owner)
+
     def read(self, where: dict, layout: dict, copy: bool = True) -> Any:
         raw = self.ipc.tensor_at(str(where.get("handle", "")), self.owner)
         view = view_bytes(raw, layout, int(where.get("offset", -1)))

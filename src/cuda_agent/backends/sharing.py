@@ -137,6 +137,7 @@ class CudaIpc:
         self._exported: dict[int, tuple[str, int]] = {}  # base -> (handle hex, size)
         self._opened: dict[str, tuple[int, int]] = {}  # handle hex -> (base, size)
         self._owner: dict[str, Any] = {}  # handle hex -> the client whose output first named it (`open`)
+        self._claims: dict[str, Any] = {}  # an exported arena's handle hex -> the client it was laid out for
 
     def allocation_of(self, ptr: int) -> tuple[int, int]:
         base, size = ctypes.c_uint64(), ctypes.c_size_t()
@@ -182,6 +183,11 @@ class CudaIpc:
         """Drop the record of this process's own exports (its memory was given back): a client
         naming one of them later must not be read as this process's current memory."""
         self._exported.clear()
+        self._claims.clear()
+
+    def claim(self, handle_hex: str, owner: Any) -> None:
+        """An arena this process exported is `owner`'s: another client's output naming it is refused."""
+        self._claims[handle_hex] = owner
 
     def open(self, handle_hex: str, owner: Any = None) -> tuple[int, int]:
         """Map another process's allocation once; (base pointer, size). `owner`: the client whose
@@ -194,6 +200,8 @@ class CudaIpc:
             return self._opened[handle_hex]
         for base, (mine, size) in self._exported.items():  # our own memory (an output that is a view of an input)
             if mine == handle_hex:
+                if owner is not None and self._claims.get(handle_hex, owner) != owner:
+                    raise SharingError("the output names another client process's input arena")
                 return base, size
         try:
             raw = bytes.fromhex(handle_hex)

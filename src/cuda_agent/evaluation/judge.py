@@ -2154,6 +2154,7 @@ class _CandidateSession:
         if msg.get("type") != "ready":
             raise Verdict("worker", "the candidate process broke the protocol")
         self.reader = self.judge.backend.output_reader(self.link.pid())
+        self.reader.claim(self.arena)  # no other client's output may name this arena (red team round 23, F1)
         if self.role == "candidate":
             claimed = msg.get("sandbox", {})  # its own report, shown as it said it: a claim, checked for shape only
             if not isinstance(claimed, dict):  # red team round 8: a list here was the judge's TypeError
