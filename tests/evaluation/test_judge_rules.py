@@ -1547,3 +1547,21 @@ def test_a_reference_keeps_its_own_weights_where_the_arenas_copy_would_change_th
     Judge.weights_in_arena(_weights_judge(), state, SimpleNamespace(raw=raw), views)  # type: ignore[arg-type]
     assert state.weights_from is None
     assert {k: (t.data_ptr(), t.stride()) for k, t in reference.state_dict().items()} == own
+
+
+@pytest.mark.parametrize("eager_ms, calls", [(8.4, 1), (6.4, 2), (3.2, 3), (1.86, 5), (0.001, 256), (40.0, 1)])
+def test_a_timed_interval_holds_the_calls_that_bring_it_nearest_ten_ms(eager_ms: float, calls: int) -> None:
+    """Nearest, not the fewest reaching 10 ms: two 8.4 ms calls to an interval doubled every round
+    of level3/26_ShuffleNet for no more information per round (issue 23)."""
+    from cuda_agent.evaluation import EvalConfig
+
+    state = SimpleNamespace(set_bytes=4096, out_bytes=4096, eager_ms=eager_ms)
+    assert Judge.batch_size(None, state, EvalConfig(backend="cpu")) == calls  # type: ignore[arg-type]
+
+
+def test_a_timed_interval_holds_no_more_calls_than_their_inputs_and_outputs_fit() -> None:
+    from cuda_agent.evaluation import EvalConfig
+
+    cfg = EvalConfig(backend="cpu")
+    state = SimpleNamespace(set_bytes=cfg.timing.input_set_bytes // 12, out_bytes=0, eager_ms=0.01)
+    assert Judge.batch_size(None, state, cfg) == 4

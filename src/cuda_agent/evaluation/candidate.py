@@ -229,6 +229,7 @@ class _Session:
             from .judge import construct
 
             model, _ = construct(torch, model_cls, init_args, int(self.req["seed"]), self.req["made_on"])
+            marks.append(("construct", time.perf_counter()))
             dtype = self.req.get("dtype")
             if dtype:
                 model = model.to(getattr(torch, dtype))
@@ -247,6 +248,7 @@ class _Session:
             self.models = {"candidate": self.model, "eager": self.model}
             if self.req.get("compile_mode"):
                 self.models["compile"] = torch.compile(self.model, mode=self.req["compile_mode"])
+            marks.append(("weights", time.perf_counter()))
             # JIT languages compile now, while processes may start; the baseline client (trusted) makes its
             # first call now, beside the candidate's load, and on a GPU the candidate too (`warm_call`).
             # A candidate's first call is guarded as verification's, whatever asks for it: its slot 0
@@ -265,7 +267,7 @@ class _Session:
             raise
         except BaseException as exc:
             self.fail("load", describe_exception(exc), step)
-        marks.append(("construct", time.perf_counter()))
+        marks.append(("first_call", time.perf_counter()))
         # where loading spent its time, as this process saw it (a claim: for diagnosis only)
         report["load_steps_s"] = _steps(marks)
         self.send({"type": "ready", "sandbox": report})
