@@ -8,7 +8,10 @@ judge in this process (never the product's defaults):
   - `no_flush`: no L2 flush before a timed batch;
   - `no_hold`: the clients hold no earlier batch's outputs (`hold_cap` 0);
   - `hold_grown`: the warm-up first holds `hold_cap` batches at once, so a client's allocator has
-    every block the rounds' random holding asks for before the first timed round.
+    every block the rounds' random holding asks for before the first timed round;
+  - `gc_off`: the judge's garbage collector off through the evaluation.
+`--reserve-core`: this process, and so every process it starts, kept off the core the timed clients
+share; only they are pinned there (`Judge.share_a_core`).
 Every timed batch (warm-up included) is logged in order with its model, so outliers can be placed.
 
     python bench/round_noise.py TASK.py [TASK.py ...] --out round_noise.jsonl
@@ -31,20 +34,30 @@ def main() -> None:
     ap.add_argument("--backend", default="cuda")
     ap.add_argument("--variants", default="as_is,no_flush,no_hold,hold_grown")
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--reserve-core", action="store_true")
     args = ap.parse_args()
+    import gc
+    import os
+
+    from cuda_agent.evaluation.judge import _shared_core
+
+    shared = _shared_core()
+    if args.reserve_core and shared is not None:
+        os.sched_setaffinity(0, set(os.sched_getaffinity(0)) - {shared})
     from judge_profile import reference_request
 
     from cuda_agent.evaluation import judge as judge_mod
     from cuda_agent.evaluation.judge import Judge, _CandidateSession
     from cuda_agent.evaluation.timing import round_ratios
 
-    log: list[tuple[str, str, float]] = []
+    log: list[tuple[str, str, float, float]] = []
+    t_start = [time.perf_counter()]
     real_timed, real_hold, real_warm = _CandidateSession.timed_batch, Judge.hold_cap, _CandidateSession.warm_up
     variant = {"name": "as_is"}
 
     def timed(self, m, model="candidate"):
         ms = real_timed(self, m, model)
-        log.append((self.role, model, round(ms, 4)))
+        log.append((self.role, model, round(ms, 4), round(time.perf_counter() - t_start[0], 4)))
         return ms
 
     def hold(self, state, m, cfg):
@@ -72,6 +85,7 @@ def main() -> None:
     _CandidateSession.timed_batch, Judge.hold_cap, _CandidateSession.warm_up = timed, hold, warm
     _CandidateSession.next_batch = next_batch
     judge = Judge(args.backend)
+    judge.shared_core = shared if judge.shared_core is not None else None
     real_flush = judge.backend.flush_cache
     with args.out.open("a") as fh:
         for task in args.tasks:
@@ -80,12 +94,17 @@ def main() -> None:
                 variant["name"] = name
                 judge.backend.flush_cache = (lambda cushion=True: None) if name == "no_flush" else real_flush
                 del log[:]
-                t0 = time.perf_counter()
-                answer = judge.evaluate(req)
+                t0 = t_start[0] = time.perf_counter()
+                if name == "gc_off":
+                    gc.disable()
+                try:
+                    answer = judge.evaluate(req)
+                finally:
+                    gc.enable()
                 wall = time.perf_counter() - t0
                 s = answer.samples or {}
                 ratios = round_ratios(s.get("candidate") or [], s.get("eager") or [])
-                row = {"task": task.stem, "variant": name, "wall_s": round(wall, 3), "correct": answer.correct,
+                row = {"task": task.stem, "variant": name, "reserve_core": args.reserve_core, "wall_s": round(wall, 3), "correct": answer.correct,
                        "reason": answer.reason, "batch": answer.batch, "rounds": len(ratios),
                        "phases": {k: round(v, 3) for k, v in answer.phases.items()},
                        "ratio_min_max": [round(min(ratios), 4), round(max(ratios), 4)] if ratios else None,
@@ -93,7 +112,7 @@ def main() -> None:
                        "samples": {k: [round(x, 4) for x in v] for k, v in s.items()}, "batches": list(log)}
                 fh.write(json.dumps(row) + "\n")
                 fh.flush()
-                print(json.dumps({k: row[k] for k in ("task", "variant", "wall_s", "correct", "batch", "rounds",
+                print(json.dumps({k: row[k] for k in ("task", "variant", "reserve_core", "wall_s", "correct", "batch", "rounds",
                                                       "ratio_min_max", "ratio_sd")}), flush=True)
                 time.sleep(1.0)  # the spares up, as between evaluations of an RL loop
     judge.close()
