@@ -1523,6 +1523,20 @@ def test_parameters_written_in_the_baseline_arena_are_seen_and_a_tasks_own_buffe
     assert not Judge.weights_unchanged(judge, state)  # type: ignore[arg-type]
 
 
+def test_the_weights_print_read_in_one_sync_has_the_fingerprints_sums_and_sees_one_bit() -> None:
+    """`_weights_print` is `_fingerprint`'s sums per tensor, read at once: the same numbers for odd
+    byte counts, empty tensors and several dtypes, and a single flipped bit changes it."""
+    from cuda_agent.evaluation.judge import _fingerprint, _weights_print
+
+    torch.manual_seed(0)
+    tensors = {"w": torch.randn(33, 7), "b": torch.randn(0), "odd": torch.randint(0, 255, (13,), dtype=torch.uint8),
+               "h": torch.randn(5, dtype=torch.float16), "i": torch.arange(10, dtype=torch.int64)}
+    print_ = _weights_print(tensors)
+    assert print_ == tuple((name, *_fingerprint(tensors[name])) for name in sorted(tensors))
+    tensors["w"].view(torch.int32)[3, 2] ^= 1
+    assert _weights_print(tensors) != print_
+
+
 @pytest.mark.parametrize("case", ["tied", "channels_last", "differs", "load_fails"])
 def test_a_reference_keeps_its_own_weights_where_the_arenas_copy_would_change_them(case: str) -> None:
     """Tied weights would come apart and a channels-last one turn contiguous in the arena's copy; a copy that
