@@ -1579,3 +1579,17 @@ def test_a_timed_interval_holds_no_more_calls_than_their_inputs_and_outputs_fit(
     cfg = EvalConfig(backend="cpu")
     state = SimpleNamespace(set_bytes=cfg.timing.input_set_bytes // 12, out_bytes=0, eager_ms=0.01)
     assert Judge.batch_size(None, state, cfg) == 4
+
+
+def test_a_task_stays_warm_counting_its_weights_once_where_the_reference_reads_the_arenas() -> None:
+    """`TaskState.resident`: the weights twice (the reference's and the baseline arena's) unless the
+    reference reads the arena's own, then once: 0.4 GiB of weights keep the task warm only then."""
+    from cuda_agent.evaluation.judge import TaskState
+
+    weights = {"w": torch.empty(100 << 20, device="meta")}  # 0.39 GiB of float32, nothing allocated
+    reference = SimpleNamespace(state_dict=lambda: weights)
+    state = SimpleNamespace(reference=reference, set_bytes=1 << 20, out_bytes=1 << 20, seeds=[1, 2, 3], trials=None,
+                            weights_from=None)
+    assert not TaskState.resident(state, 120)  # type: ignore[arg-type]  # 2 x 0.39 + 2 x 0.12 GiB
+    state.weights_from = object()
+    assert TaskState.resident(state, 120)  # type: ignore[arg-type]  # 0.39 + 0.23 GiB

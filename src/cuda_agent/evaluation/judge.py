@@ -149,10 +149,12 @@ class TaskState:
 
     def resident(self, m: int) -> bool:
         """Whether the task stays warm after an evaluation: its trials, input stack, weights and
-        the baseline client's arena together within RESIDENT_BYTES (else all of it is dropped)."""
+        the baseline client's arena together within RESIDENT_BYTES (else all of it is dropped).
+        The weights once where the reference reads the arena's (`Judge.weights_in_arena`)."""
         weights = sum(p.numel() * p.element_size() for p in self.reference.state_dict().values())
         trials = (self.set_bytes + self.out_bytes) * len(self.seeds) if self.trials is not None else 0
-        return trials + 2 * m * self.set_bytes + 2 * weights <= RESIDENT_BYTES
+        copies = 1 if self.weights_from is not None else 2
+        return trials + 2 * m * self.set_bytes + copies * weights <= RESIDENT_BYTES
 
 
 def module_from_source(name: str, source: str) -> types.ModuleType:
