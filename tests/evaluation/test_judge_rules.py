@@ -1589,7 +1589,9 @@ def test_a_task_stays_warm_counting_its_weights_once_where_the_reference_reads_t
     weights = {"w": torch.empty(100 << 20, device="meta")}  # 0.39 GiB of float32, nothing allocated
     reference = SimpleNamespace(state_dict=lambda: weights)
     state = SimpleNamespace(reference=reference, set_bytes=1 << 20, out_bytes=1 << 20, seeds=[1, 2, 3], trials=None,
-                            weights_from=None)
+                            weights_from=None, refs=None)
     assert not TaskState.resident(state, 120)  # type: ignore[arg-type]  # 2 x 0.39 + 2 x 0.12 GiB
     state.weights_from = object()
     assert TaskState.resident(state, 120)  # type: ignore[arg-type]  # 0.39 + 0.23 GiB
+    state.refs, state.out_bytes = [], 160 << 20  # reference outputs held without their inputs count too
+    assert not TaskState.resident(state, 120)  # type: ignore[arg-type]  # + 0.47 GiB

@@ -153,8 +153,9 @@ class TaskState:
         The weights once where the reference reads the arena's (`Judge.weights_in_arena`)."""
         weights = sum(p.numel() * p.element_size() for p in self.reference.state_dict().values())
         trials = (self.set_bytes + self.out_bytes) * len(self.seeds) if self.trials is not None else 0
+        outputs = self.out_bytes * len(self.seeds) if self.refs is not None else 0  # held without their inputs
         copies = 1 if self.weights_from is not None else 2
-        return trials + 2 * m * self.set_bytes + copies * weights <= RESIDENT_BYTES
+        return trials + outputs + 2 * m * self.set_bytes + copies * weights <= RESIDENT_BYTES
 
 
 def module_from_source(name: str, source: str) -> types.ModuleType:
