@@ -1488,12 +1488,14 @@ def test_the_judges_reference_takes_the_baseline_arenas_weights_and_gives_them_b
     before = reference(x)
     raw, views = _arena_copy(reference)
     arena = SimpleNamespace(raw=raw)
-    state = SimpleNamespace(reference=reference, weights_from=None)
+    state = SimpleNamespace(reference=reference, weights_from=None, writes_weights=False)
     judge = _weights_judge()
     Judge.weights_in_arena(judge, state, arena, views)  # type: ignore[arg-type]
     assert state.weights_from is arena
-    for k, t in reference.state_dict().items():
+    for k, t in reference.named_parameters():
         assert t.data_ptr() == views[k].data_ptr()  # the arena's memory, no copy of its own
+    for k, t in reference.named_buffers():
+        assert t.data_ptr() != views[k].data_ptr()  # the buffers stay its own: only what is checked is shared
     assert torch.equal(reference(x), before)
     Judge.weights_back(judge, state, SimpleNamespace())  # type: ignore[arg-type]  # another arena's client ends
     assert state.weights_from is arena
@@ -1504,37 +1506,102 @@ def test_the_judges_reference_takes_the_baseline_arenas_weights_and_gives_them_b
     Judge.weights_in_arena(judge, SimpleNamespace(reference=None), arena, views)  # type: ignore[arg-type]
 
 
-def test_parameters_written_in_the_baseline_arena_are_seen_and_a_tasks_own_buffers_are_not() -> None:
-    """Red team round 23, F2: the reference reads the baseline arena's weights, so a write there (by
+def test_parameters_written_in_the_baseline_arena_are_seen_and_its_buffers_never_reach_the_reference() -> None:
+    """Red team round 23, F2: the reference reads the baseline arena's parameters, so a write there (by
     anything that reached that memory) would become the secret trial's truth and every later
-    candidate's weights. The parameters are checked against their print at the evaluation's end;
-    a buffer the task updates itself (a running statistic, a counter) is its own business."""
+    candidate's weights. They are checked against their print, after verification, after the timing
+    and at the evaluation's end. The buffers are not shared (a review of the thirteenth session: a
+    running variance of 1e30 written in the arena made a BatchNorm reference's output a constant,
+    unseen by a check of the parameters): a write to the arena's copy does not reach the reference."""
+    from cuda_agent.evaluation.judge import Verdict
+
     torch.manual_seed(0)
     reference = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.BatchNorm1d(4)).eval()
+    x = torch.randn(3, 8)
+    before = reference(x)
     raw, views = _arena_copy(reference)
-    state = SimpleNamespace(reference=reference, weights_from=None, weights_print=None)
+    state = SimpleNamespace(reference=reference, weights_from=None, weights_print=None, writes_weights=False)
     judge = _weights_judge()
     assert Judge.weights_unchanged(judge, state)  # type: ignore[arg-type]  # its own weights: nothing to check
     Judge.weights_in_arena(judge, state, SimpleNamespace(raw=raw), views)  # type: ignore[arg-type]
     assert Judge.weights_unchanged(judge, state)  # type: ignore[arg-type]
-    views["1.running_mean"].add_(1.0)  # the task's own buffer
-    assert Judge.weights_unchanged(judge, state)  # type: ignore[arg-type]
+    views["1.running_var"].fill_(1e30)  # the arena's copy of a buffer: the reference has its own
+    assert Judge.weights_unchanged(judge, state) and torch.equal(reference(x), before)  # type: ignore[arg-type]
     views["0.weight"].zero_()  # a parameter, written in the arena
     assert not Judge.weights_unchanged(judge, state)  # type: ignore[arg-type]
+    judge.weights_unchanged = lambda st: Judge.weights_unchanged(judge, st)  # type: ignore[arg-type]
+    with pytest.raises(Verdict, match="weights changed.*after verification"):
+        Judge.check_weights(judge, state, "verification")  # type: ignore[arg-type]
 
 
-def test_the_weights_print_read_in_one_sync_has_the_fingerprints_sums_and_sees_one_bit() -> None:
-    """`_weights_print` is `_fingerprint`'s sums per tensor, read at once: the same numbers for odd
-    byte counts, empty tensors and several dtypes, and a single flipped bit changes it."""
-    from cuda_agent.evaluation.judge import _fingerprint, _weights_print
+def test_the_weights_print_is_keyed_by_position_and_sees_a_permutation_and_one_bit() -> None:
+    """`_weights_print`: equal tensors print equal under one key (odd byte counts, empty tensors,
+    several dtypes, a non-contiguous one); a flipped bit, two swapped elements or a sorted matrix
+    (whose sums an order-free print kept: a review of the thirteenth session) change it, and so
+    does another key. Chunks are positioned: a tensor over one chunk is keyed past its first."""
+    from cuda_agent.evaluation import judge as judge_mod
+    from cuda_agent.evaluation.judge import _print_key, _weights_print
 
     torch.manual_seed(0)
     tensors = {"w": torch.randn(33, 7), "b": torch.randn(0), "odd": torch.randint(0, 255, (13,), dtype=torch.uint8),
-               "h": torch.randn(5, dtype=torch.float16), "i": torch.arange(10, dtype=torch.int64)}
-    print_ = _weights_print(tensors)
-    assert print_ == tuple((name, *_fingerprint(tensors[name])) for name in sorted(tensors))
-    tensors["w"].view(torch.int32)[3, 2] ^= 1
-    assert _weights_print(tensors) != print_
+               "h": torch.randn(5, dtype=torch.float16), "i": torch.arange(10, dtype=torch.int64),
+               "t": torch.randn(6, 4).t()}
+    key = _print_key()
+    print_ = _weights_print(tensors, key)
+    assert print_ == _weights_print({k: v.clone() for k, v in tensors.items()}, key)
+    assert print_ != _weights_print(tensors, (key[0] ^ 0x5A5A5A5A, key[1] + 2))
+    flipped = {**tensors, "w": tensors["w"].clone()}
+    flipped["w"].view(torch.int32)[3, 2] ^= 1
+    assert _weights_print(flipped, key) != print_
+    swapped = {**tensors, "w": tensors["w"].clone()}
+    swapped["w"][0, 0], swapped["w"][5, 1] = tensors["w"][5, 1], tensors["w"][0, 0]
+    assert _weights_print(swapped, key) != print_
+    sorted_ = {**tensors, "w": tensors["w"].flatten().sort().values.view(33, 7)}
+    assert _weights_print(sorted_, key) != print_
+    big = torch.randn(40)
+    old_chunk = judge_mod.PRINT_CHUNK
+    try:
+        judge_mod.PRINT_CHUNK = 16  # three chunks: a swap across two of them shows too
+        whole = _weights_print({"x": big}, key)
+        moved = big.clone()
+        moved[3], moved[35] = big[35], big[3]
+        assert _weights_print({"x": moved}, key) != whole
+    finally:
+        judge_mod.PRINT_CHUNK = old_chunk
+
+
+def test_a_reference_whose_forward_writes_its_own_parameters_never_shares_them() -> None:
+    """A review of the thirteenth session: `nn.Embedding(max_norm=...)` renormalises the rows it reads in
+    place, in eval mode too. Shared with the baseline arena, those writes failed the weights check at the
+    evaluation's end, and an honest candidate got -1. The reference phase prints the parameters before
+    and after its forwards; where they moved, the reference keeps its own (`TaskState.writes_weights`)."""
+    import time as time_
+
+    from cuda_agent.backends import get_backend
+    from cuda_agent.evaluation import EvalConfig
+    from cuda_agent.evaluation.protocol import JudgeRequest
+
+    def task(layer: str, inputs: str) -> str:
+        return ("import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n    def __init__(self):\n"
+                f"        super().__init__()\n        self.layer = {layer}\n    def forward(self, x):\n"
+                f"        return self.layer(x)\ndef get_inputs():\n    return [{inputs}]\n"
+                "def get_init_inputs():\n    return []\n")
+
+    judge = Judge.__new__(Judge)  # the reference phase alone: no fork server, no clients
+    judge.torch, judge.backend, judge.device = torch, get_backend("cpu"), torch.device("cpu")
+    judge.state, judge.spares, judge.secret, judge.retired, judge.removals = None, [], (0, None), [], []
+    judge.kept_arenas, judge.baseline, judge._unit_cache, judge._forward_peak = [], None, {}, 0
+    judge.evaluation_began, judge.clients, judge.forkserver, judge.shares_weights = time_.monotonic(), [], None, True
+    cfg = EvalConfig(backend="cpu")
+    for layer, inputs, writes in [("nn.Embedding(1000, 16, max_norm=1.0)", "torch.randint(0, 1000, (64,))", True),
+                                  ("nn.Linear(16, 8)", "torch.randn(4, 16)", False)]:
+        req = JudgeRequest(config=cfg, task_source=task(layer, inputs), task_hash=layer, workspace="/w")
+        state = Judge.task_state(judge, req, cfg)
+        assert state.writes_weights is writes
+        raw, views = _arena_copy(state.reference)
+        Judge.weights_in_arena(_weights_judge(), state, SimpleNamespace(raw=raw), views)  # type: ignore[arg-type]
+        assert (state.weights_from is None) is writes
+        judge.drop_task()
 
 
 @pytest.mark.parametrize("case", ["tied", "channels_last", "differs", "load_fails"])
@@ -1557,7 +1624,7 @@ def test_a_reference_keeps_its_own_weights_where_the_arenas_copy_would_change_th
             raise RuntimeError("cannot take these")
         reference[1]._load_from_state_dict = refuse  # type: ignore[method-assign]
     own = {k: (t.data_ptr(), t.stride()) for k, t in reference.state_dict().items()}
-    state = SimpleNamespace(reference=reference, weights_from=None)
+    state = SimpleNamespace(reference=reference, weights_from=None, writes_weights=False)
     Judge.weights_in_arena(_weights_judge(), state, SimpleNamespace(raw=raw), views)  # type: ignore[arg-type]
     assert state.weights_from is None
     assert {k: (t.data_ptr(), t.stride()) for k, t in reference.state_dict().items()} == own
@@ -1586,12 +1653,13 @@ def test_a_task_stays_warm_counting_its_weights_once_where_the_reference_reads_t
     reference reads the arena's own, then once: 0.4 GiB of weights keep the task warm only then."""
     from cuda_agent.evaluation.judge import TaskState
 
-    weights = {"w": torch.empty(100 << 20, device="meta")}  # 0.39 GiB of float32, nothing allocated
-    reference = SimpleNamespace(state_dict=lambda: weights)
+    weights = {"w": torch.empty(100 << 20, device="meta"), "b": torch.empty(1 << 20, device="meta")}
+    # 0.39 GiB of float32 parameters and a 4 MiB buffer, nothing allocated: the buffer is never shared
+    reference = SimpleNamespace(state_dict=lambda: weights, parameters=lambda: iter([weights["w"]]))
     state = SimpleNamespace(reference=reference, set_bytes=1 << 20, out_bytes=1 << 20, seeds=[1, 2, 3], trials=None,
                             weights_from=None, refs=None)
     assert not TaskState.resident(state, 120)  # type: ignore[arg-type]  # 2 x 0.39 + 2 x 0.12 GiB
     state.weights_from = object()
-    assert TaskState.resident(state, 120)  # type: ignore[arg-type]  # 0.39 + 0.23 GiB
+    assert TaskState.resident(state, 120)  # type: ignore[arg-type]  # 0.39 + 2 x 0.004 + 0.23 GiB
     state.refs, state.out_bytes = [], 160 << 20  # reference outputs held without their inputs count too
     assert not TaskState.resident(state, 120)  # type: ignore[arg-type]  # + 0.47 GiB

@@ -388,8 +388,9 @@ def _solo_note(name: str, interleaved: list[float], solo: list[float]) -> str:
             "work left on the device while the candidate was frozen slows the baselines)")
 
 
-BASELINE_METHOD = "|solo in rounds"  # how cached baselines were timed: a change of method is a new key (the
-# back-to-back solo batches before issue 23's seventh session ran honest baselines up to 1.9x faster)
+BASELINE_METHOD = "|solo in rounds|calls nearest the interval"  # how cached baselines were timed: a change of
+# method is a new key (the back-to-back solo batches before issue 23's seventh session ran honest baselines up to
+# 1.9x faster; the thirteenth session's calls per interval nearest `interval_ms` changed a batch's size)
 
 
 CPU_STOP_METHOD = "|cpu: to the client's stop"  # on the CPU an interval that ran past "done" ends at the client's

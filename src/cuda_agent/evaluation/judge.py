@@ -141,8 +141,10 @@ class TaskState:
     flops_counted: bool = False
     draws: bool = False  # inputs that are not floating point: a draw that fails is the judge's error
     redraws: bool = True  # get_inputs() under a new seed keeps every tensor's shape (float-only tasks: else scaled)
-    weights_from: Any = None  # the baseline arena the reference's weights are read from (`Judge.weights_in_arena`)
-    weights_print: Any = None  # ... its parameters' `_weights_print` then (`Judge.weights_unchanged`)
+    weights_from: Any = None  # the baseline arena the reference's parameters are read from (`Judge.weights_in_arena`)
+    weights_print: Any = None  # ... their `_weights_print` then (`Judge.weights_unchanged`), under ...
+    weights_key: tuple[int, int] = (0, 1)  # ... keys drawn then, known only to the judge
+    writes_weights: bool = False  # its forward wrote its own parameters (in the reference phase): never shared
     fixed_parts: dict[int, Any] = field(default_factory=dict)  # per input declared fixed (`declared_fixed`): None,
     # never scaled (its elements switch between two values at most: round 21, F3), or its first draw: elements equal
     # to it are the fixed part, never scaled, the rest drawn data, scaled as any input's (round 22, G1)
@@ -150,12 +152,13 @@ class TaskState:
     def resident(self, m: int) -> bool:
         """Whether the task stays warm after an evaluation: its trials, input stack, weights and
         the baseline client's arena together within RESIDENT_BYTES (else all of it is dropped).
-        The weights once where the reference reads the arena's (`Judge.weights_in_arena`)."""
-        weights = sum(p.numel() * p.element_size() for p in self.reference.state_dict().values())
+        The parameters once where the reference reads the arena's (`Judge.weights_in_arena`)."""
+        parameters = {id(p): p.numel() * p.element_size() for p in self.reference.parameters()}
+        weights = sum(t.numel() * t.element_size() for t in self.reference.state_dict().values())
         trials = (self.set_bytes + self.out_bytes) * len(self.seeds) if self.trials is not None else 0
         outputs = self.out_bytes * len(self.seeds) if self.refs is not None else 0  # held without their inputs
-        copies = 1 if self.weights_from is not None else 2
-        return trials + outputs + 2 * m * self.set_bytes + copies * weights <= RESIDENT_BYTES
+        shared = sum(parameters.values()) if self.weights_from is not None else 0  # (buffers: never shared)
+        return trials + outputs + 2 * m * self.set_bytes + 2 * weights - shared <= RESIDENT_BYTES
 
 
 def module_from_source(name: str, source: str) -> types.ModuleType:
@@ -665,24 +668,53 @@ def _fingerprint(obj: Any) -> Any:
     return repr(obj)
 
 
-def _weights_print(tensors: dict[str, Any]) -> tuple[Any, ...]:
-    """`_fingerprint`'s two sums for each named tensor, made where the tensors are and read in one
-    sync per device: `_fingerprint` reads two per chunk, ~1,200 syncs for a 600-parameter model at
-    every evaluation's end (`Judge.weights_unchanged`)."""
+PRINT_CHUNK = 1 << 22  # words a weights print works on at a time (three int32 temporaries of this: 48 MiB)
+
+
+def _weights_print(tensors: dict[str, Any], key: tuple[int, int]) -> tuple[Any, ...]:
+    """Per named tensor, two int64 sums over its bits as int32 words: a plain one, and one keyed by
+    `key` (two int32 values drawn from os.urandom by the judge) and by each word's position, so a
+    permutation of the elements, or words chosen to keep the sums, changes it (a review of issue
+    23's thirteenth session: `_fingerprint`'s sums, order-free and unkeyed, kept a sorted weight
+    matrix's print). Made where the tensors are and read in one sync per device, not two per chunk
+    (~1,200 syncs for a 600-parameter model at every evaluation's end, `Judge.weights_unchanged`)."""
     import torch
 
+    flip, step = key
     names = sorted(tensors)
     sums: dict[Any, list[Any]] = {}
     for name in names:
         t = tensors[name]
-        plain = mixed = torch.zeros((), dtype=torch.int64, device=t.device)
-        for chunk in _word_chunks(t):
+        plain = keyed = torch.zeros((), dtype=torch.int64, device=t.device)
+        for at, chunk in _print_chunks(t):
             plain = plain + chunk.sum(dtype=torch.int64)
-            mixed = mixed + (chunk ^ (chunk >> 7)).mul_(-1640531535).sum(dtype=torch.int64)  # wraps in int32
-        sums.setdefault(t.device, []).append(torch.stack([plain, mixed]))
+            position = torch.arange(chunk.numel(), dtype=torch.int32, device=t.device).add_(at & 0x3FFFFFFF)
+            weight = position.mul_(2).add_(step | 1)  # odd, position-dependent; int32 arithmetic wraps
+            keyed = keyed + (chunk ^ flip).mul_(weight).sum(dtype=torch.int64)
+        sums.setdefault(t.device, []).append(torch.stack([plain, keyed]))
     read = {device: iter(torch.stack(parts).tolist()) for device, parts in sums.items()}
     return tuple((name, tuple(tensors[name].shape), str(tensors[name].dtype), *next(read[tensors[name].device]))
                  for name in names)
+
+
+def _print_chunks(x: Any) -> Iterator[tuple[int, Any]]:
+    """(first word's index, words) of `x`'s bits as int32 words, PRINT_CHUNK at a time (bytes that
+    make no whole words widened a chunk at a time)."""
+    import torch
+
+    words = x.detach().contiguous().view(-1).view(torch.uint8)
+    whole = words.numel() % 4 == 0
+    if whole:
+        words = words.view(torch.int32)
+    for at in range(0, words.numel(), PRINT_CHUNK):
+        chunk = words[at:at + PRINT_CHUNK]
+        yield at, (chunk if whole else chunk.to(torch.int32))
+
+
+def _print_key() -> tuple[int, int]:
+    """Two int32 values from os.urandom for `_weights_print`."""
+    flip, step = struct.unpack("<ii", os.urandom(8))
+    return flip, step
 
 
 class Judge:
@@ -716,6 +748,9 @@ class Judge:
         self._fork_server()  # it imports torch while the judge calibrates
         self.probe_ms = self._calibrate_probe()
         self.shared_core = _shared_core() if self.backend.gpu else None  # see share_a_core
+        # whether the reference may read the baseline arena's parameters (`weights_in_arena`): on a GPU only (on a
+        # CPU the arena is a shared file mapping, slower to read than the reference's own)
+        self.shares_weights = self.backend.gpu
         self._warm_up()
         self._first_spare()
         gc.collect()
@@ -782,6 +817,9 @@ class Judge:
         if dtype is not None:
             reference = reference.to(dtype)
         reference = reference.to(self.device).eval()
+        # whether its forward writes its own parameters (`TaskState.writes_weights`): then they are never shared
+        key = _print_key()
+        params_before = _weights_print(dict(reference.named_parameters()), key) if self.shares_weights else None
         seeds = cfg.trial_seeds()
         self.backend.synchronize()
         base_alloc = self._allocated()
@@ -850,6 +888,7 @@ class Judge:
                 reference(*_clone(first.inputs))
             self.backend.synchronize()
         eager_ms = (time.perf_counter() - t0) * 1000 / 3
+        writes_weights = params_before is not None and _weights_print(dict(reference.named_parameters()), key) != params_before
         if not keep:
             self.release_memory()  # the trials' transient blocks go back before the clients allocate theirs
         self.state = TaskState(key=key, module=draws, reference=reference, init_args=init_args, made_on=made_on, seeds=seeds,
@@ -865,7 +904,7 @@ class Judge:
                                draws=any(isinstance(x, torch.Tensor) and not x.is_floating_point()
                                          for x in first.inputs),
                                refs=None if mutates or recycles else refs,
-                               fixed_parts=fixed_parts)
+                               fixed_parts=fixed_parts, writes_weights=writes_weights)
         return self.state
 
     def secret_trial(self, state: TaskState) -> tuple[int, tuple[Any, Any] | None]:
@@ -1084,20 +1123,31 @@ class Judge:
         nothing is freed). The arena lives while a view of it does: `weights_back` when its client
         ends and the task stays. Kept as they are: weights tied or not contiguous (the arena's copy
         would untie them or change their layout), and any that differ from the arena's copy (a
-        layout slip would otherwise be every model's truth); a load that fails is undone."""
+        layout slip would otherwise be every model's truth); a load that fails is undone. Only the
+        parameters: the buffers stay the reference's own, since `weights_unchanged` checks what is
+        shared and a task may update its own buffers (a review of the thirteenth session: a running
+        variance written in the arena made a BatchNorm reference's output a constant, unseen). None
+        where the reference's forward wrote its own parameters in the reference phase
+        (`TaskState.writes_weights`: `nn.Embedding(max_norm=...)` renormalises the rows it reads, in
+        eval mode too, and the check would have taken an honest candidate's reward)."""
         torch = self.torch
-        if state is None or state.reference is None or not views:
+        if state is None or state.reference is None or not views or state.writes_weights:
             return
-        own = dict(state.reference.state_dict())  # (`views` were laid out from it: the same keys, shapes, dtypes)
+        # (`views` were laid out from its state_dict: the same keys, shapes, dtypes)
+        own = {k: t for k, t in state.reference.named_parameters(remove_duplicate=False)}
         filled = [t for t in own.values() if t.numel()]
-        if any(not t.is_contiguous() for t in filled) or len({t.data_ptr() for t in filled}) < len(filled):
+        if not filled or any(not t.is_contiguous() for t in filled) or len({t.data_ptr() for t in filled}) < len(filled):
+            return
+        if any(k not in views for k in own):
             return
         if not bool(torch.stack([(own[k] == views[k]).all() for k in own]).all()):  # one sync, not one a tensor
             return
         freed = sum(t.numel() * t.element_size() for t in filled)
         saved = [(m, dict(m._parameters), dict(m._buffers)) for m in state.reference.modules()]
         try:
-            state.reference.load_state_dict(views, strict=True, assign=True)
+            missing, unexpected = state.reference.load_state_dict({k: views[k] for k in own}, strict=False, assign=True)
+            if missing and set(missing) & set(own) or unexpected:
+                raise ValueError("the parameters did not all load")
         except Exception:  # noqa: BLE001 - back as it was: the reference's own weights are as good, only larger
             for module, parameters, buffers in saved:  # (a load assigns module by module: undone the same way)
                 module._parameters.clear()
@@ -1106,7 +1156,9 @@ class Judge:
                 module._buffers.update(buffers)
             return
         del saved
-        state.weights_from, state.weights_print = arena, _weights_print(dict(state.reference.named_parameters()))
+        state.weights_key = _print_key()
+        state.weights_from = arena
+        state.weights_print = _weights_print(dict(state.reference.named_parameters()), state.weights_key)
         del own, filled
         if freed >= GIVE_BACK_WEIGHTS_BYTES:
             self.backend.synchronize()
@@ -1127,11 +1179,21 @@ class Judge:
         out. Trusted code never writes them (both models are in eval mode); were they written, by a
         process that reached that memory, the judge's secret trial, the trials made again and every
         later candidate's weights would follow (red team round 23, F2: zeroed weights, and "return
-        zeros" correct for every later evaluation of the task). Buffers are left out: a task may
-        update its own."""
+        zeros" correct for every later evaluation of the task). Only parameters are shared (the
+        buffers stay the reference's own: a task may update them), and only where the reference
+        did not write them itself in the reference phase (`TaskState.writes_weights`)."""
         if state.weights_from is None or state.reference is None:
             return True
-        return _weights_print(dict(state.reference.named_parameters())) == state.weights_print
+        return _weights_print(dict(state.reference.named_parameters()), state.weights_key) == state.weights_print
+
+    def check_weights(self, state: TaskState, stage: str) -> None:
+        """`weights_unchanged` between stages too (after verification, after the timing), not only
+        at the evaluation's end: weights written before verification and put back before the end
+        were unseen (a review of the thirteenth session). A verdict, as at the end."""
+        if not self.weights_unchanged(state):
+            raise Verdict("guard", f"forbidden: the task's weights changed during the evaluation (seen after {stage}: the "
+                                   "baseline client's copy, which the judge's reference reads); no trusted process "
+                                   "writes them")
 
     def _give_back_cached(self) -> None:
         """The judge's freed blocks back to the device where they are many, before the clients
@@ -1288,6 +1350,7 @@ class Judge:
                 cand = self._candidate_session(state, cfg, req, answer, clock, m)
             cand.await_ready()
             cand.verify()
+            self.check_weights(state, "verification")
             clock.mark("verify")
             answer.correct = True
             if base is not None:
@@ -1295,6 +1358,7 @@ class Judge:
                 # both clients peak: 3.2 GiB of level3/21_EfficientNetMBConv's 4.3 reserved sat cached through it
                 self._give_back_cached()
                 self._measure(state, cfg, base, cand, answer, clock)
+                self.check_weights(state, "the timing")
                 if _needs_solo(answer.samples, cfg) or (cache is not None and measure_compile):
                     answer.candidate_log = cand.link.log_tail()
                     cand.close()  # its process, and any work it left on the device, gone first
@@ -2156,7 +2220,7 @@ class _CandidateSession:
             self.link.memory_group = getattr(self.link, "memory_cgroup", None)  # and its cgroup's peak
         self.started_at = time.monotonic()  # the load stage's clock: from the request (or the start, if later)
         self.link.send({"type": "start", **self.start_request}, fds=self.arena.fds)
-        if self.role == "baseline" and self.judge.backend.gpu:  # while the client loads, layout's references gone
+        if self.role == "baseline" and self.judge.shares_weights:  # while the client loads, layout's references gone
             try:  # a saving, never a verdict: whatever goes wrong, the reference keeps its own weights
                 self.judge.weights_in_arena(self.state, self.arena,
                                             {k[2:]: v for k, v in self.views.items() if k.startswith("w:")})
