@@ -75,8 +75,10 @@ def test_a_held_client_starts_its_driver_and_waits_to_be_told_to_go(server):
         time.sleep(0.5)
         assert not link.started() and link.alive()
         link.go()
+        time.sleep(0.5)  # the judge reads "spare" when it takes the spare: its start is timed by its own steps
         link.await_started(time.monotonic() + 60)
         assert link.started() and not link.held
+        assert link.up_after_go_s is not None and 0 <= link.up_after_go_s < 0.4  # (a CPU's "device": nothing)
         link.send({"type": "not needed"})
         assert link.proc.wait(timeout=20) == 0
     finally:
@@ -124,3 +126,12 @@ def test_clients_die_with_their_server_and_the_judge_falls_back():
             fallback.close()
     finally:
         fs.close()
+
+
+def test_a_clients_start_after_go_is_its_steps_after_held_and_nothing_it_cannot_say() -> None:
+    from cuda_agent.evaluation.candidate_link import _steps_after
+
+    assert _steps_after({"confine": 0.01, "driver": 0.13, "held": 2.0, "device": 0.3, "harness": 0.01}, "held") == 0.31
+    assert _steps_after({"confine": 0.01, "device": 0.3}, "held") is None  # never held
+    assert _steps_after({"held": 1.0, "device": "0.3"}, "held") is None  # a claim that is no number
+    assert _steps_after({"held": 1.0, "device": float("nan")}, "held") is None

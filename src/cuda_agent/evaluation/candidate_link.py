@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import operator
 import os
 import select
@@ -84,7 +85,9 @@ class CandidateLink(WatchedProcess):
         self.held = held and self.forked
         self.driver_up = False  # it said "held"
         self.go_at: float | None = None  # when a held one was told to go
-        self.up_after_go_s: float | None = None  # from "go" to its "spare" (its `start_s` counts from its fork)
+        # from "go" to its "spare", by its own steps after "held" (the judge reads "spare" only when it takes the
+        # spare: timed from here, it was the reference phase's end); its `start_s` counts from its fork
+        self.up_after_go_s: float | None = None
         self.born = time.monotonic()
         self.start_s: float | None = None  # seconds from its start to its "spare" (seen by `started`)
         self.start_steps: dict[str, float] = {}  # its start's steps, as it said (`_note_started`)
@@ -129,10 +132,10 @@ class CandidateLink(WatchedProcess):
         elif msg.get("type") == "spare":
             self._started = True
             self.start_s = round(time.monotonic() - self.born, 3)
-            if self.go_at is not None:
-                self.up_after_go_s = round(time.monotonic() - self.go_at, 3)
             steps = msg.get("steps_s")  # the spare's own code said it, before any candidate code existed
             self.start_steps = steps if isinstance(steps, dict) else {}
+            if self.go_at is not None:
+                self.up_after_go_s = _steps_after(self.start_steps, "held")
         return self._started
 
     # ---- talking ----------------------------------------------------------------------
@@ -648,3 +651,15 @@ class ForkedProcess:
                 os.close(self.pidfd)
             except OSError:
                 pass
+
+
+def _steps_after(steps: dict[str, Any], mark: str) -> float | None:
+    """The seconds of a client's reported start steps after `mark` (in the order it said them);
+    None where `mark` is missing or a step is no number (a claim: for diagnosis only)."""
+    names = list(steps)
+    if mark not in names:
+        return None
+    after = [steps[name] for name in names[names.index(mark) + 1:]]
+    if not all(isinstance(v, (int, float)) and math.isfinite(v) and v >= 0 for v in after):
+        return None
+    return round(sum(after), 3)
