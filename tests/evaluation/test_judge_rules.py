@@ -1598,6 +1598,7 @@ def test_a_reference_whose_forward_writes_its_own_parameters_never_shares_them()
         req = JudgeRequest(config=cfg, task_source=task(layer, inputs), task_hash=layer, workspace="/w")
         state = Judge.task_state(judge, req, cfg)
         assert state.writes_weights is writes
+        assert Judge.task_state(judge, req, cfg) is state  # the same task again: warm, not made anew
         raw, views = _arena_copy(state.reference)
         Judge.weights_in_arena(_weights_judge(), state, SimpleNamespace(raw=raw), views)  # type: ignore[arg-type]
         assert (state.weights_from is None) is writes

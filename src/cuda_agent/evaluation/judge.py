@@ -818,8 +818,8 @@ class Judge:
             reference = reference.to(dtype)
         reference = reference.to(self.device).eval()
         # whether its forward writes its own parameters (`TaskState.writes_weights`): then they are never shared
-        key = _print_key()
-        params_before = _weights_print(dict(reference.named_parameters()), key) if self.shares_weights else None
+        print_key = _print_key()
+        params_before = _weights_print(dict(reference.named_parameters()), print_key) if self.shares_weights else None
         seeds = cfg.trial_seeds()
         self.backend.synchronize()
         base_alloc = self._allocated()
@@ -888,7 +888,8 @@ class Judge:
                 reference(*_clone(first.inputs))
             self.backend.synchronize()
         eager_ms = (time.perf_counter() - t0) * 1000 / 3
-        writes_weights = params_before is not None and _weights_print(dict(reference.named_parameters()), key) != params_before
+        writes_weights = (params_before is not None
+                          and _weights_print(dict(reference.named_parameters()), print_key) != params_before)
         if not keep:
             self.release_memory()  # the trials' transient blocks go back before the clients allocate theirs
         self.state = TaskState(key=key, module=draws, reference=reference, init_args=init_args, made_on=made_on, seeds=seeds,
