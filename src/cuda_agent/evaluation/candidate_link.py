@@ -84,9 +84,8 @@ class CandidateLink(WatchedProcess):
         # no device memory, until then); only a forked process is held (a new interpreter starts at once)
         self.held = held and self.forked
         self.driver_up = False  # it said "held"
-        self.go_at: float | None = None  # when a held one was told to go
-        # from "go" to its "spare", by its own steps after "held" (the judge reads "spare" only when it takes the
-        # spare: timed from here, it was the reference phase's end); its `start_s` counts from its fork
+        # from "go" to its "spare", by its own steps after "held" (None where it was never held; the judge reads
+        # "spare" only when it takes the spare: timed from here, it was the reference phase's end)
         self.up_after_go_s: float | None = None
         self.born = time.monotonic()
         self.start_s: float | None = None  # seconds from its start to its "spare" (seen by `started`)
@@ -96,7 +95,6 @@ class CandidateLink(WatchedProcess):
         """Let a held process make its device context and start (nothing where it is not held)."""
         if self.held:
             self.held = False
-            self.go_at = time.monotonic()
             self.send({"type": "go"})
 
     def started(self) -> bool:
@@ -134,8 +132,7 @@ class CandidateLink(WatchedProcess):
             self.start_s = round(time.monotonic() - self.born, 3)
             steps = msg.get("steps_s")  # the spare's own code said it, before any candidate code existed
             self.start_steps = steps if isinstance(steps, dict) else {}
-            if self.go_at is not None:
-                self.up_after_go_s = _steps_after(self.start_steps, "held")
+            self.up_after_go_s = _steps_after(self.start_steps, "held")
         return self._started
 
     # ---- talking ----------------------------------------------------------------------

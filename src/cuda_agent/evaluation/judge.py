@@ -626,8 +626,8 @@ def _same_bits(a: Any, b: Any) -> bool:
     return bool(torch.equal(a.contiguous().reshape(-1).view(torch.uint8), b.contiguous().reshape(-1).view(torch.uint8)))
 
 
-def _word_chunks(x: Any) -> Iterator[Any]:
-    """`x`'s bits as int32 words, 2**26 of them at a time (bytes that make no whole words are
+def _word_chunks(x: Any, size: int = 1 << 26) -> Iterator[Any]:
+    """`x`'s bits as int32 words, `size` of them at a time (bytes that make no whole words are
     widened a chunk at a time: never a copy of all of `x`)."""
     import torch
 
@@ -635,8 +635,8 @@ def _word_chunks(x: Any) -> Iterator[Any]:
     whole = words.numel() % 4 == 0
     if whole:
         words = words.view(torch.int32)
-    for at in range(0, words.numel(), 1 << 26):
-        chunk = words[at:at + (1 << 26)]
+    for at in range(0, words.numel(), size):
+        chunk = words[at:at + size]
         yield chunk if whole else chunk.to(torch.int32)
 
 
@@ -686,9 +686,10 @@ def _weights_print(tensors: dict[str, Any], key: tuple[int, int]) -> tuple[Any, 
     for name in names:
         t = tensors[name]
         plain = keyed = torch.zeros((), dtype=torch.int64, device=t.device)
-        for at, chunk in _print_chunks(t):
+        for i, chunk in enumerate(_word_chunks(t, PRINT_CHUNK)):
             plain = plain + chunk.sum(dtype=torch.int64)
-            position = torch.arange(chunk.numel(), dtype=torch.int32, device=t.device).add_(at & 0x3FFFFFFF)
+            at = (i * PRINT_CHUNK) & 0x3FFFFFFF  # the chunk's first word
+            position = torch.arange(chunk.numel(), dtype=torch.int32, device=t.device).add_(at)
             weight = position.mul_(2).add_(step | 1)  # odd, position-dependent; int32 arithmetic wraps
             keyed = keyed + (chunk ^ flip).mul_(weight).sum(dtype=torch.int64)
         sums.setdefault(t.device, []).append(torch.stack([plain, keyed]))
@@ -697,18 +698,10 @@ def _weights_print(tensors: dict[str, Any], key: tuple[int, int]) -> tuple[Any, 
                  for name in names)
 
 
-def _print_chunks(x: Any) -> Iterator[tuple[int, Any]]:
-    """(first word's index, words) of `x`'s bits as int32 words, PRINT_CHUNK at a time (bytes that
-    make no whole words widened a chunk at a time)."""
-    import torch
-
-    words = x.detach().contiguous().view(-1).view(torch.uint8)
-    whole = words.numel() % 4 == 0
-    if whole:
-        words = words.view(torch.int32)
-    for at in range(0, words.numel(), PRINT_CHUNK):
-        chunk = words[at:at + PRINT_CHUNK]
-        yield at, (chunk if whole else chunk.to(torch.int32))
+def _weights_changed(when: str) -> str:
+    """The verdict's reason where the shared parameters' print changed (`Judge.weights_unchanged`)."""
+    return (f"forbidden: the task's weights changed during the evaluation (seen {when}: the baseline client's copy, "
+            "which the judge's reference reads); no trusted process writes them")
 
 
 def _print_key() -> tuple[int, int]:
@@ -1192,9 +1185,7 @@ class Judge:
         at the evaluation's end: weights written before verification and put back before the end
         were unseen (a review of the thirteenth session). A verdict, as at the end."""
         if not self.weights_unchanged(state):
-            raise Verdict("guard", f"forbidden: the task's weights changed during the evaluation (seen after {stage}: the "
-                                   "baseline client's copy, which the judge's reference reads); no trusted process "
-                                   "writes them")
+            raise Verdict("guard", _weights_changed(f"after {stage}"))
 
     def _give_back_cached(self) -> None:
         """The judge's freed blocks back to the device where they are many, before the clients
@@ -1375,8 +1366,7 @@ class Judge:
             unchanged = self.weights_unchanged(state)
             if not unchanged and answer.correct:
                 answer.stage, answer.correct = "guard", False
-                answer.reason = ("forbidden: the task's weights changed during the evaluation (the baseline client's "
-                                 "copy, which the judge's reference reads); no trusted process writes them")
+                answer.reason = _weights_changed("at the evaluation's end")
             keep = unchanged and state.resident(m)  # (weights someone wrote: the task is made anew next time)
             if base is not None and (not base.link.alive() or not keep):
                 self.baseline = None
