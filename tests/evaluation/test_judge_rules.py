@@ -1509,12 +1509,10 @@ def test_the_judges_reference_takes_the_baseline_arenas_weights_and_gives_them_b
 def test_parameters_written_in_the_baseline_arena_are_seen_and_its_buffers_never_reach_the_reference() -> None:
     """Red team round 23, F2: the reference reads the baseline arena's parameters, so a write there (by
     anything that reached that memory) would become the secret trial's truth and every later
-    candidate's weights. They are checked against their print, after verification, after the timing
-    and at the evaluation's end. The buffers are not shared (a review of the thirteenth session: a
+    candidate's weights. They are checked against their print at the evaluation's end (a change makes
+    the task anew, its parameters unshared: `test_weights_shared.py`). The buffers are not shared (a review of the thirteenth session: a
     running variance of 1e30 written in the arena made a BatchNorm reference's output a constant,
     unseen by a check of the parameters): a write to the arena's copy does not reach the reference."""
-    from cuda_agent.evaluation.judge import Verdict
-
     torch.manual_seed(0)
     reference = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.BatchNorm1d(4)).eval()
     x = torch.randn(3, 8)
@@ -1529,9 +1527,6 @@ def test_parameters_written_in_the_baseline_arena_are_seen_and_its_buffers_never
     assert Judge.weights_unchanged(judge, state) and torch.equal(reference(x), before)  # type: ignore[arg-type]
     views["0.weight"].zero_()  # a parameter, written in the arena
     assert not Judge.weights_unchanged(judge, state)  # type: ignore[arg-type]
-    judge.weights_unchanged = lambda st: Judge.weights_unchanged(judge, st)  # type: ignore[arg-type]
-    with pytest.raises(Verdict, match="weights changed.*after verification"):
-        Judge.check_weights(judge, state, "verification")  # type: ignore[arg-type]
 
 
 def test_the_weights_print_is_keyed_by_position_and_sees_a_permutation_and_one_bit() -> None:
@@ -1592,6 +1587,7 @@ def test_a_reference_whose_forward_writes_its_own_parameters_never_shares_them()
     judge.state, judge.spares, judge.secret, judge.retired, judge.removals = None, [], (0, None), [], []
     judge.kept_arenas, judge.baseline, judge._unit_cache, judge._forward_peak = [], None, {}, 0
     judge.evaluation_began, judge.clients, judge.forkserver, judge.shares_weights = time_.monotonic(), [], None, True
+    judge.writes_weights = set()
     cfg = EvalConfig(backend="cpu")
     for layer, inputs, writes in [("nn.Embedding(1000, 16, max_norm=1.0)", "torch.randint(0, 1000, (64,))", True),
                                   ("nn.Linear(16, 8)", "torch.randn(4, 16)", False)]:

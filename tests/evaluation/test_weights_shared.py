@@ -55,6 +55,13 @@ def get_init_inputs():
 '''
 
 
+RARE_OVER_NORM_TASK = EMBEDDING_MAX_NORM_TASK.replace("nn.Embedding(1000, 16, max_norm=1.0)",
+                                                    "nn.Embedding(20000, 32, max_norm=7.34)").replace(
+    "torch.randint(0, 1000, (64,))", "torch.randint(0, 20000, (8, 4))")  # ~1% of rows over the norm
+
+LAZY_TASK = LINEAR_NORM_TASK.replace("nn.Linear(64, 32)", "nn.LazyLinear(32)")
+
+
 def _request(root: Path, cache_dir: Path, cfg: object, task_source: str, name: str) -> object:
     """The judge request for the reference as its own solution, built and published as `evaluate` does."""
     from cuda_agent.backends import get_backend
@@ -106,3 +113,25 @@ def test_a_reference_that_writes_its_parameters_keeps_its_own_and_the_candidate_
         answer = sharing_judge.evaluate(req)
         assert answer.correct, answer.reason
         assert sharing_judge.state.writes_weights and sharing_judge.state.weights_from is None
+
+
+def test_a_reference_that_writes_parameters_the_reference_phase_never_read_keeps_every_reward(
+        sharing_judge, tmp_path: Path, cache_dir: Path, fast_config) -> None:
+    """Red team round 24, H1: with ~1% of an Embedding's rows over `max_norm`, the trials' seeds read
+    none of them, the parameters were shared, and a later draw renormalised one in the arena: 6 of 14
+    honest evaluations were -1 ("the task's weights changed"). A change is no verdict: the task is made
+    anew, its parameters never shared again."""
+    req = _request(tmp_path, cache_dir, fast_config, RARE_OVER_NORM_TASK, "rare_over_norm")
+    for _ in range(6):
+        answer = sharing_judge.evaluate(req)
+        assert answer.correct, answer.reason
+
+
+def test_a_lazy_reference_keeps_its_own_parameters_and_its_reward(
+        sharing_judge, tmp_path: Path, cache_dir: Path, fast_config) -> None:
+    """Red team round 24, M1: a LazyLinear's parameter has no bits to print before its first forward;
+    the print raised and every evaluation was the judge's error."""
+    req = _request(tmp_path, cache_dir, fast_config, LAZY_TASK, "lazy")
+    answer = sharing_judge.evaluate(req)
+    assert answer.correct, answer.reason
+    assert sharing_judge.state.writes_weights and sharing_judge.state.weights_from is None

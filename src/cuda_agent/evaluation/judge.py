@@ -144,7 +144,8 @@ class TaskState:
     weights_from: Any = None  # the baseline arena the reference's parameters are read from (`Judge.weights_in_arena`)
     weights_print: Any = None  # ... their `_weights_print` then (`Judge.weights_unchanged`), under ...
     weights_key: tuple[int, int] = (0, 1)  # ... keys drawn then, known only to the judge
-    writes_weights: bool = False  # its forward wrote its own parameters (in the reference phase): never shared
+    writes_weights: bool = False  # its parameters are never shared: its forward wrote them (in the reference phase,
+    # or at an earlier evaluation: `Judge.writes_weights`), they are lazy, or this judge shares none
     fixed_parts: dict[int, Any] = field(default_factory=dict)  # per input declared fixed (`declared_fixed`): None,
     # never scaled (its elements switch between two values at most: round 21, F3), or its first draw: elements equal
     # to it are the fixed part, never scaled, the rest drawn data, scaled as any input's (round 22, G1)
@@ -698,10 +699,8 @@ def _weights_print(tensors: dict[str, Any], key: tuple[int, int]) -> tuple[Any, 
                  for name in names)
 
 
-def _weights_changed(when: str) -> str:
-    """The verdict's reason where the shared parameters' print changed (`Judge.weights_unchanged`)."""
-    return (f"forbidden: the task's weights changed during the evaluation (seen {when}: the baseline client's copy, "
-            "which the judge's reference reads); no trusted process writes them")
+_WEIGHTS_CHANGED = ("the task's parameters changed during the evaluation (the baseline client's copy, which the "
+                    "judge's reference reads): the task is made anew, with the reference's own parameters")
 
 
 def _print_key() -> tuple[int, int]:
@@ -744,6 +743,7 @@ class Judge:
         # whether the reference may read the baseline arena's parameters (`weights_in_arena`): on a GPU only (on a
         # CPU the arena is a shared file mapping, slower to read than the reference's own)
         self.shares_weights = self.backend.gpu
+        self.writes_weights: set[Any] = set()  # task keys whose shared parameters changed: never shared again
         self._warm_up()
         self._first_spare()
         gc.collect()
@@ -812,7 +812,9 @@ class Judge:
         reference = reference.to(self.device).eval()
         # whether its forward writes its own parameters (`TaskState.writes_weights`): then they are never shared
         print_key = _print_key()
-        params_before = _weights_print(dict(reference.named_parameters()), print_key) if self.shares_weights else None
+        lazy = any(isinstance(p, torch.nn.parameter.UninitializedParameter) for p in reference.parameters())
+        shareable = self.shares_weights and key not in self.writes_weights and not lazy  # (lazy: made by a forward)
+        params_before = _weights_print(dict(reference.named_parameters()), print_key) if shareable else None
         seeds = cfg.trial_seeds()
         self.backend.synchronize()
         base_alloc = self._allocated()
@@ -881,8 +883,7 @@ class Judge:
                 reference(*_clone(first.inputs))
             self.backend.synchronize()
         eager_ms = (time.perf_counter() - t0) * 1000 / 3
-        writes_weights = (params_before is not None
-                          and _weights_print(dict(reference.named_parameters()), print_key) != params_before)
+        writes_weights = not shareable or _weights_print(dict(reference.named_parameters()), print_key) != params_before
         if not keep:
             self.release_memory()  # the trials' transient blocks go back before the clients allocate theirs
         self.state = TaskState(key=key, module=draws, reference=reference, init_args=init_args, made_on=made_on, seeds=seeds,
@@ -1170,22 +1171,15 @@ class Judge:
 
     def weights_unchanged(self, state: TaskState) -> bool:
         """Whether the parameters the reference reads from the baseline arena are as they were laid
-        out. Trusted code never writes them (both models are in eval mode); were they written, by a
-        process that reached that memory, the judge's secret trial, the trials made again and every
-        later candidate's weights would follow (red team round 23, F2: zeroed weights, and "return
-        zeros" correct for every later evaluation of the task). Only parameters are shared (the
-        buffers stay the reference's own: a task may update them), and only where the reference
-        did not write them itself in the reference phase (`TaskState.writes_weights`)."""
+        out. Were they written, by a process that reached that memory, every later candidate's
+        truth would follow (red team round 23, F2), so a task whose print changed is made anew and
+        its parameters never shared again. Not a verdict: trusted code writes them too, where the
+        reference phase could not see it (red team round 24, H1: `nn.Embedding(max_norm=...)`
+        renormalises only the rows it reads that are over the norm; 6 of 14 honest evaluations were
+        -1), and no client is given the arena's handle (round 23, F1). Only parameters are shared."""
         if state.weights_from is None or state.reference is None:
             return True
         return _weights_print(dict(state.reference.named_parameters()), state.weights_key) == state.weights_print
-
-    def check_weights(self, state: TaskState, stage: str) -> None:
-        """`weights_unchanged` between stages too (after verification, after the timing), not only
-        at the evaluation's end: weights written before verification and put back before the end
-        were unseen (a review of the thirteenth session). A verdict, as at the end."""
-        if not self.weights_unchanged(state):
-            raise Verdict("guard", _weights_changed(f"after {stage}"))
 
     def _give_back_cached(self) -> None:
         """The judge's freed blocks back to the device where they are many, before the clients
@@ -1342,7 +1336,6 @@ class Judge:
                 cand = self._candidate_session(state, cfg, req, answer, clock, m)
             cand.await_ready()
             cand.verify()
-            self.check_weights(state, "verification")
             clock.mark("verify")
             answer.correct = True
             if base is not None:
@@ -1350,7 +1343,6 @@ class Judge:
                 # both clients peak: 3.2 GiB of level3/21_EfficientNetMBConv's 4.3 reserved sat cached through it
                 self._give_back_cached()
                 self._measure(state, cfg, base, cand, answer, clock)
-                self.check_weights(state, "the timing")
                 if _needs_solo(answer.samples, cfg) or (cache is not None and measure_compile):
                     answer.candidate_log = cand.link.log_tail()
                     cand.close()  # its process, and any work it left on the device, gone first
@@ -1364,10 +1356,10 @@ class Judge:
                 answer.candidate_log = cand.link.log_tail()
                 cand.close()
             unchanged = self.weights_unchanged(state)
-            if not unchanged and answer.correct:
-                answer.stage, answer.correct = "guard", False
-                answer.reason = _weights_changed("at the evaluation's end")
-            keep = unchanged and state.resident(m)  # (weights someone wrote: the task is made anew next time)
+            if not unchanged:  # made anew next time, its parameters its own from then on
+                self.writes_weights.add(state.key)
+                answer.flags.append(_WEIGHTS_CHANGED)
+            keep = unchanged and state.resident(m)
             if base is not None and (not base.link.alive() or not keep):
                 self.baseline = None
                 base.close(task_stays=keep)
