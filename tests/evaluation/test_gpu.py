@@ -373,3 +373,18 @@ def test_a_held_spare_holds_no_device_memory_until_told_to_go():
             link.close()
     finally:
         server.close()
+
+
+@pytest.mark.parametrize("task_name", ["embedding_max_norm", "rare_over_norm", "lazy", "linear_norm"])
+def test_a_reference_that_writes_or_shares_its_parameters_keeps_its_reward_on_the_gpu(task_name, tmp_path,
+                                                                                      gpu_config):
+    """The shared parameters on a real GPU (`Judge.shares_weights`): an Embedding(max_norm) that
+    renormalises rows (red team round 24 gave 6 of 14 honest -1 with the rows rarely read), a lazy
+    module, and a plain one kept warm. Six evaluations of the reference as its own solution, all reward 1."""
+    from tests.evaluation import test_weights_shared as tasks
+
+    source = {"embedding_max_norm": tasks.EMBEDDING_MAX_NORM_TASK, "rare_over_norm": tasks.RARE_OVER_NORM_TASK,
+              "lazy": tasks.LAZY_TASK, "linear_norm": tasks.LINEAR_NORM_TASK}[task_name]
+    for i in range(6):
+        res = _torch_solution(tmp_path / str(i), gpu_config, source, task_name)
+        assert res.reward == 1, res.reason + res.worker_log
