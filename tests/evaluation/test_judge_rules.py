@@ -594,7 +594,7 @@ def test_the_flop_count_is_the_references_own(tmp_path) -> None:
     x = torch.randn(4, 16)
     state = SimpleNamespace(reference=reference, trials=[Trial(inputs=[x], ref=reference(x), after=None)],
                             work={"bytes": 1.0}, flops_counted=False)
-    judge = SimpleNamespace(torch=torch, trial=lambda st, i: st.trials[i])
+    judge = SimpleNamespace(torch=torch, trial_inputs=lambda st, i: st.trials[i].inputs)
     Judge._count_flops(judge, state)  # type: ignore[arg-type]
     assert state.work["flops"] == 2 * 4 * 16 * 8 and state.flops_counted
 
@@ -1660,3 +1660,27 @@ def test_a_task_stays_warm_counting_its_weights_once_where_the_reference_reads_t
     assert TaskState.resident(state, 120)  # type: ignore[arg-type]  # 0.39 + 2 x 0.004 + 0.23 GiB
     state.refs, state.out_bytes = [], 160 << 20  # reference outputs held without their inputs count too
     assert not TaskState.resident(state, 120)  # type: ignore[arg-type]  # + 0.47 GiB
+
+
+def test_a_batchs_input_stack_is_made_without_the_references_forward() -> None:
+    """Where a task's outputs are too large to hold, `trial` runs the reference again; the stack of
+    a batch's inputs needs only the inputs (issue 23: level3/21_EfficientNetMBConv's forward ran once
+    per call of the batch while the clients loaded, 2.9 GiB at the judge's peak)."""
+    forwards: list[int] = []
+
+    class Reference(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            forwards.append(1)
+            return x * 2
+
+    module = SimpleNamespace(get_inputs=lambda: [torch.randn(8, 4)])
+    judge = _judge()
+    for name in ("trial", "trial_inputs", "input_stack"):
+        setattr(judge, name, getattr(Judge, name).__get__(judge))
+    state = SimpleNamespace(trials=None, refs=None, module=module, reference=Reference(), seeds=[11, 12, 13],
+                            dtype=None, mutates=False, fixed_parts={}, stacks={})
+    stack = judge.input_stack(state, 4)
+    assert forwards == []
+    assert stack[0].shape == (4, 8, 4)
+    for call, seed_index in enumerate([0, 1, 2, 0]):  # the trials' inputs in turn, as `trial` makes them
+        assert torch.equal(stack[0][call], judge.trial(state, seed_index).inputs[0])
