@@ -25,22 +25,36 @@ from pathlib import Path
 import torch
 
 
+def _mapped() -> set[str]:
+    """The shared objects this process has mapped."""
+    with open("/proc/self/maps") as maps:
+        return {line.split()[-1] for line in maps if ".so" in line.split()[-1]}
+
+
 def _child(go_r: int, out_w: int) -> None:
-    """The measured process: the driver first, then on "go" its context and libraries."""
+    """The measured process: the driver first, then on "go" its context and libraries (and
+    the shared objects each step mapped that the process had not)."""
     torch.cuda.init()
     os.read(go_r, 1)
+    before = _mapped()
     t0 = time.perf_counter()
     torch.empty(1, device="cuda")
     torch.cuda.synchronize()
     t1 = time.perf_counter()
+    after_context = _mapped()
     x = torch.randn(1, 3, 16, 16, device="cuda")
     torch.nn.functional.conv2d(x, torch.randn(4, 3, 3, 3, device="cuda"))
     torch.cuda.synchronize()
     t2 = time.perf_counter()
+    after_cudnn = _mapped()
     a = torch.randn(64, 64, device="cuda")
     (a @ a).sum().item()
     t3 = time.perf_counter()
-    os.write(out_w, json.dumps({"context": t1 - t0, "cudnn": t2 - t1, "cublas": t3 - t2}).encode())
+    after_cublas = _mapped()
+    os.write(out_w, json.dumps({"context": t1 - t0, "cudnn": t2 - t1, "cublas": t3 - t2,
+                                "mapped": {"context": sorted(after_context - before),
+                                           "cudnn": sorted(after_cudnn - after_context),
+                                           "cublas": sorted(after_cublas - after_cudnn)}}).encode())
     os._exit(0)
 
 
@@ -88,22 +102,31 @@ def measure(condition: str, measured: int, beside: list[str], kill_at_go: bool) 
     for kind in beside:
         r, w = os.pipe()
         helpers.append((_fork(_busy, kind, w), r))
+        os.close(w)  # a helper that dies is an end of file here, not a wait forever
     for _, r in helpers:
-        os.read(r, 1)
+        if not os.read(r, 1):
+            raise RuntimeError("a helper beside the measured start died")
     kids = []
     for _ in range(measured):
         go_r, go_w = os.pipe()
         out_r, out_w = os.pipe()
         kids.append((_fork(_child, go_r, out_w), go_w, out_r))
+        os.close(go_r)
+        os.close(out_w)
     time.sleep(0.5)  # their driver up (~0.13 s)
     if kill_at_go:
         for pid, _ in helpers:
             os.kill(pid, signal.SIGKILL)
     for _, go_w, _ in kids:
-        os.write(go_w, b"g")
+        try:
+            os.write(go_w, b"g")
+        except BrokenPipeError:
+            pass  # it died before "go": its row says so
     rows = []
     for pid, _, out_r in kids:
-        said = os.read(out_r, 4096)
+        said = b""
+        while chunk := os.read(out_r, 1 << 16):
+            said += chunk
         rows.append({"condition": condition, **(json.loads(said) if said else {"error": "the child died"})})
         os.waitpid(pid, 0)
     for pid, _ in helpers:
@@ -131,22 +154,40 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--repeats", type=int, default=4)
+    ap.add_argument("--conditions", default=",".join(CONDITIONS))
+    ap.add_argument("--preload", action="store_true", help="first map, in this parent, the shared objects a child's "
+                    "context and libraries map (as a fork server could before forking), then measure")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    names = args.conditions.split(",")
     rows = []
-    with open(args.out / "context_contention.jsonl", "w") as log:
+    tag = "_preloaded" if args.preload else ""
+    if args.preload:
+        import ctypes
+
+        probe = measure("probe", 1, [], False)[0]
+        for step in ("context", "cudnn", "cublas"):
+            for path in probe.get("mapped", {}).get(step, []):
+                t = time.perf_counter()
+                try:
+                    ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+                    print(f"preloaded {path} ({time.perf_counter() - t:.3f} s, {step})", flush=True)
+                except OSError as exc:
+                    print(f"not preloaded {path}: {exc}", flush=True)
+    with open(args.out / f"context_contention{tag}.jsonl", "w") as log:
         for rep in range(args.repeats):
-            for name, (measured, beside, kill) in CONDITIONS.items():
+            for name in names:
+                measured, beside, kill = CONDITIONS[name]
                 for row in measure(name, measured, beside, kill):
                     row["repeat"] = rep
                     rows.append(row)
                     log.write(json.dumps(row) + "\n")
                     log.flush()
-    for name in CONDITIONS:
+    for name in names:
         mine = [r for r in rows if r["condition"] == name]
         mine = [r for r in mine if "error" not in r] or [{"context": -1, "cudnn": -1, "cublas": -1}]
         med = {k: round(statistics.median(r[k] for r in mine), 3) for k in ("context", "cudnn", "cublas")}
-        print(f"{name:40s} n={len(mine):2d} " + " ".join(f"{k} {v:.3f}" for k, v in med.items()), flush=True)
+        print(f"{name + tag:40s} n={len(mine):2d} " + " ".join(f"{k} {v:.3f}" for k, v in med.items()), flush=True)
 
 
 if __name__ == "__main__":

@@ -1684,3 +1684,25 @@ def test_a_batchs_input_stack_is_made_without_the_references_forward() -> None:
     assert stack[0].shape == (4, 8, 4)
     for call, seed_index in enumerate([0, 1, 2, 0]):  # the trials' inputs in turn, as `trial` makes them
         assert torch.equal(stack[0][call], judge.trial(state, seed_index).inputs[0])
+
+
+def test_the_warm_up_lasts_its_wall_time_not_its_intervals_sum() -> None:
+    """A 1 ms op's batches with ~4 ms of the judge's work each: 100 ms of intervals took ~100
+    batches and 0.24 s of every warm evaluation on the H100 (issue 23, fourteenth session)."""
+    import time
+
+    batches: list[float] = []
+
+    def timed_batch(m: int, model: str) -> float:
+        time.sleep(0.005)  # the judge's work around one interval
+        batches.append(time.monotonic())
+        return 1.0  # the interval itself, ms
+
+    session = SimpleNamespace(m=1, timed_batch=timed_batch)
+    began = time.monotonic()
+    _CandidateSession.warm_up(session, "candidate", 50.0, 2)  # type: ignore[arg-type]
+    assert 0.05 <= time.monotonic() - began < 0.15
+    assert 2 <= len(batches) <= 11
+    batches.clear()
+    _CandidateSession.warm_up(session, "eager", 0.0, 2)  # type: ignore[arg-type]
+    assert len(batches) == 2

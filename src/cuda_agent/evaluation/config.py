@@ -9,7 +9,8 @@ from pydantic import BaseModel, Field, field_validator
 
 
 class TimingConfig(BaseModel):
-    warmup_ms: float = Field(default=100.0, description="run each model this long (at least two batches) before timing")
+    warmup_ms: float = Field(default=100.0, description="run each model this long (wall time, at least two batches) "
+                             "before timing")
     min_trials: int = Field(default=30, ge=3, description="fewest interleaved rounds when the budget allows")
     max_trials: int = Field(default=2000, ge=3)
     budget_s: float = Field(default=1.0, gt=0, description="target wall seconds of the timed rounds, the judge's "

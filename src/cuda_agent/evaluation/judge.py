@@ -2707,10 +2707,14 @@ class _CandidateSession:
                                    "it was frozen and the judge timed the baselines")
 
     def warm_up(self, model: str, ms: float, batches: int) -> None:
-        """Timed batches, discarded: at least `batches` of them and `ms` of intervals."""
-        spent, done = 0.0, 0
-        while done < batches or spent < ms:
-            spent += self.timed_batch(self.m, model)
+        """Timed batches, discarded: at least `batches` of them and `ms` of wall time. Counted by
+        its intervals alone, a ~1 ms op's 100 ms took ~100 batches and 0.24 s of every warm
+        evaluation, the judge's work between them ~60% of it (issue 23, fourteenth session:
+        the warm re-evaluation of swish, 1.06-1.55 s in all); the device is as busy for the clock's ramp."""
+        end = time.monotonic() + ms / 1000
+        done = 0
+        while done < batches or time.monotonic() < end:
+            self.timed_batch(self.m, model)
             done += 1
 
     def timed_batch(self, m: int, model: str = "candidate") -> float:
