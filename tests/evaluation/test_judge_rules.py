@@ -1701,7 +1701,7 @@ def test_the_warm_up_lasts_its_wall_time_not_its_intervals_sum() -> None:
     session = SimpleNamespace(m=1, timed_batch=timed_batch)
     began = time.monotonic()
     _CandidateSession.warm_up(session, "candidate", 50.0, 2)  # type: ignore[arg-type]
-    assert 0.05 <= time.monotonic() - began < 0.15
+    assert 0.05 <= time.monotonic() - began < 0.5  # (the count below is what tells the rules apart)
     assert 2 <= len(batches) <= 11
     batches.clear()
     _CandidateSession.warm_up(session, "eager", 0.0, 2)  # type: ignore[arg-type]

@@ -939,11 +939,20 @@ class Judge:
         inputs = self._trial_inputs(module, seed, dtype, rescale, fixed)
         with torch.no_grad():
             args = _clone(inputs) if check_mutation else inputs
+            before = None if check_mutation else [_slot_print(t) for t in _tensor_leaves(inputs)]
             ref = reference(*args)
             if self.backend.gpu:
                 ref = outputs_on(self.device, ref)
             self.backend.synchronize()
             self._forward_peak = self._peak()
+            if before is not None and not all(torch.equal(b, _slot_print(t))
+                                              for b, t in zip(before, _tensor_leaves(inputs))):
+                # a forward that left trial 0's inputs alone wrote these (a write that depends on the values):
+                # the trial made again on a copy, else its inputs would be the written ones beside the output of
+                # the unwritten, and every candidate -1 (a review of issue 23's fourteenth session)
+                del ref, args, inputs
+                return self._make_trial(module, reference, seed, dtype, check_mutation=True, rescale=rescale,
+                                        fixed=fixed)
         held = [_span_of(t) for t in [*_tensor_leaves(args), *reference.state_dict().values()]]
         return Trial(inputs=inputs, ref=ref, after=args if check_mutation and inputs_changed(inputs, args) else None,
                      ref_aliases_inputs=_any_overlap([_span_of(t) for t in _tensor_leaves(ref)], held))
@@ -2710,7 +2719,8 @@ class _CandidateSession:
         """Timed batches, discarded: at least `batches` of them and `ms` of wall time. Counted by
         its intervals alone, a ~1 ms op's 100 ms took ~100 batches and 0.24 s of every warm
         evaluation, the judge's work between them ~60% of it (issue 23, fourteenth session:
-        the warm re-evaluation of swish, 1.06-1.55 s in all); the device is as busy for the clock's ramp."""
+        the warm re-evaluation of swish, 1.06-1.55 s in all). On such an op the device now works ~40 ms of
+        the 100: the batches before (load, verification) ran it too, and the rounds interleave the models."""
         end = time.monotonic() + ms / 1000
         done = 0
         while done < batches or time.monotonic() < end:
