@@ -388,3 +388,32 @@ def test_a_reference_that_writes_or_shares_its_parameters_keeps_its_reward_on_th
     for i in range(6):
         res = _torch_solution(tmp_path / str(i), gpu_config, source, task_name)
         assert res.reward == 1, res.reason + res.worker_log
+
+
+WRITES_SOME_INPUTS_TASK = '''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        if x[0, 0] > 0:  # an in-place write that depends on the values: half the seeds' inputs
+            x.mul_(2)
+        return x * 1.0
+
+def get_inputs():
+    return [torch.randn(4096, 4096)]  # 64 MiB out, times the trials: over what the judge holds
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_reference_that_writes_only_some_inputs_keeps_its_reward_on_the_gpu(tmp_path, gpu_config):
+    """A review of issue 23's fourteenth session: with nothing held, writes were looked for on trial 0
+    alone, and a trial whose inputs the forward wrote gave the candidate the written inputs beside the
+    output of the unwritten (the reference itself -1). Under eight config seeds, most with trial 0
+    unwritten and a later trial written, the reference as its own solution gets reward 1."""
+    for seed in range(8):
+        res = _torch_solution(tmp_path / str(seed), gpu_config.model_copy(update={"seed": 1000 + seed}),
+                              WRITES_SOME_INPUTS_TASK, "writes_some_inputs")
+        assert res.reward == 1, f"seed {1000 + seed}: " + res.reason + res.worker_log
