@@ -154,11 +154,11 @@ class TaskState:
         """Whether the task stays warm after an evaluation: its trials, input stack, weights and
         the baseline client's arena together within RESIDENT_BYTES (else all of it is dropped).
         The parameters once where the reference reads the arena's (`Judge.weights_in_arena`)."""
-        parameters = {id(p): p.numel() * p.element_size() for p in self.reference.parameters()}
         weights = sum(t.numel() * t.element_size() for t in self.reference.state_dict().values())
         trials = (self.set_bytes + self.out_bytes) * len(self.seeds) if self.trials is not None else 0
         outputs = self.out_bytes * len(self.seeds) if self.refs is not None else 0  # held without their inputs
-        shared = sum(parameters.values()) if self.weights_from is not None else 0  # (buffers: never shared)
+        shared = (sum(p.numel() * p.element_size() for p in self.reference.parameters())  # (buffers: never shared)
+                  if self.weights_from is not None else 0)
         return trials + outputs + 2 * m * self.set_bytes + 2 * weights - shared <= RESIDENT_BYTES
 
 
@@ -650,6 +650,15 @@ def _slot_print(x: Any) -> Any:
     return torch.stack([c.sum(dtype=torch.int64) for c in _word_chunks(x)] or [torch.zeros((), dtype=torch.int64)])
 
 
+def _inputs_print(inputs: list[Any]) -> Any:
+    """`_slot_print` of every tensor input, in one tensor on the device (read in one sync); an empty
+    one has nothing to write (and its print would be on the host)."""
+    import torch
+
+    prints = [_slot_print(t) for t in _tensor_leaves(inputs) if t.numel()]
+    return torch.cat(prints) if prints else torch.zeros(0, dtype=torch.int64)
+
+
 def _fingerprint(obj: Any) -> Any:
     """Small enough to keep: two sums over each tensor's bits, in chunks (equal tensors give
     equal prints; a changed output changes them but by a vanishing chance), so the judge need
@@ -939,14 +948,13 @@ class Judge:
         inputs = self._trial_inputs(module, seed, dtype, rescale, fixed)
         with torch.no_grad():
             args = _clone(inputs) if check_mutation else inputs
-            before = None if check_mutation else [_slot_print(t) for t in _tensor_leaves(inputs)]
+            before = None if check_mutation else _inputs_print(inputs)
             ref = reference(*args)
             if self.backend.gpu:
                 ref = outputs_on(self.device, ref)
             self.backend.synchronize()
             self._forward_peak = self._peak()
-            if before is not None and not all(torch.equal(b, _slot_print(t))
-                                              for b, t in zip(before, _tensor_leaves(inputs))):
+            if before is not None and not torch.equal(before, _inputs_print(inputs)):
                 # a forward that left trial 0's inputs alone wrote these (a write that depends on the values):
                 # the trial made again on a copy, else its inputs would be the written ones beside the output of
                 # the unwritten, and every candidate -1 (a review of issue 23's fourteenth session)
@@ -1147,7 +1155,7 @@ class Judge:
         if state is None or state.reference is None or not views or state.writes_weights:
             return
         # (`views` were laid out from its state_dict: the same keys, shapes, dtypes)
-        own = {k: t for k, t in state.reference.named_parameters(remove_duplicate=False)}
+        own = dict(state.reference.named_parameters(remove_duplicate=False))
         filled = [t for t in own.values() if t.numel()]
         if not filled or any(not t.is_contiguous() for t in filled) or len({t.data_ptr() for t in filled}) < len(filled):
             return
@@ -1159,7 +1167,7 @@ class Judge:
         saved = [(m, dict(m._parameters), dict(m._buffers)) for m in state.reference.modules()]
         try:
             missing, unexpected = state.reference.load_state_dict({k: views[k] for k in own}, strict=False, assign=True)
-            if missing and set(missing) & set(own) or unexpected:
+            if set(missing) & set(own) or unexpected:
                 raise ValueError("the parameters did not all load")
         except Exception:  # noqa: BLE001 - back as it was: the reference's own weights are as good, only larger
             for module, parameters, buffers in saved:  # (a load assigns module by module: undone the same way)
