@@ -1706,3 +1706,23 @@ def test_the_warm_up_lasts_its_wall_time_not_its_intervals_sum() -> None:
     batches.clear()
     _CandidateSession.warm_up(session, "eager", 0.0, 2)  # type: ignore[arg-type]
     assert len(batches) == 2
+
+
+def test_an_input_the_baselines_own_copy_also_changed_is_never_blamed_on_the_candidate() -> None:
+    """Red team round 25 (F1): a reference that writes its inputs for some values only
+    (`x.clamp_(-4, 4)` on ~3% of draws) left the trials unwritten, so the task counted as leaving
+    them alone; a timed round that drew such values had the reference, as its own solution, -1 for
+    "input mutation". Where the judge's values are its own (small inputs), the baseline client's
+    copy of them is the witness: changed there too, no verdict."""
+    x = torch.randn(M, 4, 8)
+    base, cand = _slots([x], M), _slots([x], M)
+    base.stage_inputs([x], [0])
+    cand.stage_inputs([x], [0])
+    cand.views["s:1:0"][0, 0] = 9.0  # the candidate wrote into its input
+    with pytest.raises(Verdict, match="input mutation"):
+        _CandidateSession.check_inputs_untouched(cand, [x], [0], 0, None, base.views_by_position())  # type: ignore[arg-type]
+    base.views["s:1:0"][0, 0] = 4.0  # ... and the trusted reference wrote its own copy of those values too
+    _CandidateSession.check_inputs_untouched(cand, [x], [0], 0, None, base.views_by_position())  # type: ignore[arg-type]
+    cand.views["s:2:0"][0, 0] = 9.0  # a call where the reference left its copy alone still counts
+    with pytest.raises(Verdict, match="input mutation"):
+        _CandidateSession.check_inputs_untouched(cand, [x], [0], 0, None, base.views_by_position())  # type: ignore[arg-type]

@@ -650,15 +650,6 @@ def _slot_print(x: Any) -> Any:
     return torch.stack([c.sum(dtype=torch.int64) for c in _word_chunks(x)] or [torch.zeros((), dtype=torch.int64)])
 
 
-def _inputs_print(inputs: list[Any]) -> Any:
-    """`_slot_print` of every tensor input, in one tensor on the device (read in one sync); an empty
-    one has nothing to write (and its print would be on the host)."""
-    import torch
-
-    prints = [_slot_print(t) for t in _tensor_leaves(inputs) if t.numel()]
-    return torch.cat(prints) if prints else torch.zeros(0, dtype=torch.int64)
-
-
 def _fingerprint(obj: Any) -> Any:
     """Small enough to keep: two sums over each tensor's bits, in chunks (equal tensors give
     equal prints; a changed output changes them but by a vanishing chance), so the judge need
@@ -710,6 +701,14 @@ def _weights_print(tensors: dict[str, Any], key: tuple[int, int]) -> tuple[Any, 
 
 _WEIGHTS_CHANGED = ("the task's parameters changed during the evaluation (the baseline client's copy, which the "
                     "judge's reference reads): the task is made anew, with the reference's own parameters")
+
+
+def _round_seed() -> int:
+    """A round's values' seed, each drawn from os.urandom on its own: a seed recovered from one
+    batch's values (torch's host generator keeps 32 of its bits) says nothing of another's. When
+    each round's was the warm-up's plus 1 + r, one search during the untimed warm-up gave every
+    timed round's values in advance (red team round 25, F3)."""
+    return int.from_bytes(os.urandom(6), "little")
 
 
 def _print_key() -> tuple[int, int]:
@@ -922,7 +921,9 @@ class Judge:
             return seed, None  # (an output the reference's next call overwrites cannot be held)
         trial = self._make_trial(state.module, state.reference, seed, state.dtype, rescale=True, check_mutation=False,
                                  fixed=state.fixed_parts)
-        return seed, None if trial.ref_aliases_inputs else (trial.ref, _fingerprint(trial.inputs))
+        # one whose forward wrote its inputs is made again at verification, where what it wrote is known
+        # (`Trial.after`; held, its inputs came back unwritten, and a candidate that wrote as the reference did was -1)
+        return seed, None if trial.ref_aliases_inputs or trial.after is not None else (trial.ref, _fingerprint(trial.inputs))
 
     def remade_trial(self, state: TaskState, seed: int, held: tuple[Any, Any], rescale: bool = False) -> Trial:
         """A trial from its held reference output (`held`: output, the inputs' fingerprint) and its
@@ -948,13 +949,14 @@ class Judge:
         inputs = self._trial_inputs(module, seed, dtype, rescale, fixed)
         with torch.no_grad():
             args = _clone(inputs) if check_mutation else inputs
-            before = None if check_mutation else _inputs_print(inputs)
+            key = _print_key()  # keyed by position: a write that only reorders words changes it (red team round 25, F2)
+            before = None if check_mutation else _weights_print(dict(enumerate(_tensor_leaves(inputs))), key)
             ref = reference(*args)
             if self.backend.gpu:
                 ref = outputs_on(self.device, ref)
             self.backend.synchronize()
             self._forward_peak = self._peak()
-            if before is not None and not torch.equal(before, _inputs_print(inputs)):
+            if before is not None and _weights_print(dict(enumerate(_tensor_leaves(inputs))), key) != before:
                 # a forward that left trial 0's inputs alone wrote these (a write that depends on the values):
                 # the trial made again on a copy, else its inputs would be the written ones beside the output of
                 # the unwritten, and every candidate -1 (a review of issue 23's fourteenth session)
@@ -1506,14 +1508,14 @@ class Judge:
         names = ["eager"] + (["compile"] if base.compiles else [])
         self.quiet_spares()
         self.share_a_core(base)
-        secret = int.from_bytes(os.urandom(6), "little")
+        secret = _round_seed()
         self._round_values(state, cfg, base, stack, positions, secret)
         for name in names:  # warm, but idle since its last batch: one batch to wake up
             base.warm_up(name, warmup_ms, 1)
         samples: dict[str, list[float]] = {n: [] for n in names}
         rng = random.Random(int.from_bytes(os.urandom(4), "little"))
         for r in range(SOLO_ROUNDS):
-            self._round(state, cfg, base, None, names, stack, positions, secret + 1 + r, rng, samples)
+            self._round(state, cfg, base, None, names, stack, positions, _round_seed(), rng, samples)
         clock.mark("solo")
         return samples
 
@@ -1882,7 +1884,7 @@ class Judge:
         names = ["eager"] + (["compile"] if base.compiles else []) + ["candidate"]
         self.quiet_spares()
         self.share_a_core(base, cand)
-        secret = int.from_bytes(os.urandom(6), "little")  # round values nobody can precompute
+        secret = _round_seed()  # the warm-up's values: nobody can precompute them, nor any round's from them
         # the warm-up's values are new too: the stack holds the verification sets (issue 24, a10c)
         self._round_values(state, cfg, cand, stack, positions, secret)
         cand.warm_up("candidate", cfg.timing.warmup_ms, 2)  # compile, caches, first calls: outside any timing
@@ -1902,7 +1904,7 @@ class Judge:
         samples: dict[str, list[float]] = {n: [] for n in names}
         rng = random.Random(int.from_bytes(os.urandom(4), "little"))
         for r in range(cfg.timing.max_trials):
-            self._round(state, cfg, base, cand, names, stack, positions, secret + 1 + r, rng, samples, r)
+            self._round(state, cfg, base, cand, names, stack, positions, _round_seed(), rng, samples, r)
             if r + 1 >= fewest and time.monotonic() > soft_end:
                 break
             if r + 1 in looks and time.monotonic() > early_from and settled(samples, cfg.margin, level):
@@ -1939,7 +1941,7 @@ class Judge:
                 cand.after_own_interval()
         if cand is not None:
             cand.check_round(base.outputs["eager"], r)
-            cand.check_inputs_untouched(values, positions, r, prints)
+            cand.check_inputs_untouched(values, positions, r, prints, base.views_by_position())
 
     def _round_values(self, state: TaskState, cfg: Any, first: "_CandidateSession", stack: list[Any],
                       positions: list[int], seed: int) -> list[Any]:
@@ -2753,13 +2755,17 @@ class _CandidateSession:
         return self._by_position
 
     def check_inputs_untouched(self, values: list[Any], positions: list[int], r: int,
-                               prints: dict[tuple[int, int], Any] | None = None) -> None:
+                               prints: dict[tuple[int, int], Any] | None = None,
+                               baseline_slots: list[Any] | None = None) -> None:
         """While timed too: the candidate's input slots still hold the round's values (a
         kernel that writes its output into its input saves the allocation the baseline pays).
-        `prints`: where `values` are the baseline client's slots (`Judge._round_values`), their
-        fingerprints when staged; a slot that differs blames the candidate only while the
-        baseline's still matches its print (its trusted model could have changed it; the
-        candidate can't reach it). No copy of the round is made for this (a 4 GiB input's)."""
+        A slot that differs blames the candidate only where the baseline client's own copy of
+        those values is as staged: its trusted model may write its inputs for some values only,
+        which the trials never drew (red team round 25, F1: `x.clamp_(-4, 4)` on ~3% of draws,
+        the reference as its own solution -1), and the candidate can't reach that copy.
+        `prints`: where `values` are the baseline's slots themselves (`Judge._round_values`),
+        their prints when staged; else `baseline_slots` (`views_by_position`) are compared with
+        `values`. No copy of the round is made for this (a 4 GiB input's)."""
         if not self.cfg.guards.input_mutation or self.state.mutates:
             return
         equal = self.torch.equal
@@ -2769,6 +2775,9 @@ class _CandidateSession:
                     continue
                 if prints is not None and not equal(_slot_print(values[p][s]), prints[(p, s)]):
                     continue  # the baseline client's slot changed: no verdict
+                if (prints is None and baseline_slots is not None and baseline_slots[p] is not None
+                        and not _same_bits(baseline_slots[p][s], values[p][s])):
+                    continue  # the baseline client's copy changed: no verdict
                 raise Verdict("guard", f"input mutation while being timed (round {r}, call {s}, argument {p}): "
                                        "the candidate modified its inputs where the reference did not")
 
