@@ -684,14 +684,17 @@ def _weights_print(tensors: dict[str, Any], key: tuple[int, int]) -> tuple[Any, 
     flip, step = key
     names = sorted(tensors)
     sums: dict[Any, list[Any]] = {}
+    twice: dict[Any, Any] = {}  # per device, 2 * a word's place in its chunk (made once, not per chunk)
     for name in names:
         t = tensors[name]
         plain = keyed = torch.zeros((), dtype=torch.int64, device=t.device)
         for i, chunk in enumerate(_word_chunks(t, PRINT_CHUNK)):
             plain = plain + chunk.sum(dtype=torch.int64)
+            if t.device not in twice:
+                twice[t.device] = torch.arange(PRINT_CHUNK, dtype=torch.int32, device=t.device).mul_(2)
             at = (i * PRINT_CHUNK) & 0x3FFFFFFF  # the chunk's first word
-            position = torch.arange(chunk.numel(), dtype=torch.int32, device=t.device).add_(at)
-            weight = position.mul_(2).add_(step | 1)  # odd, position-dependent; int32 arithmetic wraps
+            offset = (2 * at + (step | 1) + 2**31) % 2**32 - 2**31  # as int32 arithmetic wraps
+            weight = twice[t.device][:chunk.numel()] + offset  # 2 * position + (step | 1): odd, position-dependent
             keyed = keyed + (chunk ^ flip).mul_(weight).sum(dtype=torch.int64)
         sums.setdefault(t.device, []).append(torch.stack([plain, keyed]))
     read = {device: iter(torch.stack(parts).tolist()) for device, parts in sums.items()}
