@@ -690,8 +690,8 @@ def _weights_print(tensors: dict[str, Any], key: tuple[int, int]) -> tuple[Any, 
         plain = keyed = torch.zeros((), dtype=torch.int64, device=t.device)
         for i, chunk in enumerate(_word_chunks(t, PRINT_CHUNK)):
             plain = plain + chunk.sum(dtype=torch.int64)
-            if t.device not in twice:
-                twice[t.device] = torch.arange(PRINT_CHUNK, dtype=torch.int32, device=t.device).mul_(2)
+            if t.device not in twice or twice[t.device].numel() < chunk.numel():  # as long as the longest chunk
+                twice[t.device] = torch.arange(chunk.numel(), dtype=torch.int32, device=t.device).mul_(2)
             at = (i * PRINT_CHUNK) & 0x3FFFFFFF  # the chunk's first word
             offset = (2 * at + (step | 1) + 2**31) % 2**32 - 2**31  # as int32 arithmetic wraps
             weight = twice[t.device][:chunk.numel()] + offset  # 2 * position + (step | 1): odd, position-dependent
