@@ -941,11 +941,13 @@ class Judge:
                                 check_mutation=state.mutates, fixed=state.fixed_parts)
 
     def _make_trial(self, module: Any, reference: Any, seed: int, dtype: Any, check_mutation: bool = True,
-                    rescale: bool = False, fixed: dict[int, Any] | None = None) -> Trial:
+                    rescale: bool = False, fixed: dict[int, Any] | None = None, watch_writes: bool = True) -> Trial:
         """Trial inputs from the task's own generator under `seed`, and the reference's outputs
         (the reference runs on a copy only while it is not yet known whether it mutates them).
         `rescale`: floating inputs scaled as a timed round's are (`scaling.py`), so the trial
-        holds a kernel that reads only part of its input to the same test."""
+        holds a kernel that reads only part of its input to the same test. `watch_writes`: a forward
+        run on the inputs themselves is bracketed by prints of them (off only for a seed whose forward
+        the reference phase already watched: `trial`)."""
         from .guards import inputs_changed
 
         torch = self.torch
@@ -953,7 +955,8 @@ class Judge:
         with torch.no_grad():
             args = _clone(inputs) if check_mutation else inputs
             key = _print_key()  # keyed by position: a write that only reorders words changes it (red team round 25, F2)
-            before = None if check_mutation else _weights_print(dict(enumerate(_tensor_leaves(inputs))), key)
+            before = (None if check_mutation or not watch_writes
+                      else _weights_print(dict(enumerate(_tensor_leaves(inputs))), key))
             ref = reference(*args)
             if self.backend.gpu:
                 ref = outputs_on(self.device, ref)
@@ -1105,7 +1108,9 @@ class Judge:
             return state.trials[i]
         if state.refs is not None:
             return self.remade_trial(state, state.seeds[i], state.refs[i])
-        return self._make_trial(state.module, state.reference, state.seeds[i], state.dtype, check_mutation=state.mutates)
+        # (the reference phase watched this seed's forward for writes: a trial made again needs no second look)
+        return self._make_trial(state.module, state.reference, state.seeds[i], state.dtype, check_mutation=state.mutates,
+                                watch_writes=False)
 
     def trial_inputs(self, state: TaskState, i: int) -> list[Any]:
         """Trial i's inputs alone: made again from its seed, without the reference's forward that
