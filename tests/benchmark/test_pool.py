@@ -228,9 +228,12 @@ def test_reference_as_solution_is_the_harness_check(tmp_path, cache_dir) -> None
     assert len(records) == 2
     for r in records:
         assert r.mode == "reference" and r.correct and r.reward == 1, r.summary
-        # never faster than itself; on a shared 2-core CPU a ~20 us op costs the candidate more
-        # than the judge's in-process baseline (docs/guards.md, "Costs"), so no lower bound here
-        assert 0.05 < r.speedup_vs_eager < 2.0  # the point estimate; reward 1 (above) is the verdict
+        # never far faster than itself, unless the judge's own interval reaches 1: on a shared 2-core
+        # box a ~20 us op's few rounds scatter (CI once printed 2.94x with reward 1, within noise);
+        # a harness that timed nothing lands far above 1 with an interval as far. No tight lower
+        # bound: there a ~20 us op can cost the candidate's client more (docs/guards.md, "Costs")
+        low, _ = r.result.speedup_interval["eager"]
+        assert 0.05 < r.speedup_vs_eager and (r.speedup_vs_eager < 2.0 or low <= 1.0), (r.speedup_vs_eager, low)
     assert ResultStore(tmp_path / "run").info().config.guards.static_checks  # relaxed per job, not in the run
 
 
