@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from cuda_agent.evaluation.judge import EARLY_LOOKS, settled
+from cuda_agent.evaluation.judge import EARLY_LOOKS, FUTILE_LEVEL, settled
 from cuda_agent.evaluation.timing import clearly_faster
 
 MARGIN, CONFIDENCE = 0.05, 0.99
@@ -54,3 +54,44 @@ def test_settled_decisions_keep_their_error_rate():
                 wrong += clearly_faster(ratios, MARGIN, CONFIDENCE)
                 break
     assert wrong <= 4  # 1% of 400
+
+
+def _at_parity(noise: float, n: int, seed: int) -> dict[str, list[float]]:
+    rng = random.Random(seed)
+    return {"eager": [1.0] * n, "candidate": [1.0 + rng.uniform(-noise, noise) for _ in range(n)]}
+
+
+def test_a_candidate_at_parity_stops_as_not_faster_at_the_laxer_level():
+    """The reference as its own solution, rounds spread +-8%: the strict level cannot rule out
+    'faster' at 24 rounds, so without the laxer stop the rounds ran to the budget (level1/73 on an
+    H100: 33 rounds, 1.0 s); with it they stop, and the reward's own test agrees."""
+    s = _at_parity(0.08, EARLY_LOOKS[1], seed=5)
+    assert not settled(s, MARGIN, LEVEL)
+    assert settled(s, MARGIN, LEVEL, futile_level=FUTILE_LEVEL)
+    assert not clearly_faster(s["candidate"], MARGIN, CONFIDENCE)
+
+
+def test_the_laxer_stop_only_ever_says_not_faster():
+    """Over noisy draws from clearly faster to clearly slower: wherever the laxer rule settles what the
+    strict one did not, the reward's own test says 'not faster', and the median is at or above the bar."""
+    stopped = 0
+    for seed in range(300):
+        rng = random.Random(seed)
+        ratio = rng.uniform(0.8, 1.1)
+        s = _samples(ratio, rng.uniform(0.02, 0.3), rng.choice(EARLY_LOOKS[:4]), seed)
+        if settled(s, MARGIN, LEVEL, futile_level=FUTILE_LEVEL) and not settled(s, MARGIN, LEVEL):
+            stopped += 1
+            ratios = [c / b for c, b in zip(s["candidate"], s["eager"])]
+            assert not clearly_faster(ratios, MARGIN, CONFIDENCE)
+            assert sorted(ratios)[len(ratios) // 2] >= 1 - MARGIN
+    assert stopped > 10  # the rule is exercised, not vacuous
+
+
+def test_eager_out_of_reach_settles_whatever_compile_does():
+    """torch.compile's bar counts only once eager's is cleared: a candidate at parity with eager is
+    settled even where its ratio to compile straddles the bar."""
+    s = _at_parity(0.03, EARLY_LOOKS[1], seed=6)
+    s["compile"] = [c / (1 - MARGIN) * (1 + 0.05 * (-1) ** i) for i, c in enumerate(s["candidate"])]
+    assert settled(s, MARGIN, LEVEL, futile_level=FUTILE_LEVEL)
+    s["eager"] = [c / (1 - MARGIN) * (1 + 0.05 * (-1) ** i) for i, c in enumerate(s["candidate"])]  # now straddles
+    assert not settled(s, MARGIN, LEVEL, futile_level=FUTILE_LEVEL)
