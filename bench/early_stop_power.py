@@ -6,8 +6,10 @@ Each simulated evaluation draws per-round candidate/baseline time ratios around 
 spread 0.47-3.54 on an H100), runs until its budget allows `n_max` rounds, looks at
 `judge.EARLY_LOOKS` once a quarter of the budget is spent, and ends with the reward's own test
 (`timing.clearly_faster`). Per policy and cell: P(faster) and the mean rounds run. The rule a
-policy adds may only stop for "not faster" (`judge.settled`'s `futile_level`), so the false
-"faster" rate cannot rise; what it may cost is honest speed not credited, which this measures.
+policy adds may only stop for "not faster" (`judge.futile`), so the false "faster" rate cannot
+rise; what it may cost is honest speed not credited, which this measures. Policies: "now" (the
+strict looks alone, the rule before), "futile_L" (the laxer stop at the looks only) and
+"futile_L_every_N" (also every N rounds after the first look: the judge's rule at the defaults).
 
     python bench/early_stop_power.py --out bench/results/early_stop_power_<date>
 """
@@ -20,7 +22,7 @@ import math
 import random
 from pathlib import Path
 
-from cuda_agent.evaluation.judge import EARLY_LOOKS, EARLY_SHARE, settled
+from cuda_agent.evaluation.judge import EARLY_LOOKS, EARLY_SHARE, FUTILE_EVERY, FUTILE_LEVEL, futile, settled
 from cuda_agent.evaluation.timing import clearly_faster
 
 MARGIN, CONFIDENCE = 0.05, 0.99
@@ -36,14 +38,18 @@ def draw_ratios(rng: random.Random, r: float, sigma: float, n: int) -> list[floa
     return out
 
 
-def run_one(ratios: list[float], n_max: int, futile_level: float | None) -> tuple[bool, int]:
-    """(faster, rounds run) for one simulated evaluation under the judge's rule."""
+def run_one(ratios: list[float], n_max: int, futile_level: float | None, every: int | None = None) -> tuple[bool, int]:
+    """(faster, rounds run) for one simulated evaluation under the judge's rule; `every`: the laxer
+    stop looked for every this many rounds from the first look on, not only at the looks."""
     end = max(n_max, 10)
     for n in range(1, end + 1):
-        if n in EARLY_LOOKS and n > EARLY_SHARE * n_max and n < end:
-            part = {"eager": [1.0] * n, "candidate": ratios[:n]}
-            if settled(part, MARGIN, LEVEL, futile_level=futile_level):
-                return clearly_faster(ratios[:n], MARGIN, CONFIDENCE), n
+        if n <= EARLY_SHARE * n_max or n >= end:
+            continue
+        part = {"eager": [1.0] * n, "candidate": ratios[:n]}
+        if n in EARLY_LOOKS and settled(part, MARGIN, LEVEL, futile_level=futile_level):
+            return clearly_faster(ratios[:n], MARGIN, CONFIDENCE), n
+        if every and n > EARLY_LOOKS[0] and n % every == 0 and futile(part, MARGIN, futile_level):
+            return clearly_faster(ratios[:n], MARGIN, CONFIDENCE), n
     return clearly_faster(ratios[:end], MARGIN, CONFIDENCE), end
 
 
@@ -51,7 +57,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--reps", type=int, default=2000)
-    ap.add_argument("--levels", type=float, nargs="*", default=[0.8, 0.9, 0.95])
+    ap.add_argument("--levels", type=float, nargs="*", default=[FUTILE_LEVEL], help="laxer levels to try")
+    ap.add_argument("--every", type=int, default=FUTILE_EVERY,
+                    help="also: the laxer stop looked for every N rounds after the first look (the judge's rule); 0: not")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     policies: list[float | None] = [None, *args.levels]
@@ -67,12 +75,17 @@ def main() -> None:
                     key = "now" if pol is None else f"futile_{pol}"
                     row[key] = {"p_faster": sum(f for f, _ in res) / len(res),
                                 "rounds": sum(n for _, n in res) / len(res)}
+                    if pol is None or not args.every:
+                        continue
+                    res = [run_one(d, n_max, pol, args.every) for d in draws]
+                    key = f"futile_{pol}_every_{args.every}"
+                    row[key] = {"p_faster": sum(f for f, _ in res) / len(res),
+                                "rounds": sum(n for _, n in res) / len(res)}
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     (args.out / "cells.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     summary = {}
-    for pol in args.levels:
-        key = f"futile_{pol}"
+    for key in [k for k in rows[0] if k.startswith("futile_")]:
         loss = max(r["now"]["p_faster"] - r[key]["p_faster"] for r in rows)
         gain = max(r[key]["p_faster"] - r["now"]["p_faster"] for r in rows)
         at_parity = [r for r in rows if r["r"] == 1.0]

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from cuda_agent.evaluation.judge import EARLY_LOOKS, FUTILE_LEVEL, settled
+from cuda_agent.evaluation.judge import EARLY_LOOKS, FUTILE_EVERY, FUTILE_LEVEL, futile, settled
 from cuda_agent.evaluation.timing import clearly_faster
 
 MARGIN, CONFIDENCE = 0.05, 0.99
@@ -95,3 +95,16 @@ def test_eager_out_of_reach_settles_whatever_compile_does():
     assert settled(s, MARGIN, LEVEL, futile_level=FUTILE_LEVEL)
     s["eager"] = [c / (1 - MARGIN) * (1 + 0.05 * (-1) ** i) for i, c in enumerate(s["candidate"])]  # now straddles
     assert not settled(s, MARGIN, LEVEL, futile_level=FUTILE_LEVEL)
+
+
+def test_the_laxer_stop_needs_no_look_of_its_own():
+    """`futile` is what the rounds between the looks ask (every FUTILE_EVERY after the first look):
+    eager's bar only, and only ever out of reach where the reward's own test says 'not faster'."""
+    s = _at_parity(0.05, 16, seed=7)
+    assert 16 not in EARLY_LOOKS and 16 % FUTILE_EVERY == 0
+    assert futile(s, MARGIN, FUTILE_LEVEL) and not clearly_faster(s["candidate"], MARGIN, CONFIDENCE)
+    assert not futile(s, MARGIN, None)  # off
+    faster = {"eager": [1.0] * 16, "candidate": [0.8 * c for c in s["candidate"]]}
+    assert not futile(faster, MARGIN, FUTILE_LEVEL)
+    s["compile"] = [0.5] * 16  # torch.compile far faster than the candidate: not what this asks
+    assert futile(s, MARGIN, FUTILE_LEVEL) and not futile(s, MARGIN, FUTILE_LEVEL, "missing")
