@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from cuda_agent.evaluation.judge import EARLY_LOOKS, FUTILE_EVERY, FUTILE_LEVEL, futile, settled
-from cuda_agent.evaluation.timing import clearly_faster
+from cuda_agent.evaluation.judge import EARLY_LOOKS, FUTILE_EVERY, FUTILE_LEVEL, futile, may_stop, settled
+from cuda_agent.evaluation.timing import clearly_faster, median_interval
 
 MARGIN, CONFIDENCE = 0.05, 0.99
 LEVEL = 1 - (1 - CONFIDENCE) / (len(EARLY_LOOKS) + 1)
@@ -87,24 +87,64 @@ def test_the_laxer_stop_only_ever_says_not_faster():
     assert stopped > 10  # the rule is exercised, not vacuous
 
 
-def test_eager_out_of_reach_settles_whatever_compile_does():
+WIDE_AT_PARITY = [0.90, 0.96, 0.98, 1.0, 1.02, 1.04, 1.06, 1.10]  # a round's ratio, cycled: median 1, spread +-10%
+
+
+def _wide(n: int, base: str = "eager") -> dict[str, list[float]]:
+    return {base: [1.0] * n, "candidate": [WIDE_AT_PARITY[i % len(WIDE_AT_PARITY)] for i in range(n)]}
+
+
+def test_eager_out_of_reach_settles_whatever_compile_does_but_compile_alone_never_does():
     """torch.compile's bar counts only once eager's is cleared: a candidate at parity with eager is
-    settled even where its ratio to compile straddles the bar."""
+    settled even where its ratio to compile straddles the bar. A candidate clearly faster than eager
+    and at parity with compile is not settled by the laxer stop: ended there, a reward 3 the budget
+    would have given became a 2 (a review of the fifteenth session)."""
     s = _at_parity(0.03, EARLY_LOOKS[1], seed=6)
-    s["compile"] = [c / (1 - MARGIN) * (1 + 0.05 * (-1) ** i) for i, c in enumerate(s["candidate"])]
-    assert settled(s, MARGIN, LEVEL, futile_level=FUTILE_LEVEL)
-    s["eager"] = [c / (1 - MARGIN) * (1 + 0.05 * (-1) ** i) for i, c in enumerate(s["candidate"])]  # now straddles
-    assert not settled(s, MARGIN, LEVEL, futile_level=FUTILE_LEVEL)
+    s["compile"] = [c / (1 - MARGIN) * (1 + 0.05 * (-1) ** i) for i, c in enumerate(s["candidate"])]  # straddles
+    assert not settled(s, MARGIN, LEVEL) and settled(s, MARGIN, LEVEL, futile_level=FUTILE_LEVEL)
+    n = EARLY_LOOKS[0]
+    faster = _wide(n, base="compile")
+    faster["eager"] = [2.0] * n  # twice eager's speed: settled by the strict rule
+    lo, hi = median_interval(faster["candidate"], LEVEL)
+    assert lo < 1 - MARGIN <= hi  # against compile the decision is open at the strict level ...
+    assert median_interval(faster["candidate"], FUTILE_LEVEL)[0] >= 1 - MARGIN  # ... out of reach at the laxer
+    assert not settled(faster, MARGIN, LEVEL, futile_level=FUTILE_LEVEL)
 
 
-def test_the_laxer_stop_needs_no_look_of_its_own():
-    """`futile` is what the rounds between the looks ask (every FUTILE_EVERY after the first look):
-    eager's bar only, and only ever out of reach where the reward's own test says 'not faster'."""
-    s = _at_parity(0.05, 16, seed=7)
-    assert 16 not in EARLY_LOOKS and 16 % FUTILE_EVERY == 0
-    assert futile(s, MARGIN, FUTILE_LEVEL) and not clearly_faster(s["candidate"], MARGIN, CONFIDENCE)
-    assert not futile(s, MARGIN, None)  # off
-    faster = {"eager": [1.0] * 16, "candidate": [0.8 * c for c in s["candidate"]]}
-    assert not futile(faster, MARGIN, FUTILE_LEVEL)
-    s["compile"] = [0.5] * 16  # torch.compile far faster than the candidate: not what this asks
-    assert futile(s, MARGIN, FUTILE_LEVEL) and not futile(s, MARGIN, FUTILE_LEVEL, "missing")
+def test_the_rounds_stop_at_the_looks_and_every_few_rounds_after_the_first():
+    """`may_stop` is the timing loop's decision (`Judge._time`): at parity with wide rounds, not
+    before the first look, not between the laxer stop's rounds, yes at the first one after the look
+    (16, not a look); never with the laxer stop off (several workloads judged together)."""
+    assert 16 not in EARLY_LOOKS and 16 % FUTILE_EVERY == 0 and 18 % FUTILE_EVERY != 0
+    assert futile(_wide(8), MARGIN, FUTILE_LEVEL) and not may_stop(_wide(8), 8, EARLY_LOOKS, MARGIN, LEVEL,
+                                                                    FUTILE_LEVEL)  # before the first look
+    assert not settled(_wide(16), MARGIN, LEVEL)  # the strict rule alone would run on
+    assert futile(_wide(16), MARGIN, FUTILE_LEVEL) and futile(_wide(18), MARGIN, FUTILE_LEVEL)
+    assert may_stop(_wide(16), 16, EARLY_LOOKS, MARGIN, LEVEL, FUTILE_LEVEL)
+    assert not may_stop(_wide(18), 18, EARLY_LOOKS, MARGIN, LEVEL, FUTILE_LEVEL)
+    assert not may_stop(_wide(16), 16, EARLY_LOOKS, MARGIN, LEVEL, None)  # off
+    assert not may_stop(_wide(16), 16, (), MARGIN, LEVEL, FUTILE_LEVEL)  # early stop off
+    assert not clearly_faster(_wide(16)["candidate"], MARGIN, CONFIDENCE)
+    faster = _wide(16)
+    faster["candidate"] = [0.8 * c for c in faster["candidate"]]
+    assert not may_stop(faster, 16, EARLY_LOOKS, MARGIN, LEVEL, FUTILE_LEVEL)
+
+
+def test_the_laxer_stop_is_asked_for_a_sole_workload_only(make_workspace, fast_config, monkeypatch):
+    """Several workloads are judged together (`faster_over_workloads`: a geometric mean, so a workload
+    not faster alone still counts): each runs until settled or its budget, never ended as out of reach.
+    A task's one workload may end so (a review of the fifteenth session)."""
+    from cuda_agent.backends import get_backend
+    from cuda_agent.evaluation import evaluator
+    from cuda_agent.evaluation.records import EvalResult
+    from cuda_agent.tasks.workloads import Workload
+
+    asked = []
+    monkeypatch.setattr(evaluator, "_ask_judge", lambda backend, request, cfg, result: asked.append(request))
+    ws = make_workspace()
+    backend = get_backend("cpu")
+    result = EvalResult(task=ws.task.name, task_hash=ws.task.content_hash, backend="cpu")
+    evaluator._ask_workload(ws, ws.task, ws.task.source, backend, fast_config, ws.root, None, result)
+    runs = [(Workload(name="a"), False), (Workload(name="b"), False)]
+    evaluator._run_workloads(ws, ws.task, runs, backend, fast_config, ws.root, None, result)
+    assert [r.futile_stop for r in asked] == [True, False]  # (the second task's first workload ends it: no answer)

@@ -103,11 +103,13 @@ def _run_stages(ws: Workspace, task: Task, backend: Backend, cfg: EvalConfig, ca
 
 
 def _ask_workload(ws: Workspace, task: Task, source: str, backend: Backend, cfg: EvalConfig, cache_dir: Path,
-                  library: str | None, result: EvalResult) -> dict[str, Any] | None:
-    """The judge's answer for one workload's source (the task's own source: its own hash)."""
+                  library: str | None, result: EvalResult, sole: bool = True) -> dict[str, Any] | None:
+    """The judge's answer for one workload's source (the task's own source: its own hash). `sole`:
+    this workload's decision is the reward's (not one of several judged together)."""
     source_hash = task.content_hash if source == task.source else hashlib.sha256(source.encode()).hexdigest()
     key = _baseline_key(source_hash, backend, cfg, task.precision)
     request = _judge_request(ws, task, backend, cfg, cache_dir, key, library, source=source, source_hash=source_hash)
+    request.futile_stop = sole
     return _ask_judge(backend, request, cfg, result)
 
 
@@ -121,7 +123,8 @@ def _run_workloads(ws: Workspace, task: Task, runs: list[tuple[Workload, bool]],
     for i, (workload, held) in enumerate(runs):
         label = f"held-out {sum(h for _, h in runs[:i]) + 1}" if held else workload.name
         sub = EvalResult(task=task.name, task_hash=task.content_hash, backend=backend.name)
-        answer = _ask_workload(ws, task, task.workload_source(workload), backend, cfg, cache_dir, library, sub)
+        answer = _ask_workload(ws, task, task.workload_source(workload), backend, cfg, cache_dir, library, sub,
+                               sole=False)
         got = _take_answer(sub, answer, cfg) if answer is not None else None
         record = WorkloadResult(
             name=label, held_out=held, params={} if held else dict(workload.params), correct=sub.correct,

@@ -35,6 +35,10 @@ class JudgeRequest(BaseModel):
     address_space_limit: int | None = None
     limits: dict[str, Any] = Field(default_factory=dict)
     baselines_only: bool = False
+    futile_stop: bool = Field(default=True, description="the timed rounds may end once eager's bar is out of reach "
+                              "(`judge.futile`). Off for a task's several workloads, judged together "
+                              "(`faster_over_workloads`): there a workload not faster alone still counts, and "
+                              "ended early it widened the joint interval (a review of the fifteenth session)")
 
 
 class ProbeStats(BaseModel):
