@@ -147,4 +147,4 @@ def test_the_laxer_stop_is_asked_for_a_sole_workload_only(make_workspace, fast_c
     evaluator._ask_workload(ws, ws.task, ws.task.source, backend, fast_config, ws.root, None, result)
     runs = [(Workload(name="a"), False), (Workload(name="b"), False)]
     evaluator._run_workloads(ws, ws.task, runs, backend, fast_config, ws.root, None, result)
-    assert [r.futile_stop for r in asked] == [True, False]  # (the second task's first workload ends it: no answer)
+    assert [r.sole_workload for r in asked] == [True, False]  # (the second task's first workload ends it: no answer)

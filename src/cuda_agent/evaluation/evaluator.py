@@ -109,7 +109,7 @@ def _ask_workload(ws: Workspace, task: Task, source: str, backend: Backend, cfg:
     source_hash = task.content_hash if source == task.source else hashlib.sha256(source.encode()).hexdigest()
     key = _baseline_key(source_hash, backend, cfg, task.precision)
     request = _judge_request(ws, task, backend, cfg, cache_dir, key, library, source=source, source_hash=source_hash)
-    request.futile_stop = sole
+    request.sole_workload = sole
     return _ask_judge(backend, request, cfg, result)
 
 
@@ -119,6 +119,7 @@ def _run_workloads(ws: Workspace, task: Task, runs: list[tuple[Workload, bool]],
     of them (`faster_over_workloads`). A held-out workload's values, reasons, trials and the
     candidate's output stay out of the record: it is named by its position only."""
     ratios: dict[str, list[list[float]]] = {"eager": [], "compile": []}
+    slowed: dict[str, str] = {}  # baseline -> the first workload's note where it ran slowed beside the candidate
     capped = False
     for i, (workload, held) in enumerate(runs):
         label = f"held-out {sum(h for _, h in runs[:i]) + 1}" if held else workload.name
@@ -126,6 +127,10 @@ def _run_workloads(ws: Workspace, task: Task, runs: list[tuple[Workload, bool]],
         answer = _ask_workload(ws, task, task.workload_source(workload), backend, cfg, cache_dir, library, sub,
                                sole=False)
         got = _take_answer(sub, answer, cfg) if answer is not None else None
+        for name in ("eager", "compile") if answer is not None and answer.samples else ():
+            beside, alone = answer.samples.get(name) or [], answer.solo.get(name)
+            if beside and _slowed_beside(beside, alone) and name not in slowed:
+                slowed[name] = f"on workload {label!r}, " + _solo_note(name, beside, alone or [])
         record = WorkloadResult(
             name=label, held_out=held, params={} if held else dict(workload.params), correct=sub.correct,
             stage=sub.stage, reason="" if held and not sub.correct else sub.reason, time_ms=sub.time_ms,
@@ -168,6 +173,12 @@ def _run_workloads(ws: Workspace, task: Task, runs: list[tuple[Workload, bool]],
                             compile=sum(w.time_ms.compile or 0.0 for w in done) if has_compile else None)
     fe = faster_over_workloads(ratios["eager"], cfg.margin, cfg.timing.confidence)
     fc = has_compile and faster_over_workloads(ratios["compile"], cfg.margin, cfg.timing.confidence)
+    # a baseline slowed beside the candidate on any workload (work it left on the device) takes the joint
+    # claim's credit against it, as it does a sole workload's (`_finish`): before, only the workload's own
+    # label lost it, and the claim over all of them still read its ratios (a review of the fifteenth session)
+    withheld = [slowed[name] for name, credited in (("eager", fe), ("compile", fc)) if credited and name in slowed]
+    fe = fe and "eager" not in slowed
+    fc = fc and "compile" not in slowed
     s_eager = result.speedups["eager"].geomean
     s_compile = result.speedups["compile"].geomean if has_compile else None
     result.faster_than_eager, result.faster_than_compile = fe, fe and fc
@@ -177,6 +188,8 @@ def _run_workloads(ws: Workspace, task: Task, runs: list[tuple[Workload, bool]],
     worst = min(done, key=lambda w: w.speedup_vs_eager or 0.0)
     result.reason = (describe(True, fe, fe and fc, s_eager, s_compile).replace(" (", " (geomean ", 1)
                      + f" over {len(done)} workloads; worst {worst.speedup_vs_eager:.2f}x vs eager ({worst.name})")
+    for note in withheld:
+        result.reason += "; " + note
     if capped and result.reward > 1:
         result.reward = 1
         result.speedup_score = min(result.speedup_score, 0.0)

@@ -1381,8 +1381,8 @@ class Judge:
                 # what the judge freed since (the warm-up's stacks, the trials' copies) back before the timing, where
                 # both clients peak: 3.2 GiB of level3/21_EfficientNetMBConv's 4.3 reserved sat cached through it
                 self._give_back_cached()
-                self._measure(state, cfg, base, cand, answer, clock, futile_stop=req.futile_stop)
-                if _needs_solo(answer.samples, cfg) or (cache is not None and measure_compile):
+                self._measure(state, cfg, base, cand, answer, clock, futile_stop=req.sole_workload)
+                if _needs_solo(answer.samples, cfg, req.sole_workload) or (cache is not None and measure_compile):
                     answer.candidate_log = cand.link.log_tail()
                     cand.close()  # its process, and any work it left on the device, gone first
                     cand = None
@@ -1547,7 +1547,7 @@ class Judge:
     def _measure(self, state: TaskState, cfg: Any, base: "_CandidateSession", cand: "_CandidateSession",
                  answer: JudgeAnswer, clock: "_PhaseClock", futile_stop: bool = True) -> None:
         """Timing, re-measured once when the candidate beats the speed of light. `futile_stop`: the
-        rounds may end once eager's bar is out of reach (`JudgeRequest.futile_stop`)."""
+        rounds may end once eager's bar is out of reach (`JudgeRequest.sole_workload`)."""
         from .timing import round_ratios
 
         timing = self._time(state, cfg, base, cand, clock, futile_stop)
@@ -2047,14 +2047,19 @@ def _device_number() -> int:
     return int(visible) if visible.isdigit() else zlib.crc32(visible.encode())
 
 
-def _needs_solo(samples: dict[str, list[float]] | None, cfg: Any) -> bool:
-    """Whether the interleaved rounds could credit the candidate as faster than eager (the
-    reward's own test, `evaluator._finish`): only then do the solo baselines decide anything."""
+def _needs_solo(samples: dict[str, list[float]] | None, cfg: Any, sole: bool = True) -> bool:
+    """Whether the solo baselines could decide anything: where the interleaved rounds could credit
+    the candidate as faster than eager (the reward's own test, `evaluator._finish`); for one of a
+    task's several workloads (`sole` False), wherever its median ratio shows any speed at all, since
+    the joint claim (`faster_over_workloads`) counts a workload not clearly faster alone (a review
+    of the fifteenth session: there a baseline slowed beside the candidate went unchecked)."""
     from .timing import clearly_faster, round_ratios
 
     samples = samples or {}
-    return clearly_faster(round_ratios(samples.get("candidate") or [], samples.get("eager") or []),
-                          cfg.margin, cfg.timing.confidence)
+    ratios = round_ratios(samples.get("candidate") or [], samples.get("eager") or [])
+    if not sole:
+        return bool(ratios) and median(ratios) < 1
+    return clearly_faster(ratios, cfg.margin, cfg.timing.confidence)
 
 
 def baseline_to_cache(solo: dict[str, list[float]], measured_compile: bool) -> Any:

@@ -35,10 +35,12 @@ class JudgeRequest(BaseModel):
     address_space_limit: int | None = None
     limits: dict[str, Any] = Field(default_factory=dict)
     baselines_only: bool = False
-    futile_stop: bool = Field(default=True, description="the timed rounds may end once eager's bar is out of reach "
-                              "(`judge.futile`). Off for a task's several workloads, judged together "
-                              "(`faster_over_workloads`): there a workload not faster alone still counts, and "
-                              "ended early it widened the joint interval (a review of the fifteenth session)")
+    sole_workload: bool = Field(default=True, description="this workload's decision is the reward's own. False "
+                                "for one of a task's several workloads, judged together (`faster_over_workloads`, a "
+                                "geometric mean: a workload not faster alone still counts): its rounds never end as "
+                                "out of reach (`judge.futile`: ended early, it widened the joint interval), and its "
+                                "baselines are timed alone wherever it looks faster at all, not only where it is "
+                                "clearly faster alone (a review of the fifteenth session)")
 
 
 class ProbeStats(BaseModel):
