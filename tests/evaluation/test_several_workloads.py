@@ -44,13 +44,23 @@ def test_a_baseline_slowed_beside_the_candidate_on_one_workload_takes_the_joint_
     assert "on workload 'w1', not credited as faster than eager" in slowed.reason
 
 
+def test_a_baseline_slowed_where_the_candidate_is_slower_takes_the_joint_credit_too(monkeypatch, make_workspace):
+    """The joint claim is a geometric mean: 0.5x and 2.5x is not faster, but eager slowed 2x on the second
+    (the candidate still slower there, 1.25x) made it reward 2 (a review of the fifteenth session)."""
+    honest = _judge_together(monkeypatch, make_workspace, [_answer(0.5, 0.95), _answer(2.5, 0.95)])
+    assert honest.correct and honest.reward == 1, honest.reason
+    slowed = _judge_together(monkeypatch, make_workspace, [_answer(0.5, 0.95), _answer(1.25, 0.5)])
+    assert slowed.correct and slowed.reward == 1, slowed.reason
+    assert "on workload 'w1', not credited as faster than eager" in slowed.reason
+
+
 @pytest.mark.parametrize("ratio, sole, needed", [
     (0.97, True, False),   # not clearly faster alone: nothing for the solo rounds to decide
-    (0.97, False, True),   # one of several: it counts toward the joint claim, so its baselines are timed alone
-    (1.05, False, False),  # slower: counts against the joint claim, nothing to check
+    (0.97, False, True),   # one of several: every workload counts in the joint claim, so its baselines are timed alone
+    (1.25, False, True),   # ... a slower one too (a slowed baseline there buys joint speed)
     (0.6, True, True),
 ])
-def test_the_baselines_are_timed_alone_wherever_a_workload_could_add_speed(ratio, sole, needed):
+def test_the_baselines_are_timed_alone_wherever_a_workload_counts(ratio, sole, needed):
     eager = [1.0 + 0.02 * ((i * 7) % 5 - 2) for i in range(ROUNDS)]
     samples = {"eager": eager, "candidate": [e * ratio * (1 + 0.03 * ((i * 3) % 5 - 2)) for i, e in enumerate(eager)]}
     assert _needs_solo(samples, EvalConfig(backend="cpu"), sole) is needed

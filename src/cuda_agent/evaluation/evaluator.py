@@ -130,7 +130,8 @@ def _run_workloads(ws: Workspace, task: Task, runs: list[tuple[Workload, bool]],
         for name in ("eager", "compile") if answer is not None and answer.samples else ():
             beside, alone = answer.samples.get(name) or [], answer.solo.get(name)
             if beside and _slowed_beside(beside, alone) and name not in slowed:
-                slowed[name] = f"on workload {label!r}, " + _solo_note(name, beside, alone or [])
+                shown = "torch.compile" if name == "compile" else name
+                slowed[name] = f"on workload {label!r}, " + _solo_note(shown, beside, alone or [])
         record = WorkloadResult(
             name=label, held_out=held, params={} if held else dict(workload.params), correct=sub.correct,
             stage=sub.stage, reason="" if held and not sub.correct else sub.reason, time_ms=sub.time_ms,

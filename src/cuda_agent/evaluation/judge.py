@@ -1509,7 +1509,8 @@ class Judge:
         has work on the device. Where the candidate looks faster (`_needs_solo`) its "faster"
         must also hold against these, and only these are cached, so work a candidate leaves
         running to slow the baselines buys nothing. A candidate that is not faster never needs
-        them (issue 23: 0.4-0.8 s of every such evaluation). Rounds like the interleaved ones
+        them (issue 23: 0.4-0.8 s of every such evaluation), unless its workload is one of several
+        judged together (`JudgeRequest.sole_workload`), where each one counts. Rounds like the interleaved ones
         (`_round`: new values staged each round, the same order drawn), less the candidate's
         batch: solo batches on the same values back to back ran honest baselines 1.3-1.9x faster
         than in rounds on ~0.1 ms ops, past the 1.6x that takes a candidate's speed credit
@@ -2050,15 +2051,16 @@ def _device_number() -> int:
 def _needs_solo(samples: dict[str, list[float]] | None, cfg: Any, sole: bool = True) -> bool:
     """Whether the solo baselines could decide anything: where the interleaved rounds could credit
     the candidate as faster than eager (the reward's own test, `evaluator._finish`); for one of a
-    task's several workloads (`sole` False), wherever its median ratio shows any speed at all, since
-    the joint claim (`faster_over_workloads`) counts a workload not clearly faster alone (a review
-    of the fifteenth session: there a baseline slowed beside the candidate went unchecked)."""
+    task's several workloads (`sole` False), always: the joint claim (`faster_over_workloads`, a
+    geometric mean) counts every workload, a slower one too, so a baseline slowed on any of them
+    buys speed there (two reviews of the fifteenth session: eager slowed 2x where the candidate
+    was 2.5x slower turned a joint "not faster" into reward 2, unchecked)."""
     from .timing import clearly_faster, round_ratios
 
     samples = samples or {}
     ratios = round_ratios(samples.get("candidate") or [], samples.get("eager") or [])
     if not sole:
-        return bool(ratios) and median(ratios) < 1
+        return bool(ratios)
     return clearly_faster(ratios, cfg.margin, cfg.timing.confidence)
 
 

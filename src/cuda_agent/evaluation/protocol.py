@@ -39,8 +39,8 @@ class JudgeRequest(BaseModel):
                                 "for one of a task's several workloads, judged together (`faster_over_workloads`, a "
                                 "geometric mean: a workload not faster alone still counts): its rounds never end as "
                                 "out of reach (`judge.futile`: ended early, it widened the joint interval), and its "
-                                "baselines are timed alone wherever it looks faster at all, not only where it is "
-                                "clearly faster alone (a review of the fifteenth session)")
+                                "baselines are always timed alone, since a slowed one counts in the joint claim "
+                                "even where the workload is slower (two reviews of the fifteenth session)")
 
 
 class ProbeStats(BaseModel):
@@ -83,7 +83,7 @@ class JudgeAnswer(BaseModel):
     work: dict[str, float] = Field(default_factory=dict)
     samples: dict[str, list[float]] | None = Field(default=None, description="per-call ms per round, interleaved")
     solo: dict[str, list[float]] = Field(default_factory=dict, description="per-call ms of the baselines timed "
-                                         "with no candidate process alive, where it looked faster")
+                                         "with no candidate process alive, where it looked faster (every workload of several)")
     batch: int | None = None
     speed_of_light_ms: float | None = None
     sandbox: dict[str, Any] = Field(default_factory=dict)
