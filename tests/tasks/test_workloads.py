@@ -188,6 +188,9 @@ def test_every_workload_is_verified_and_timed(tmp_path, cache_dir, fast_config):
     assert math.isclose(result.speedup_vs_eager, eager.geomean)
     assert "over 3 workloads" in result.reason and result.reward >= 1
     assert len(result.trials) == 2 * (fast_config.trials + 1)  # the visible workloads' checks only (+ a secret set each)
+    # one of several: its baselines timed alone whatever its speed (`JudgeRequest.sole_workload`): a baseline slowed
+    # on any workload counts in the joint claim (a review of issue 23's fifteenth session)
+    assert result.phases.get("solo", 0) > 0, result.phases
 
 
 def _strings(value):
