@@ -127,11 +127,9 @@ def _run_workloads(ws: Workspace, task: Task, runs: list[tuple[Workload, bool]],
         answer = _ask_workload(ws, task, task.workload_source(workload), backend, cfg, cache_dir, library, sub,
                                sole=False)
         got = _take_answer(sub, answer, cfg) if answer is not None else None
-        for name in ("eager", "compile") if answer is not None and answer.samples else ():
-            beside, alone = answer.samples.get(name) or [], answer.solo.get(name)
-            if beside and _slowed_beside(beside, alone) and name not in slowed:
-                shown = "torch.compile" if name == "compile" else name
-                slowed[name] = f"on workload {label!r}, " + _solo_note(shown, beside, alone or [])
+        if answer is not None and answer.samples:
+            for name, note in _slowed_baselines(answer.samples, answer.solo).items():
+                slowed.setdefault(name, f"on workload {label!r}, {note}")
         record = WorkloadResult(
             name=label, held_out=held, params={} if held else dict(workload.params), correct=sub.correct,
             stage=sub.stage, reason="" if held and not sub.correct else sub.reason, time_ms=sub.time_ms,
@@ -327,9 +325,10 @@ def _finish(result: EvalResult, cfg: EvalConfig, samples: dict[str, list[float]]
         ratios = (round_ratios(cand, eager), [])
         s_eager = _speedup(ratios[0], cfg, result, "eager")
         fe = clearly_faster(ratios[0], cfg.margin, cfg.timing.confidence)
-        if fe and _slowed_beside(eager, solo.get("eager")):
+        slowed = _slowed_baselines(samples, solo)
+        if fe and "eager" in slowed:
             fe = False
-            notes.append(_solo_note("eager", eager, solo["eager"]))
+            notes.append(slowed["eager"])
         compile_samples = samples.get("compile")
         compile_ref: list[float] | None = None
         if compile_samples:
@@ -345,9 +344,9 @@ def _finish(result: EvalResult, cfg: EvalConfig, samples: dict[str, list[float]]
             ratios[1].extend(round_ratios(cand, compile_ref))
             s_compile = _speedup(ratios[1], cfg, result, "compile")
             fc = clearly_faster(ratios[1], cfg.margin, cfg.timing.confidence)
-            if fc and compile_samples and _slowed_beside(compile_samples, solo.get("compile")):
+            if fc and "compile" in slowed:
                 fc = False
-                notes.append(_solo_note("torch.compile", compile_samples, solo["compile"]))
+                notes.append(slowed["compile"])
         result.time_ms = TimeMs(eager=median(eager), candidate=c_med,
                                 compile=median(compile_ref) if compile_ref else None)
     result.faster_than_eager, result.faster_than_compile = fe, fe and fc
@@ -395,14 +394,19 @@ code up to 1.45x on ~0.1 ms ops, where the clients' round trips and the contexts
 most of an interval; a kernel left running shares the device by time-slicing, about 2x or more."""
 
 
-def _slowed_beside(interleaved: list[float], solo: list[float] | None) -> bool:
-    return solo is not None and len(solo) > 0 and median(interleaved) > SLOWED_BESIDE * median(solo)
-
-
-def _solo_note(name: str, interleaved: list[float], solo: list[float]) -> str:
-    return (f"not credited as faster than {name}: {name} took {median(interleaved) / median(solo):.2f}x as long "
-            f"beside the candidate as it did alone once the candidate's process was gone (over {SLOWED_BESIDE}x: "
-            "work left on the device while the candidate was frozen slows the baselines)")
+def _slowed_baselines(samples: dict[str, list[float]], solo: dict[str, list[float]]) -> dict[str, str]:
+    """The baselines ('eager', 'compile') timed alone and found over SLOWED_BESIDE slower beside the
+    candidate, each with the note that says why its speed claim is withheld: one rule for a sole
+    workload (`_finish`) and for several judged together (`_run_workloads`)."""
+    slowed = {}
+    for name in ("eager", "compile"):
+        beside, alone = samples.get(name), solo.get(name)
+        if beside and alone and median(beside) > SLOWED_BESIDE * median(alone):
+            shown = "torch.compile" if name == "compile" else name
+            slowed[name] = (f"not credited as faster than {shown}: {shown} took {median(beside) / median(alone):.2f}x "
+                            "as long beside the candidate as it did alone once the candidate's process was gone (over "
+                            f"{SLOWED_BESIDE}x: work left on the device while the candidate was frozen slows the baselines)")
+    return slowed
 
 
 BASELINE_METHOD = "|solo in rounds|calls nearest the interval"  # how cached baselines were timed: a change of

@@ -957,9 +957,9 @@ class Judge:
         inputs = self._trial_inputs(module, seed, dtype, rescale, fixed)
         with torch.no_grad():
             args = _clone(inputs) if check_mutation else inputs
-            key = _print_key()  # keyed by position: a write that only reorders words changes it (red team round 25, F2)
-            before = (None if check_mutation or not watch_writes
-                      else _weights_print(dict(enumerate(_tensor_leaves(inputs))), key))
+            watched = not check_mutation and watch_writes
+            key = _print_key() if watched else None  # by position: a reordering write changes it (red team round 25, F2)
+            before = _weights_print(dict(enumerate(_tensor_leaves(inputs))), key) if watched else None
             ref = reference(*args)
             if self.backend.gpu:
                 ref = outputs_on(self.device, ref)
@@ -2025,9 +2025,10 @@ def may_stop(samples: dict[str, list[float]], rounds: int, looks: tuple[int, ...
     once eager's bar is out of reach (`futile`; `futile_level` None: never)."""
     if not looks:
         return False
-    if rounds in looks and settled(samples, margin, level, futile_level=futile_level):
+    asked = rounds in looks or (rounds > looks[0] and rounds % FUTILE_EVERY == 0)
+    if asked and futile(samples, margin, futile_level):
         return True
-    return rounds > looks[0] and rounds % FUTILE_EVERY == 0 and futile(samples, margin, futile_level)
+    return rounds in looks and settled(samples, margin, level)
 
 
 def _shared_core() -> int | None:
