@@ -5,6 +5,8 @@ cProfile (the candidate and baseline clients are its children, as always).
     python bench/judge_profile.py --task KernelBench/level3/16_DenseNet201.py --repeats 2 --out prof.txt
     (a task file: the reference as its own solution, as `bench run --solutions reference` evaluates it;
     the first evaluation is the cold one a benchmark pays for)
+    python bench/judge_profile.py --warm-task A.py --task B.py --task C.py --repeats 1 --out prof.txt
+    (A evaluated first, unprofiled: B and C are then new tasks to a warm judge, as in a `bench run`)
 """
 
 from __future__ import annotations
@@ -54,7 +56,9 @@ def built_request(ws: Any, cfg: Any) -> Any:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--example", default="swish")
-    ap.add_argument("--task", type=Path, default=None, help="a task file, its reference as the solution (instead of --example)")
+    ap.add_argument("--task", type=Path, action="append", default=None,
+                    help="a task file, its reference as the solution (instead of --example); repeat for several")
+    ap.add_argument("--warm-task", type=Path, default=None, help="a task evaluated first, unprofiled")
     ap.add_argument("--backend", default="cuda")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", type=Path, required=True)
@@ -64,30 +68,33 @@ def main() -> None:
     from cuda_agent.examples import list_examples
     from cuda_agent.workspace import create_workspace
 
-    if args.task is not None:
-        req = reference_request(args.task, args.backend)
+    if args.task:
+        requests = [(t.stem, reference_request(t, args.backend)) for t in args.task]
     else:
         ex = next(e for e in list_examples() if e.name == args.example)
         ws = create_workspace(ex.task, Path(tempfile.mkdtemp(prefix="judge-prof-")) / "ws", args.backend)
         ex.install_solution(ws.root, args.backend)
-        req = built_request(ws, EvalConfig(backend=args.backend))
+        requests = [(ex.name, built_request(ws, EvalConfig(backend=args.backend)))]
     judge = Judge(args.backend)
     lines = []
-    for i in range(args.repeats):
+    if args.warm_task is not None:
+        answer = judge.evaluate(reference_request(args.warm_task, args.backend))
+        print(f"warm task {args.warm_task.stem}: correct {answer.correct}", flush=True)
+    for i, (name, req) in ((i, r) for r in requests for i in range(args.repeats)):
         prof = cProfile.Profile()
         t0 = time.perf_counter()
         prof.enable()
         answer = judge.evaluate(req)
         prof.disable()
         wall = time.perf_counter() - t0
-        head = (f"evaluation {i}: {wall:.2f} s, correct {answer.correct} {answer.reason or ''}; phases "
+        head = (f"{name} evaluation {i}: {wall:.2f} s, correct {answer.correct} {answer.reason or ''}; phases "
                 f"{ {k: round(v, 3) for k, v in answer.phases.items()} }; load steps {answer.sandbox.get('load_steps_s')}")
         print(head, flush=True)
         buf = io.StringIO()
         pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(45)
         pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(30)
         lines += [head, buf.getvalue()]
-        time.sleep(float(i == 0) * 8)  # let the spares finish starting once, as in a steady RL loop
+        time.sleep(float(i == 0 and args.repeats > 1) * 8)  # the spares done starting once, as in a steady RL loop
     args.out.write_text("\n".join(lines))
 
 
