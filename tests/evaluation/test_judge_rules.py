@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from cuda_agent.evaluation.judge import Judge, Verdict, _CandidateSession
-from cuda_agent.evaluation.verify import Tolerance
+from cuda_agent.evaluation.verify import Tolerance, compare_outputs
 from tests.conftest import nest_folders
 
 
@@ -183,6 +183,29 @@ def test_a_right_batch_passes_and_is_released() -> None:
     refs = [torch.randn(16, 16) for _ in range(M)]
     session = _session([r + 1e-4 for r in refs])
     _CandidateSession.check_round(session, refs, 0)  # type: ignore[arg-type]
+    assert session.pending == []
+
+
+@pytest.mark.parametrize("stacked", [True, False])
+def test_a_large_batch_is_compared_call_by_call_with_the_same_verdicts(monkeypatch, stacked: bool) -> None:
+    """Over STACKED_ELEMENTS the calls are compared one by one, not copied into two stacks (issue 23:
+    3 GiB a round on level1/73), with the stacked rule's verdicts: a wrong call is caught by its
+    number, and a call off only by the whole-output norm passes where the batch as one does."""
+    import cuda_agent.evaluation.judge as judge
+
+    monkeypatch.setattr(judge, "STACKED_ELEMENTS", 10**9 if stacked else 16)
+    refs = [torch.randn(16, 16) for _ in range(M)]
+    got = [r.clone() for r in refs]
+    got[2] = refs[0].clone()
+    with pytest.raises(Verdict, match=r"round 3, call 2:"):
+        _CandidateSession.check_round(_session(got), refs, 3)  # type: ignore[arg-type]
+    small = [torch.randn(16, 16) for _ in range(M)]
+    small[1] = small[1] * 1e-6  # one call's outputs ~0: its own norm check fails on noise the batch's passes
+    noisy = [r.clone() for r in small]
+    noisy[1] = small[1] + 2e-7 * torch.randn(16, 16)
+    assert not compare_outputs(small[1], noisy[1], Tolerance()).ok
+    session = _session(noisy)
+    _CandidateSession.check_round(session, small, 0)  # type: ignore[arg-type]
     assert session.pending == []
 
 

@@ -157,3 +157,20 @@ def test_the_solo_baselines_are_measured_whenever_the_reward_could_credit_speed(
     samples = {"eager": eager, "candidate": [e / speedup * (1 + rng.uniform(-noise, noise)) for e in eager]}
     res, _ = _finish(samples)
     assert _needs_solo(samples, EvalConfig()) == res.faster_than_eager
+
+
+def test_inputs_changed_reads_nan_and_rounding_as_before() -> None:
+    """torch.equal first (one pass), allclose only where it says no: NaN left in place and a change
+    under 1e-5 are still no change; a real write still is one, in every dtype."""
+    from cuda_agent.evaluation import guards
+
+    x = torch.randn(64)
+    x[3] = float("nan")
+    assert guards.inputs_changed([x], [x.clone()]) is None
+    assert guards.inputs_changed([x], [x + 1e-7]) is None
+    y = x.clone()
+    y[10] += 1.0
+    assert guards.inputs_changed([x], [y]) == "argument 0"
+    i = torch.arange(10)
+    assert guards.inputs_changed([i], [i.clone()]) is None
+    assert guards.inputs_changed([i], [i + (i == 4)]) == "argument 0"

@@ -50,3 +50,53 @@ def test_complex_outputs_are_compared_part_by_part():
     ref = torch.randn(64, 32, dtype=torch.complex64)
     assert compare_outputs(ref, ref.clone(), Tolerance()).ok
     assert not compare_outputs(ref, ref.conj().resolve_conj(), Tolerance()).ok
+
+
+def _full_walk(monkeypatch, ref, cand, tol):
+    """The comparison with the one-sync path turned off: every slab through the full walk."""
+    import cuda_agent.evaluation.verify as verify
+
+    with monkeypatch.context() as m:
+        m.setattr(verify, "_finite_slab", lambda *a: None)
+        return compare_outputs(ref, cand, tol)
+
+
+def test_the_one_sync_path_gives_the_full_walks_verdict_message_and_numbers(monkeypatch) -> None:
+    """Issue 23: the comparison's quick path (three reads, one sync) must never decide otherwise
+    than the full walk: within, at and past the tolerance, NaN and Inf on either side, fp32 values
+    whose difference overflows, half types, float64, several slabs, tiny outputs near the norm floor."""
+    import cuda_agent.evaluation.verify as verify
+
+    monkeypatch.setattr(verify, "CHUNK_ELEMENTS", 1000)  # several slabs, on a CPU
+    g = torch.Generator().manual_seed(7)
+    ref = torch.randn(50, 70, generator=g)
+    cases = {
+        "same": ref.clone(),
+        "noise": ref + 1e-3 * torch.randn(50, 70, generator=g),
+        "under atol": ref + 0.009,
+        "past atol, within rtol": ref + 0.009 + 0.005 * ref.abs(),
+        "a few out": ref.clone().index_put_((torch.tensor([3, 40]), torch.tensor([5, 60])), torch.tensor([9.0, -9.0])),
+        "all out": ref + 0.5,
+        "nan": ref.clone().index_put_((torch.tensor([1]), torch.tensor([2])), torch.tensor(float("nan"))),
+        "inf": ref.clone().index_put_((torch.tensor([49]), torch.tensor([69])), torch.tensor(float("inf"))),
+        "tiny and wrong": ref * 1e-7,
+    }
+    tol = Tolerance()
+    for name, cand in cases.items():
+        got, want = compare_outputs(ref, cand, tol), _full_walk(monkeypatch, ref, cand, tol)
+        assert (got.ok, got.message, got.max_abs_diff) == (want.ok, want.message, want.max_abs_diff), name
+    both_inf = ref.clone()
+    both_inf[0, 0] = float("inf")
+    for cand in (both_inf.clone(), ref):  # the same non-finite value; and one the candidate lacks
+        got, want = compare_outputs(both_inf, cand, tol), _full_walk(monkeypatch, both_inf, cand, tol)
+        assert (got.ok, got.message) == (want.ok, want.message)
+    huge = torch.full((30,), 3e38)
+    got, want = compare_outputs(huge, -huge, tol), _full_walk(monkeypatch, huge, -huge, tol)  # c - r overflows
+    assert (got.ok, got.message) == (want.ok, want.message) and not got.ok
+    for dtype in (torch.float16, torch.bfloat16, torch.float64):
+        r, c = ref.to(dtype), (ref + 0.02 * torch.randn(50, 70, generator=g)).to(dtype)
+        got, want = compare_outputs(r, c, tol), _full_walk(monkeypatch, r, c, tol)
+        assert (got.ok, got.message, got.max_abs_diff) == (want.ok, want.message, want.max_abs_diff), dtype
+    small = torch.full((100,), 1e-6)
+    got, want = compare_outputs(small, small * 3, tol), _full_walk(monkeypatch, small, small * 3, tol)
+    assert (got.ok, got.message) == (want.ok, want.message)

@@ -76,9 +76,9 @@ def inputs_changed(before: list[Any], after: list[Any]) -> str | None:
         if isinstance(b, torch.Tensor) and isinstance(a, torch.Tensor):
             if b.shape != a.shape or b.dtype != a.dtype:
                 return f"argument {i}"
-            for bb, aa in _slabs(b, a):
-                same = torch.equal(bb, aa) if not bb.dtype.is_floating_point else bool(
-                    torch.allclose(bb, aa, atol=1e-5, rtol=1e-5, equal_nan=True))
+            for bb, aa in _slabs(b, a):  # equal first: one pass where allclose makes ~6 (0.47 s of level1/23_Softmax)
+                same = torch.equal(bb, aa) or (bb.dtype.is_floating_point and bool(
+                    torch.allclose(bb, aa, atol=1e-5, rtol=1e-5, equal_nan=True)))
                 if not same:
                     return f"argument {i}"
     return None
