@@ -1576,6 +1576,12 @@ def test_the_weights_print_is_keyed_by_position_and_sees_a_permutation_and_one_b
     assert _weights_print(swapped, key) != print_
     sorted_ = {**tensors, "w": tensors["w"].flatten().sort().values.view(33, 7)}
     assert _weights_print(sorted_, key) != print_
+    a, b = torch.randn(8), torch.randn(8)  # small tensors are printed together: a value moved between two shows
+    together = _weights_print({"a": a, "b": b}, key)
+    a2, b2 = a.clone(), b.clone()
+    a2[2], b2[2] = b[2], a[2]
+    assert _weights_print({"a": a2, "b": b2}, key) != together
+    assert _weights_print({"a": b, "b": a}, key) != together
     big = torch.randn(40)
     old_chunk = judge_mod.PRINT_CHUNK
     try:
