@@ -194,8 +194,10 @@ class CandidateLink(WatchedProcess):
     # ---- control from outside ------------------------------------------------------------
     def pid(self) -> int:
         """The host PID of the Python process (inside the namespaces it is PID 1)."""
+        if not self.namespaces or self.forked:  # no scan of /proc where the answer is known (~5 ms each on
+            return self.proc.pid  # an H100 host, seven an evaluation: issue 23, sixteenth session)
         tree = process_tree(self.proc.pid)
-        return tree[-1] if self.namespaces and not self.forked and len(tree) > 1 else self.proc.pid
+        return tree[-1] if len(tree) > 1 else self.proc.pid
 
     def freeze(self, confirm_tree: bool = True) -> bool:
         """Stop every thread of the candidate while the judge times its own models: nothing
