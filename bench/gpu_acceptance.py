@@ -168,7 +168,10 @@ def sampled_run(argv: list[str], progress: Path, peaks: dict[int, float], detail
     counted once)."""
     from cuda_agent.isolation.sandbox import process_tree
 
-    idle = device_used_gib() or 0.0
+    idle = [device_used_gib() or 0.0]  # the device's level before the start, lowered by any lower sample:
+    # an earlier step's process still exiting at the start held ~1 GiB that then counted as idle, and the
+    # naive harness's whole use read 0.1 GiB on level3/38_LSTMBidirectional (36x, sixteenth session)
+    raw: dict[int, float] = {}
     proc = subprocess.Popen(argv)
     stop = threading.Event()
 
@@ -189,8 +192,10 @@ def sampled_run(argv: list[str], progress: Path, peaks: dict[int, float], detail
             # one's spares hold a context only, under CONTEXT_GIB)
             done = min([done] + [worked[pid] for pid in table if pid in tree and pid in worked])
             whole = device_used_gib()
+            if whole is not None:
+                idle[0] = min(idle[0], whole)
             if whole is not None and device_peaks is not None and used:
-                device_peaks[done] = max(device_peaks.get(done, 0.0), whole - idle)
+                raw[done] = max(raw.get(done, 0.0), whole)
             if used:
                 peaks[done] = max(peaks.get(done, 0.0), used)
                 with detail.open("a") as fh:
@@ -204,6 +209,8 @@ def sampled_run(argv: list[str], progress: Path, peaks: dict[int, float], detail
     proc.wait()
     stop.set()
     sampler.join()
+    if device_peaks is not None:
+        device_peaks.update({done: whole - idle[0] for done, whole in raw.items()})
 
 
 def run_kb(log: Log, out: Path, kb_list: Path, deadline: float, naive_share: float) -> None:
