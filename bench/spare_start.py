@@ -13,8 +13,11 @@ load phase of a small task waited for it).
    contexts made at once take twice as long (the second client of a new task started 0.43 s
    after the first in every KernelBench task of issue 23's eleventh session).
 4. `client_pairs`: two clients started the judge's way at once, their start steps.
+5. `kill_s`: how long a child with a context and N GiB allocated takes to be gone after SIGKILL
+   (waitpid returns): what a new task's reference phase waits for when it reaps the last task's
+   clients (H100, 2026-11-27: 0.09 s with nothing allocated, 0.11-0.13 s with 4 or 20 GiB).
 
-    python bench/spare_start.py [--clients 4] [--raw 4] [--split 3] [--width 2] --out spare_start.json
+    python bench/spare_start.py [--clients 4] [--raw 4] [--split 3] [--width 2] [--kill 0,4,20] --out spare_start.json
 """
 from __future__ import annotations
 
@@ -77,6 +80,38 @@ def _raw_child(write_fd: int) -> None:
     steps = _context_and_libraries("begin")
     free, total = torch.cuda.mem_get_info()
     os.write(write_fd, json.dumps({"steps_s": steps, "device_used_gib": round((total - free) / 2**30, 3)}).encode())
+
+
+def _holding_child(write_fd: int, gib: float) -> None:
+    import torch
+
+    held = torch.empty(int(gib * 2**30), dtype=torch.uint8, device="cuda") if gib else torch.ones(1, device="cuda")
+    held.fill_(1)
+    torch.cuda.synchronize()
+    os.write(write_fd, b"up")
+    os.close(write_fd)
+    time.sleep(600)
+
+
+def kill_seconds(gib: float) -> float:
+    """Seconds from SIGKILL to waitpid for a forked child holding a context and `gib` GiB."""
+    import signal
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            _holding_child(w, gib)
+        finally:
+            os._exit(0)
+    os.close(w)
+    os.read(r, 2)
+    os.close(r)
+    t0 = time.perf_counter()
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    return round(time.perf_counter() - t0, 4)
 
 
 def preload_device_libraries() -> list[str]:
@@ -246,6 +281,7 @@ def main() -> None:
     ap.add_argument("--split", type=int, default=0)
     ap.add_argument("--width", type=int, default=2)
     ap.add_argument("--pairs", type=int, default=0)
+    ap.add_argument("--kill", default="", help="GiB a killed child holds, comma-separated (e.g. 0,4,20)")
     ap.add_argument("--backend", default="cuda")
     ap.add_argument("--out", default="spare_start.json")
     args = ap.parse_args()
@@ -259,6 +295,10 @@ def main() -> None:
     if args.pairs:
         report["client_pairs"] = client_pairs(args.pairs, args.backend)
         print("client pairs:", json.dumps(report["client_pairs"]), flush=True)
+    if args.kill:
+        sizes = [float(g) for g in args.kill.split(",")]
+        report["kill_s"] = _in_child(lambda: {str(g): [kill_seconds(g) for _ in range(3)] for g in sizes})
+        print("kill:", json.dumps(report["kill_s"]), flush=True)
     Path(args.out).write_text(json.dumps(report, indent=1))
     print(json.dumps({k: {n: v.get(n) for n in ("median_start_s", "median_s", "opened", "server_ready_s")
                           if n in v} for k, v in report.items() if isinstance(v, dict)}))
