@@ -1594,6 +1594,49 @@ def test_the_weights_print_is_keyed_by_position_and_sees_a_permutation_and_one_b
         judge_mod.PRINT_CHUNK = old_chunk
 
 
+def test_the_weights_print_sees_changes_made_to_keep_linear_sums_under_every_key() -> None:
+    """A review of the sixteenth session (W1-W3): with position weights 2p + c, two sign flips of opposite
+    sign (in one tensor or in two), a bias negated whole (as many entries each way) and a bit-30 pattern of
+    zero count and moment kept both sums for about half the keys, and words 2^30 apart shared a weight.
+    With a pseudo-random weight per position, each is seen under every one of 64 fresh keys."""
+    from cuda_agent.evaluation.judge import _position_weights, _print_key, _weights_print
+
+    g = torch.Generator().manual_seed(11)
+    params = {"conv.weight": torch.randn(64, 27, generator=g), "conv.bias": torch.randn(64, generator=g).abs(),
+              "fc.weight": torch.randn(10, 64, generator=g)}
+    params["conv.bias"][::2] *= -1
+    w, f = params["conv.weight"].view(-1), params["fc.weight"].view(-1)
+    i, i2, j = int((w > 0).nonzero()[5]), int((w < 0).nonzero()[7]), int((f < 0).nonzero()[3])
+
+    def negated(name: str, idx: list[int]) -> torch.Tensor:
+        t = params[name].clone().view(-1)
+        t[idx] = -t[idx]
+        return t.view(params[name].shape)
+
+    words = params["conv.weight"].clone().view(-1).view(torch.int32)
+    bit, has = 1 << 30, (params["conv.weight"].view(-1).view(torch.int32) & (1 << 30)) != 0
+    p_ = next(k for k in range(words.numel() - 1) if not has[k] and has[k + 1])
+    q_ = next(k for k in range(p_ + 3, words.numel() - 1) if has[k] and not has[k + 1])
+    words[p_] |= bit
+    words[p_ + 1] &= ~bit
+    words[q_] &= ~bit
+    words[q_ + 1] |= bit
+    changed = {
+        "a pair across tensors": {**params, "conv.weight": negated("conv.weight", [i]), "fc.weight": negated("fc.weight", [j])},
+        "a pair in one tensor": {**params, "conv.weight": negated("conv.weight", [i, i2])},
+        "a bias negated whole": {**params, "conv.bias": -params["conv.bias"]},
+        "a bit-30 pattern": {**params, "conv.weight": words.view(torch.float32).view(64, 27)},
+    }
+    for _ in range(64):
+        key = _print_key()
+        before = _weights_print(params, key)
+        for name, after in changed.items():
+            assert _weights_print(after, key) != before, name
+    secret = 987654321
+    near, far = _position_weights(5, 4, secret, "cpu"), _position_weights(5 + (1 << 30), 4, secret, "cpu")
+    assert not torch.equal(near, far) and len(set(near.tolist())) == 4
+
+
 def test_a_reference_whose_forward_writes_its_own_parameters_never_shares_them() -> None:
     """A review of the thirteenth session: `nn.Embedding(max_norm=...)` renormalises the rows it reads in
     place, in eval mode too. Shared with the baseline arena, those writes failed the weights check at the

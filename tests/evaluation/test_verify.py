@@ -100,3 +100,12 @@ def test_the_one_sync_path_gives_the_full_walks_verdict_message_and_numbers(monk
     small = torch.full((100,), 1e-6)
     got, want = compare_outputs(small, small * 3, tol), _full_walk(monkeypatch, small, small * 3, tol)
     assert (got.ok, got.message) == (want.ok, want.message)
+
+
+def test_a_negative_tolerance_takes_the_full_walk(monkeypatch) -> None:
+    """A review of the sixteenth session (V1): with rtol < 0 the quick path's "nothing past atol can
+    fail" does not hold; such a tolerance gets the full walk's verdict."""
+    ref = torch.tensor([1.0, -2.0, 3.0, -4.0])
+    tol = Tolerance(atol=0.01, rtol=-0.5)
+    got, want = compare_outputs(ref, ref + 0.005, tol), _full_walk(monkeypatch, ref, ref + 0.005, tol)
+    assert (got.ok, got.message) == (want.ok, want.message) and not got.ok

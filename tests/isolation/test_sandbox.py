@@ -580,3 +580,33 @@ def test_the_walk_down_the_children_lists_finds_the_tree_the_scan_of_proc_does(m
                 except ProcessLookupError:
                     pass
             proc.wait()
+
+
+def test_a_long_children_list_is_left_to_the_scan(monkeypatch) -> None:
+    """A review of the sixteenth session (P1): the kernel serves a children list a page per read() and
+    restarts the next read by position, so a sibling gone between two reads hid a live child from the
+    walk (800 children of one thread). A list that does not come whole in one read goes to the scan."""
+    import subprocess
+    import sys
+
+    from cuda_agent.isolation import sandbox
+
+    if not sandbox._CHILDREN_LISTS:
+        pytest.skip("this kernel keeps no children lists (CONFIG_PROC_CHILDREN)")
+    root = subprocess.Popen([sys.executable, "-c", "import subprocess, time\n"
+                             "kids = [subprocess.Popen(['sleep', '60']) for _ in range(3)]\n"
+                             "print('up', flush=True); time.sleep(60)\n"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert root.stdout.readline().strip() == "up"
+        assert len(sandbox._walk_children(root.pid)) == 4
+        monkeypatch.setattr(sandbox, "CHILDREN_LIST_BYTES", 4)  # three PIDs no longer come in one read
+        assert sandbox._walk_children(root.pid) is None
+        scanned = sandbox.process_tree(root.pid)
+        assert len(scanned) == 4 and scanned[0] == root.pid
+    finally:
+        for pid in sandbox.process_tree(root.pid)[::-1]:
+            try:
+                os.kill(pid, 9)
+            except ProcessLookupError:
+                pass
+        root.wait()

@@ -673,34 +673,48 @@ def _fingerprint(obj: Any) -> Any:
     return repr(obj)
 
 
-PRINT_CHUNK = 1 << 22  # words a weights print works on at a time (three int32 temporaries of this: 48 MiB)
+PRINT_CHUNK = 1 << 22  # words a weights print works on at a time (three int64 temporaries of this: 96 MiB)
+
+
+_MIX = (-7046029254386353131, -4658895280553007687, -7723592293110705685)  # splitmix64's three odd constants, as int64
+
+
+def _position_weights(start: int, count: int, key: int, device: Any) -> Any:
+    """A pseudo-random int64 weight for each word position from `start`, drawn from the secret
+    `key` (splitmix64's finalizer on position + key, wrapping int64 arithmetic): not linear in the
+    position, so no change can be chosen to cancel in the keyed sum without the key (a review of
+    the sixteenth session, W2: with weights 2p + c, sign flips and bit patterns of zero count and
+    zero moment kept the sum mod 2^32 for every key, and words 2^30 apart shared a weight)."""
+    import torch
+
+    z = torch.arange(start, start + count, dtype=torch.int64, device=device).add_(key).mul_(_MIX[0])
+    for shift, factor in ((30, _MIX[1]), (27, _MIX[2])):
+        z.bitwise_xor_((z >> shift).bitwise_and_((1 << (64 - shift)) - 1)).mul_(factor)  # a logical shift
+    return z.bitwise_xor_((z >> 31).bitwise_and_((1 << 33) - 1))
 
 
 def _weights_print(tensors: dict[str, Any], key: tuple[int, int]) -> tuple[Any, ...]:
     """The named tensors' names, shapes and dtypes, and per device two int64 sums over all their bits
     as int32 words, in the sorted names' order: a plain one, and one keyed by `key` (two int32 values
-    drawn from os.urandom by the judge) and by each word's position, so a permutation of the elements,
-    a value moved between tensors, or words chosen to keep the sums changes it (a review of issue 23's
+    drawn from os.urandom by the judge): each word times a pseudo-random int64 weight of its position
+    (`_position_weights`), summed mod 2^64. A permutation of the elements, a value moved between
+    tensors, or words chosen to keep the sums changes it but by a ~2^-64 chance (a review of issue 23's
     thirteenth session: `_fingerprint`'s sums, order-free and unkeyed, kept a sorted weight matrix's
     print). Small tensors are printed together, up to PRINT_CHUNK words at a time, and everything is
     read in one sync per device: ~9 small kernels a tensor were ~30 ms a print for level3/26_ShuffleNet's
     ~600 parameters, four prints a new task (`Judge.weights_unchanged`, issue 23, sixteenth session)."""
     import torch
 
-    flip, step = key
+    secret = struct.unpack("<q", struct.pack("<ii", *key))[0]
     names = sorted(tensors)
     sums: dict[Any, list[Any]] = {}  # per device: [plain, keyed, words printed so far]
-    twice: dict[Any, Any] = {}  # per device, 2 * a word's place in its chunk (made once, not per chunk)
     waiting: dict[Any, list[Any]] = {}  # per device, small tensors' words not printed yet
 
     def fold(device: Any, words: Any) -> None:
         plain, keyed, at = sums.setdefault(device, [torch.zeros((), dtype=torch.int64, device=device)] * 2 + [0])
-        if device not in twice or twice[device].numel() < words.numel():  # as long as the longest chunk
-            twice[device] = torch.arange(words.numel(), dtype=torch.int32, device=device).mul_(2)
-        offset = (2 * (at & 0x3FFFFFFF) + (step | 1) + 2**31) % 2**32 - 2**31  # as int32 arithmetic wraps
-        weight = twice[device][:words.numel()] + offset  # 2 * position + (step | 1): odd, position-dependent
-        sums[device] = [plain + words.sum(dtype=torch.int64),
-                        keyed + (words ^ flip).mul_(weight).sum(dtype=torch.int64), at + words.numel()]
+        weighted = words.to(torch.int64).mul_(_position_weights(at, words.numel(), secret, device))
+        sums[device] = [plain + words.sum(dtype=torch.int64), keyed + weighted.sum(dtype=torch.int64),
+                        at + words.numel()]
 
     def flush(device: Any) -> None:
         parts = waiting.pop(device, [])

@@ -133,7 +133,7 @@ def _compare_tensors(ref: torch.Tensor, cand: torch.Tensor, tol: Tolerance, path
     n_bad, max_diff, diff_sq, ref_sq, compared = 0, 0.0, 0.0, 0.0, 0
     for r_part, c_part in _slabs(ref, cand):
         r, c = _upcast(r_part), _upcast(c_part)
-        quick = None if r.is_complex() else _finite_slab(r, c, atol, rtol)
+        quick = None if r.is_complex() or atol < 0 or rtol < 0 else _finite_slab(r, c, atol, rtol)
         if quick is not None:
             n_bad += quick[0]
             max_diff = max(max_diff, quick[1])

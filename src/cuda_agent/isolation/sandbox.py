@@ -783,11 +783,17 @@ def process_tree(root_pid: int, max_age_s: float = 0.0) -> list[int]:
     return tree
 
 
+CHILDREN_LIST_BYTES = 2048  # a children list read whole in one read() (the kernel serves a page per call)
+
+
 def _walk_children(root_pid: int) -> list[int] | None:
     """`root_pid` and its descendants from the children lists of every thread met on the way (a
-    child belongs to the thread that made it). A process gone on the way is left out, as a scan
-    made a moment later would leave it; None where a list can't be read for another reason."""
-    tree, todo = [], [root_pid]
+    child belongs to the thread that made it), each once. A process gone on the way is left out, as
+    a scan made a moment later would leave it. None, for the scan, where a list can't be read for
+    another reason or is long: the kernel serves a page per read() and restarts the next read by
+    position, so a sibling gone between two reads can hide a live child from the walk (a review of
+    the sixteenth session, P1: 800 children of one thread); a list read in one call is whole."""
+    tree, todo, seen = [], [root_pid], {root_pid}
     while todo:
         pid = todo.pop()
         tree.append(pid)
@@ -799,12 +805,25 @@ def _walk_children(root_pid: int) -> list[int] | None:
             return None
         for tid in threads:
             try:
-                with open(f"/proc/{pid}/task/{tid}/children") as fh:
-                    todo.extend(int(child) for child in fh.read().split())
+                fd = os.open(f"/proc/{pid}/task/{tid}/children", os.O_RDONLY)
             except FileNotFoundError:  # the thread (or its process) ended since it was listed
                 continue
-            except (OSError, ValueError):
+            except OSError:
                 return None
+            try:
+                text = os.read(fd, CHILDREN_LIST_BYTES + 1)
+            except OSError:
+                return None
+            finally:
+                os.close(fd)
+            if len(text) > CHILDREN_LIST_BYTES:
+                return None
+            try:
+                children = [int(child) for child in text.split()]
+            except ValueError:
+                return None
+            todo.extend(c for c in children if c not in seen)  # a child met twice (its thread ended mid-walk
+            seen.update(children)  # and it moved to a sibling thread read later) counts once (review, P2)
     return tree
 
 
