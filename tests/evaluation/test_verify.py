@@ -109,3 +109,15 @@ def test_a_negative_tolerance_takes_the_full_walk(monkeypatch) -> None:
     tol = Tolerance(atol=0.01, rtol=-0.5)
     got, want = compare_outputs(ref, ref + 0.005, tol), _full_walk(monkeypatch, ref, ref + 0.005, tol)
     assert (got.ok, got.message) == (want.ok, want.message) and not got.ok
+
+
+def test_a_float64_output_past_1e154_is_compared_not_crashed_on() -> None:
+    """Red team round 27: the norms were squared as Python floats, and a float64 norm over ~1.3e154
+    raised OverflowError: "infrastructure" for a wrong 1e200 and for any honest task whose own
+    output is that large. Norms are now summed as norms (math.hypot)."""
+    ref = torch.tensor(3.0, dtype=torch.float64)
+    bad = compare_outputs(ref, torch.tensor(1e200, dtype=torch.float64), TOL)
+    assert not bad.ok and "elements outside" in bad.message
+    huge = torch.full((4,), 1e200, dtype=torch.float64)
+    assert compare_outputs(huge, huge.clone(), TOL).ok
+    assert not compare_outputs(huge, huge * 1.5, TOL).ok
