@@ -22,7 +22,7 @@ import math
 import random
 from pathlib import Path
 
-from cuda_agent.evaluation.judge import EARLY_LOOKS, EARLY_SHARE, FUTILE_EVERY, FUTILE_LEVEL, futile, settled
+from cuda_agent.evaluation.judge import EARLY_LOOKS, EARLY_SHARE, FUTILE_EVERY, FUTILE_LEVEL, may_stop
 from cuda_agent.evaluation.timing import clearly_faster
 
 MARGIN, CONFIDENCE = 0.05, 0.99
@@ -46,9 +46,7 @@ def run_one(ratios: list[float], n_max: int, futile_level: float | None, every: 
         if n <= EARLY_SHARE * n_max or n >= end:
             continue
         part = {"eager": [1.0] * n, "candidate": ratios[:n]}
-        if n in EARLY_LOOKS and settled(part, MARGIN, LEVEL, futile_level=futile_level):
-            return clearly_faster(ratios[:n], MARGIN, CONFIDENCE), n
-        if every and n > EARLY_LOOKS[0] and n % every == 0 and futile(part, MARGIN, futile_level):
+        if may_stop(part, n, EARLY_LOOKS, MARGIN, LEVEL, futile_level, every or None):
             return clearly_faster(ratios[:n], MARGIN, CONFIDENCE), n
     return clearly_faster(ratios[:end], MARGIN, CONFIDENCE), end
 

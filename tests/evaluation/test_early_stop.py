@@ -61,13 +61,20 @@ def _at_parity(noise: float, n: int, seed: int) -> dict[str, list[float]]:
     return {"eager": [1.0] * n, "candidate": [1.0 + rng.uniform(-noise, noise) for _ in range(n)]}
 
 
+def _stops_at_look(s: dict[str, list[float]]) -> bool:
+    """The judge's decision (`may_stop`) at a look: the strict rule, or eager's bar out of reach."""
+    n = len(s["candidate"])
+    assert n in EARLY_LOOKS
+    return may_stop(s, n, EARLY_LOOKS, MARGIN, LEVEL, FUTILE_LEVEL)
+
+
 def test_a_candidate_at_parity_stops_as_not_faster_at_the_laxer_level():
     """The reference as its own solution, rounds spread +-8%: the strict level cannot rule out
     'faster' at 24 rounds, so without the laxer stop the rounds ran to the budget (level1/73 on an
     H100: 33 rounds, 1.0 s); with it they stop, and the reward's own test agrees."""
     s = _at_parity(0.08, EARLY_LOOKS[1], seed=5)
     assert not settled(s, MARGIN, LEVEL)
-    assert settled(s, MARGIN, LEVEL, futile_level=FUTILE_LEVEL)
+    assert _stops_at_look(s)
     assert not clearly_faster(s["candidate"], MARGIN, CONFIDENCE)
 
 
@@ -79,7 +86,7 @@ def test_the_laxer_stop_only_ever_says_not_faster():
         rng = random.Random(seed)
         ratio = rng.uniform(0.8, 1.1)
         s = _samples(ratio, rng.uniform(0.02, 0.3), rng.choice(EARLY_LOOKS[:4]), seed)
-        if settled(s, MARGIN, LEVEL, futile_level=FUTILE_LEVEL) and not settled(s, MARGIN, LEVEL):
+        if _stops_at_look(s) and not settled(s, MARGIN, LEVEL):
             stopped += 1
             ratios = [c / b for c, b in zip(s["candidate"], s["eager"])]
             assert not clearly_faster(ratios, MARGIN, CONFIDENCE)
@@ -101,14 +108,14 @@ def test_eager_out_of_reach_settles_whatever_compile_does_but_compile_alone_neve
     would have given became a 2 (a review of the fifteenth session)."""
     s = _at_parity(0.03, EARLY_LOOKS[1], seed=6)
     s["compile"] = [c / (1 - MARGIN) * (1 + 0.05 * (-1) ** i) for i, c in enumerate(s["candidate"])]  # straddles
-    assert not settled(s, MARGIN, LEVEL) and settled(s, MARGIN, LEVEL, futile_level=FUTILE_LEVEL)
+    assert not settled(s, MARGIN, LEVEL) and _stops_at_look(s)
     n = EARLY_LOOKS[0]
     faster = _wide(n, base="compile")
     faster["eager"] = [2.0] * n  # twice eager's speed: settled by the strict rule
     lo, hi = median_interval(faster["candidate"], LEVEL)
     assert lo < 1 - MARGIN <= hi  # against compile the decision is open at the strict level ...
     assert median_interval(faster["candidate"], FUTILE_LEVEL)[0] >= 1 - MARGIN  # ... out of reach at the laxer
-    assert not settled(faster, MARGIN, LEVEL, futile_level=FUTILE_LEVEL)
+    assert not _stops_at_look(faster)
 
 
 def test_the_rounds_stop_at_the_looks_and_every_few_rounds_after_the_first():

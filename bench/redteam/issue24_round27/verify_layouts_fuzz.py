@@ -1,5 +1,6 @@
-"""Differential fuzz, new compare (quick path) vs the old full walk (5102a97, kept under
-bench/redteam/review_2026-11-27s16/old/), on the layouts a candidate may describe: stride-0
+"""Differential fuzz, new compare (quick path) vs the old full walk (5102a97, read from git by
+bench/redteam/review_2026-11-27s16/_load.py; since 46e3030 the only differences are fp64 overflows
+where the old walk raised OverflowError and the new one gives a verdict), on the layouts a candidate may describe: stride-0
 (expanded) outputs where the reference's are expanded too, padded strides (up to 2x), transposed,
 sliced, many threads (the judge's default), values near fp32 max (r - c overflowing in some
 elements only), subnormals, NaN payloads in fp16/bf16, and one-element float64 outputs (OverflowError).

@@ -2012,20 +2012,16 @@ class Judge:
         return into
 
 
-def settled(samples: dict[str, list[float]], margin: float, level: float,
-            futile_level: float | None = None) -> bool:
+def settled(samples: dict[str, list[float]], margin: float, level: float) -> bool:
     """Whether more rounds could no longer change a 'faster' decision: against every baseline,
     the median time ratio's interval at `level` lies wholly below 1 - margin (faster, whatever
     follows) or wholly at or above it (not faster). The reward's own test is `clearly_faster` at
     the nominal confidence over whatever rounds were run; `level` is stricter, so the looks
     together keep its error rate (Bonferroni), and the decision then agrees with the early one.
-    `futile_level`: also settled where eager's bar is out of reach at that laxer level (`futile`):
-    reward 1 whatever follows, torch.compile's bar counting only once eager's is cleared. Never
-    torch.compile's alone: that stop would end a reward 3 as a 2 (a review of the fifteenth session)."""
+    (The laxer stop is `futile`, eager's bar only: torch.compile's alone would end a reward 3 as
+    a 2, a review of the fifteenth session.)"""
     from .timing import median_interval, round_ratios
 
-    if futile(samples, margin, futile_level):
-        return True
     cand = samples["candidate"]
     for name, base in samples.items():
         if name == "candidate":
@@ -2052,13 +2048,14 @@ def futile(samples: dict[str, list[float]], margin: float, level: float | None) 
 
 
 def may_stop(samples: dict[str, list[float]], rounds: int, looks: tuple[int, ...], margin: float, level: float,
-             futile_level: float | None) -> bool:
+             futile_level: float | None, every: int | None = FUTILE_EVERY) -> bool:
     """Whether the timed rounds may end after `rounds` of them (the early share of the budget spent):
-    at a look once every decision is `settled`, and every FUTILE_EVERY rounds after the first look
-    once eager's bar is out of reach (`futile`; `futile_level` None: never)."""
+    at a look once every decision is `settled`, and at the looks and every `every` rounds after the
+    first one once eager's bar is out of reach (`futile`; `futile_level` None: never; `every` None:
+    at the looks only, a policy `bench/early_stop_power.py` compares)."""
     if not looks:
         return False
-    asked = rounds in looks or (rounds > looks[0] and rounds % FUTILE_EVERY == 0)
+    asked = rounds in looks or (every is not None and rounds > looks[0] and rounds % every == 0)
     if asked and futile(samples, margin, futile_level):
         return True
     return rounds in looks and settled(samples, margin, level)

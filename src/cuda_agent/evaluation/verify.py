@@ -192,7 +192,7 @@ def _finite_slab(r: torch.Tensor, c: torch.Tensor, atol: float, rtol: float) -> 
     top, d_norm, r_norm = torch.stack([torch.linalg.vector_norm(d, math.inf).to(torch.float64),
                                        torch.linalg.vector_norm(d, dtype=torch.float64),
                                        torch.linalg.vector_norm(r, dtype=torch.float64)]).tolist()
-    if not (math.isfinite(top) and math.isfinite(d_norm)):  # the 2-norm of finite fp32 values fits a float64
+    if not math.isfinite(d_norm):  # NaN or Inf in d (the 2-norm of finite fp32 values fits a float64)
         return None
     bad = int((d.abs_() > r.abs().mul_(rtol).add_(atol)).sum()) if top > atol else 0
     return bad, top, d_norm, r_norm
