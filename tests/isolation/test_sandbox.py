@@ -10,6 +10,7 @@ import pytest
 
 from cuda_agent.evaluation import EvalConfig, GuardConfig, evaluate
 from cuda_agent.isolation.sandbox import landlock_abi, namespaces_available
+from cuda_agent.isolation.worker import kill_tree
 
 pytestmark = pytest.mark.slow
 
@@ -574,11 +575,7 @@ def test_the_walk_down_the_children_lists_finds_the_tree_the_scan_of_proc_does(m
         assert outside.pid not in walked and walked[0] == root.pid
     finally:
         for proc in (root, outside):
-            for pid in sandbox.process_tree(proc.pid)[::-1]:
-                try:
-                    os.kill(pid, 9)
-                except ProcessLookupError:
-                    pass
+            kill_tree(proc)
             proc.wait()
 
 
@@ -604,9 +601,5 @@ def test_a_long_children_list_is_left_to_the_scan(monkeypatch) -> None:
         scanned = sandbox.process_tree(root.pid)
         assert len(scanned) == 4 and scanned[0] == root.pid
     finally:
-        for pid in sandbox.process_tree(root.pid)[::-1]:
-            try:
-                os.kill(pid, 9)
-            except ProcessLookupError:
-                pass
+        kill_tree(root)
         root.wait()
