@@ -22,7 +22,8 @@ import math
 import random
 from pathlib import Path
 
-from cuda_agent.evaluation.judge import EARLY_LOOKS, EARLY_SHARE, FUTILE_EVERY, FUTILE_LEVEL, may_stop
+from cuda_agent.evaluation.judge import (EARLY_LOOKS, EARLY_SHARE, FUTILE_EVERY, FUTILE_FROM, FUTILE_LEVEL, FUTILE_SHARE,
+                                        may_stop)
 from cuda_agent.evaluation.timing import clearly_faster
 
 MARGIN, CONFIDENCE = 0.05, 0.99
@@ -38,15 +39,18 @@ def draw_ratios(rng: random.Random, r: float, sigma: float, n: int) -> list[floa
     return out
 
 
-def run_one(ratios: list[float], n_max: int, futile_level: float | None, every: int | None = None) -> tuple[bool, int]:
+def run_one(ratios: list[float], n_max: int, futile_level: float | None, every: int | None = None,
+            first: int = FUTILE_FROM, share: float = FUTILE_SHARE) -> tuple[bool, int]:
     """(faster, rounds run) for one simulated evaluation under the judge's rule; `every`: the laxer
-    stop looked for every this many rounds from the first look on, not only at the looks."""
+    stop looked for every this many rounds from round `first` on, not only at the looks, once
+    `share` of the budget is spent (the strict looks once EARLY_SHARE is: budget ~ n_max rounds)."""
     end = max(n_max, 10)
     for n in range(1, end + 1):
-        if n <= EARLY_SHARE * n_max or n >= end:
+        if n <= min(share, EARLY_SHARE) * n_max or n >= end:
             continue
         part = {"eager": [1.0] * n, "candidate": ratios[:n]}
-        if may_stop(part, n, EARLY_LOOKS, MARGIN, LEVEL, futile_level, every or None):
+        if may_stop(part, n, EARLY_LOOKS, MARGIN, LEVEL, futile_level if n > share * n_max else None,
+                    every or None, first if every else EARLY_LOOKS[0], strict=n > EARLY_SHARE * n_max):
             return clearly_faster(ratios[:n], MARGIN, CONFIDENCE), n
     return clearly_faster(ratios[:end], MARGIN, CONFIDENCE), end
 
@@ -58,6 +62,9 @@ def main() -> None:
     ap.add_argument("--levels", type=float, nargs="*", default=[FUTILE_LEVEL], help="laxer levels to try")
     ap.add_argument("--every", type=int, default=FUTILE_EVERY,
                     help="also: the laxer stop looked for every N rounds after the first look (the judge's rule); 0: not")
+    ap.add_argument("--first", type=int, default=FUTILE_FROM, help="the laxer stop's first round (the judge's rule); "
+                    "compared with the first look at EARLY_SHARE (the rule before)")
+    ap.add_argument("--share", type=float, default=FUTILE_SHARE, help="... once this share of the budget is spent")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     policies: list[float | None] = [None, *args.levels]
@@ -69,16 +76,17 @@ def main() -> None:
                 draws = [draw_ratios(rng, r, sigma, max(n_max, 10)) for _ in range(args.reps)]
                 row = {"sigma": sigma, "n_max": n_max, "r": r}
                 for pol in policies:
-                    res = [run_one(d, n_max, pol) for d in draws]
+                    res = [run_one(d, n_max, pol, None, EARLY_LOOKS[0], EARLY_SHARE) for d in draws]
                     key = "now" if pol is None else f"futile_{pol}"
                     row[key] = {"p_faster": sum(f for f, _ in res) / len(res),
                                 "rounds": sum(n for _, n in res) / len(res)}
                     if pol is None or not args.every:
                         continue
-                    res = [run_one(d, n_max, pol, args.every) for d in draws]
-                    key = f"futile_{pol}_every_{args.every}"
-                    row[key] = {"p_faster": sum(f for f, _ in res) / len(res),
-                                "rounds": sum(n for _, n in res) / len(res)}
+                    for first, share in sorted({(args.first, args.share), (EARLY_LOOKS[0], EARLY_SHARE)}):
+                        res = [run_one(d, n_max, pol, args.every, first, share) for d in draws]
+                        key = f"futile_{pol}_every_{args.every}_from_{first}_share_{share}"
+                        row[key] = {"p_faster": sum(f for f, _ in res) / len(res),
+                                    "rounds": sum(n for _, n in res) / len(res)}
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     (args.out / "cells.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))

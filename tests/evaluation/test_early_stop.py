@@ -7,7 +7,8 @@ import random
 
 import pytest
 
-from cuda_agent.evaluation.judge import EARLY_LOOKS, FUTILE_EVERY, FUTILE_LEVEL, futile, may_stop, settled
+from cuda_agent.evaluation.judge import (EARLY_LOOKS, FUTILE_EVERY, FUTILE_FROM, FUTILE_LEVEL, futile, may_stop,
+                                        settled)
 from cuda_agent.evaluation.timing import clearly_faster, median_interval
 
 MARGIN, CONFIDENCE = 0.05, 0.99
@@ -118,16 +119,24 @@ def test_eager_out_of_reach_settles_whatever_compile_does_but_compile_alone_neve
     assert not _stops_at_look(faster)
 
 
-def test_the_rounds_stop_at_the_looks_and_every_few_rounds_after_the_first():
+def test_the_rounds_stop_at_the_laxer_stops_rounds_and_at_the_looks():
     """`may_stop` is the timing loop's decision (`Judge._time`): at parity with wide rounds, not
-    before the first look, not between the laxer stop's rounds, yes at the first one after the look
-    (16, not a look); never with the laxer stop off (several workloads judged together)."""
-    assert 16 not in EARLY_LOOKS and 16 % FUTILE_EVERY == 0 and 18 % FUTILE_EVERY != 0
-    assert futile(_wide(8), MARGIN, FUTILE_LEVEL) and not may_stop(_wide(8), 8, EARLY_LOOKS, MARGIN, LEVEL,
-                                                                    FUTILE_LEVEL)  # before the first look
+    before the laxer stop's first round (FUTILE_FROM, before the first look), not between its rounds,
+    yes at them and at the looks; never with the laxer stop off (several workloads judged together).
+    The strict rule only where the loop says its share of the budget is spent (`strict`)."""
+    first = FUTILE_FROM
+    assert first < EARLY_LOOKS[0]
+    slow = _wide(first - 1)
+    slow["candidate"] = [1.15 * c for c in slow["candidate"]]
+    assert futile(slow, MARGIN, FUTILE_LEVEL) and not may_stop(slow, first - 1, EARLY_LOOKS, MARGIN, LEVEL,
+                                                               FUTILE_LEVEL)  # too soon
+    assert may_stop(_wide(first), first, EARLY_LOOKS, MARGIN, LEVEL, FUTILE_LEVEL)
+    assert not may_stop(_wide(first + 2), first + 2, EARLY_LOOKS, MARGIN, LEVEL, FUTILE_LEVEL)  # between its rounds
+    assert 16 not in EARLY_LOOKS and (16 - first) % FUTILE_EVERY == 0 and (18 - first) % FUTILE_EVERY != 0
     assert not settled(_wide(16), MARGIN, LEVEL)  # the strict rule alone would run on
     assert futile(_wide(16), MARGIN, FUTILE_LEVEL) and futile(_wide(18), MARGIN, FUTILE_LEVEL)
     assert may_stop(_wide(16), 16, EARLY_LOOKS, MARGIN, LEVEL, FUTILE_LEVEL)
+    assert may_stop(_wide(16), 16, EARLY_LOOKS, MARGIN, LEVEL, FUTILE_LEVEL, strict=False)  # the laxer stop's own
     assert not may_stop(_wide(18), 18, EARLY_LOOKS, MARGIN, LEVEL, FUTILE_LEVEL)
     assert not may_stop(_wide(16), 16, EARLY_LOOKS, MARGIN, LEVEL, None)  # off
     assert not may_stop(_wide(16), 16, (), MARGIN, LEVEL, FUTILE_LEVEL)  # early stop off
@@ -135,6 +144,9 @@ def test_the_rounds_stop_at_the_looks_and_every_few_rounds_after_the_first():
     faster = _wide(16)
     faster["candidate"] = [0.8 * c for c in faster["candidate"]]
     assert not may_stop(faster, 16, EARLY_LOOKS, MARGIN, LEVEL, FUTILE_LEVEL)
+    clear = _samples(0.5, 0.02, EARLY_LOOKS[0], seed=1)  # settled by the strict rule at the first look ...
+    assert settled(clear, MARGIN, LEVEL) and may_stop(clear, EARLY_LOOKS[0], EARLY_LOOKS, MARGIN, LEVEL, FUTILE_LEVEL)
+    assert not may_stop(clear, EARLY_LOOKS[0], EARLY_LOOKS, MARGIN, LEVEL, FUTILE_LEVEL, strict=False)  # ... not before
 
 
 def test_the_laxer_stop_is_asked_for_a_sole_workload_only(make_workspace, fast_config, monkeypatch):

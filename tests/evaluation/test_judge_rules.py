@@ -1355,13 +1355,16 @@ def test_a_declared_constant_is_handed_over_unscaled_and_the_rest_is_scaled() ->
 def test_a_client_starts_only_the_libraries_its_task_may_use() -> None:
     """Issue 23 (H100): cuDNN's start was 0.15-0.22 s of every client's, on the critical path of
     tasks with no convolution. A client taken while starting starts what the task's source may
-    reach; with no source (or an idle spare) it starts both."""
+    reach; with no source (or an idle spare) it starts both. A convolution alone is cuDNN's (level2/89:
+    cuBLAS's 0.06-0.08 s was on its critical path for nothing)."""
     from cuda_agent.evaluation.judge import LIBRARIES, libraries_for
 
     assert libraries_for("def forward(self, x):\n    return torch.sigmoid(x) * x\n") == []
     assert libraries_for("return torch.matmul(A, B)") == ["cublas"]
     assert libraries_for("self.fc = nn.Linear(8, 8)") == ["cublas"]
-    assert libraries_for("self.conv = nn.Conv2d(3, 8, 3)") == ["cudnn", "cublas"]
+    assert libraries_for("self.conv = nn.Conv2d(3, 8, 3)") == ["cudnn"]
+    assert libraries_for("self.up = nn.ConvTranspose3d(3, 8, 3)") == ["cudnn"]
+    assert libraries_for("self.conv = nn.Conv2d(3, 8, 3)\nself.fc = nn.Linear(8, 8)") == ["cudnn", "cublas"]
     assert libraries_for("self.rnn = nn.LSTM(8, 8)") == ["cudnn", "cublas"]
     assert libraries_for(None) == list(LIBRARIES)
 

@@ -71,6 +71,8 @@ EARLY_SHARE = 0.25  # ... and once this share of the budget's wall time is spent
 FUTILE_LEVEL = 0.9  # ... or once eager's interval at this laxer confidence lies wholly at or above 1 - margin (only
 # ever a 'not faster': `futile`), at the looks and every FUTILE_EVERY rounds after the first; no share of the error
 FUTILE_EVERY = 4  # rate is spent on it. `bench/early_stop_power.py`: at parity, 28% fewer rounds over its grid
+FUTILE_FROM = 8  # the laxer stop's first round (before the first look), once FUTILE_SHARE of the budget is spent:
+FUTILE_SHARE = 0.15  # the shortest conv nets' 12 rounds were ~0.1 s of a new task's ~1.3 s (issue 23's 1.5x)
 STACKED_ELEMENTS = 1 << 25  # a timed batch's outputs compared as one stack up to this (verify.CHUNK_ELEMENTS: a slab)
 OVERLAP_CHUNK = 1 << 20  # elements whose bytes the overlap check lists at a time (`_really_overlap`)
 INPUTS_MOVE_DRAWS = 16  # draws more that confirm a task's integer inputs ignore the seed (`_check_inputs_move`)
@@ -201,8 +203,8 @@ LIBRARIES = ("cudnn", "cublas")  # what `warm_up_libraries` starts, in order
 _LIBRARY_WORDS = {
     "cudnn": re.compile(r"conv|Conv|rnn|RNN|lstm|LSTM|gru|GRU|batch_norm|BatchNorm|cudnn"),
     "cublas": re.compile(r"[Ll]inear|matmul|bmm|\bmm\b|@|einsum|addmm|ttention|scaled_dot|rnn|RNN|lstm|LSTM|gru|GRU|"
-                         r"[Bb]ilinear|tensordot|inner|outer|kron|linalg|cholesky|solve|inverse|conv|Conv|cublas"),
-}
+                         r"[Bb]ilinear|tensordot|inner|outer|kron|linalg|cholesky|solve|inverse|cublas"),
+}  # a convolution alone is cuDNN's: cuBLAS started for one (0.06-0.08 s) sat on level2/89's critical path (issue 23)
 
 
 def libraries_for(task_source: str | None) -> list[str]:
@@ -1945,6 +1947,7 @@ class Judge:
             else cfg.timing.floor_trials
         soft_end = time.monotonic() + cfg.timing.budget_s
         early_from = time.monotonic() + EARLY_SHARE * cfg.timing.budget_s
+        futile_from = time.monotonic() + FUTILE_SHARE * cfg.timing.budget_s
         looks = EARLY_LOOKS if cfg.timing.early_stop else ()
         level = 1 - (1 - cfg.timing.confidence) / (len(looks) + 1)  # each look, and the last round, get a share
         futile_level = FUTILE_LEVEL if futile_stop else None
@@ -1954,7 +1957,9 @@ class Judge:
             self._round(state, cfg, base, cand, names, stack, positions, _round_seed(), rng, samples, r)
             if r + 1 >= fewest and time.monotonic() > soft_end:
                 break
-            if time.monotonic() > early_from and may_stop(samples, r + 1, looks, cfg.margin, level, futile_level):
+            now = time.monotonic()
+            if now > futile_from and may_stop(samples, r + 1, looks, cfg.margin, level, futile_level,
+                                              strict=now > early_from):
                 break
         cand.watch("time", force=True)
         clock.mark("time")
@@ -2048,17 +2053,19 @@ def futile(samples: dict[str, list[float]], margin: float, level: float | None) 
 
 
 def may_stop(samples: dict[str, list[float]], rounds: int, looks: tuple[int, ...], margin: float, level: float,
-             futile_level: float | None, every: int | None = FUTILE_EVERY) -> bool:
-    """Whether the timed rounds may end after `rounds` of them (the early share of the budget spent):
-    at a look once every decision is `settled`, and at the looks and every `every` rounds after the
-    first one once eager's bar is out of reach (`futile`; `futile_level` None: never; `every` None:
-    at the looks only, a policy `bench/early_stop_power.py` compares)."""
+             futile_level: float | None, every: int | None = FUTILE_EVERY, first: int = FUTILE_FROM,
+             strict: bool = True) -> bool:
+    """Whether the timed rounds may end after `rounds` of them: once eager's bar is out of reach
+    (`futile`) at round `first` and every `every` after it, and at the looks (`every` None: at the
+    looks only, a policy `bench/early_stop_power.py` compares; `futile_level` None: never); and, where
+    `strict` (the timing loop: EARLY_SHARE of the budget spent), at a look once every decision is
+    `settled`. No early stop at all without looks (`TimingConfig.early_stop` off)."""
     if not looks:
         return False
-    asked = rounds in looks or (every is not None and rounds > looks[0] and rounds % every == 0)
+    asked = rounds in looks or (every is not None and rounds >= first and (rounds - first) % every == 0)
     if asked and futile(samples, margin, futile_level):
         return True
-    return rounds in looks and settled(samples, margin, level)
+    return strict and rounds in looks and settled(samples, margin, level)
 
 
 def _shared_core() -> int | None:
