@@ -1366,6 +1366,7 @@ def test_a_client_starts_only_the_libraries_its_task_may_use() -> None:
     assert libraries_for("self.up = nn.ConvTranspose3d(3, 8, 3)") == ["cudnn"]
     assert libraries_for("self.conv = nn.Conv2d(3, 8, 3)\nself.fc = nn.Linear(8, 8)") == ["cudnn", "cublas"]
     assert libraries_for("self.rnn = nn.LSTM(8, 8)") == ["cudnn", "cublas"]
+    assert libraries_for("class Model(nn.Module):  # a vanilla RNN\n    self.i2h = nn.Linear(8, 8)") == ["cublas"]
     assert libraries_for(None) == list(LIBRARIES)
 
 

@@ -135,3 +135,24 @@ def test_a_lazy_reference_keeps_its_own_parameters_and_its_reward(
     answer = sharing_judge.evaluate(req)
     assert answer.correct, answer.reason
     assert sharing_judge.state.writes_weights and sharing_judge.state.weights_from is None
+
+
+def test_a_task_no_evaluation_follows_is_forgotten_once_answered_and_kept_otherwise(
+        sharing_judge, tmp_path: Path, cache_dir: Path, fast_config) -> None:
+    """`EvalConfig.keep_task_warm` off (a benchmark's one evaluation per task): the judge drops the
+    task and its baseline client after answering (`Judge.after_answer`), not at the next task's start
+    where it sat on the critical path (issue 23); on (an RL group, an agent's turns) it stays warm."""
+    req = _request(tmp_path, cache_dir, fast_config, LINEAR_NORM_TASK, "linear_norm")
+    answer = sharing_judge.evaluate(req)
+    assert answer.correct, answer.reason
+    sharing_judge.after_answer(req)  # kept: the default
+    assert sharing_judge.state is not None and sharing_judge.baseline is not None
+    last = req.model_copy(update={"config": req.config.model_copy(update={"keep_task_warm": False})})
+    answer = sharing_judge.evaluate(last)  # still warm for this one: the same task
+    assert answer.correct, answer.reason
+    client = sharing_judge.baseline.link
+    sharing_judge.after_answer(last)
+    assert sharing_judge.state is None and sharing_judge.baseline is None
+    assert any(link is client for link, _ in sharing_judge.retired) or not client.alive()
+    answer = sharing_judge.evaluate(last)  # made anew, with its reward
+    assert answer.correct, answer.reason

@@ -107,6 +107,11 @@ class EvalConfig(BaseModel):
     cache_dir: str | None = None
     prespawn_worker: bool = Field(default=True, description="start the next worker (torch imported) "
                                   "after each evaluation, hiding ~2 s of start-up from the next one")
+    keep_task_warm: bool = Field(default=True, description="the judge keeps the task (reference, inputs, baseline "
+                                 "client) for its next evaluation (an RL group, an agent's turns). False where none "
+                                 "follows (a benchmark's one evaluation per task): the judge forgets it once it has "
+                                 "answered, in the gap before the next request, so the next task neither waits for "
+                                 "that nor meets its memory")
 
     @field_validator("tolerance")
     @classmethod

@@ -201,10 +201,12 @@ LIBRARIES = ("cudnn", "cublas")  # what `warm_up_libraries` starts, in order
 # words of a task's source that may reach a library (a miss costs only a lazy start in a client's load
 # or warm-up, never in a timed interval: both call every model before any timing)
 _LIBRARY_WORDS = {
-    "cudnn": re.compile(r"conv|Conv|rnn|RNN|lstm|LSTM|gru|GRU|batch_norm|BatchNorm|cudnn"),
+    "cudnn": re.compile(r"conv|Conv|batch_norm|BatchNorm|cudnn|lstm|LSTM|gru|GRU|nn\.RNN\b"),
     "cublas": re.compile(r"[Ll]inear|matmul|bmm|\bmm\b|@|einsum|addmm|ttention|scaled_dot|rnn|RNN|lstm|LSTM|gru|GRU|"
                          r"[Bb]ilinear|tensordot|inner|outer|kron|linalg|cholesky|solve|inverse|cublas"),
-}  # a convolution alone is cuDNN's: cuBLAS started for one (0.06-0.08 s) sat on level2/89's critical path (issue 23)
+}  # what a model's forward really started, on an H100 (`bench/library_use.py`): a convolution net starts cuDNN and
+# not cuBLAS (cuBLAS's 0.06-0.08 s sat on level2/89's critical path for nothing); an RNN written with nn.Linear
+# (level3/33_VanillaRNN) starts no cuDNN (its warm-up's 0.1 s was for nothing); nn.LSTM / GRU / RNN are cuDNN's
 
 
 def libraries_for(task_source: str | None) -> list[str]:
@@ -1158,6 +1160,20 @@ class Judge:
         if state.trials is not None:
             return state.trials[i].inputs
         return self._trial_inputs(state.module, state.seeds[i], state.dtype)
+
+    def after_answer(self, req: JudgeRequest) -> None:
+        """Once the answer is sent: a task no evaluation follows (`EvalConfig.keep_task_warm` off)
+        is forgotten now, while the evaluator records it and asks for the next. Dropped at the next
+        task's start instead, its clean-up and the wait for its baseline client's exit (0.1-0.2 s)
+        sat in that task's reference phase, on the critical path of the shortest convolution nets
+        (issue 23: level3/26_ShuffleNet at 1.45-1.52x the naive harness)."""
+        if req.config.keep_task_warm or req.baselines_only:
+            return
+        try:
+            self.drop_task()
+            self.reap_retired(wait=False)
+        except Exception:  # noqa: BLE001 - a saving, never a fault: the next task's start drops it again
+            pass
 
     def drop_task(self) -> None:
         """Forget the task: its tensors, its baseline client, and the allocator's cached blocks,
@@ -3048,6 +3064,7 @@ def main() -> None:
     for line in inp:
         if not line.strip():
             continue
+        req = None
         try:
             req = JudgeRequest.model_validate_json(line)
             answer(judge.evaluate(req))
@@ -3059,6 +3076,8 @@ def main() -> None:
             judge.drop_task()  # whatever it held may be half-made: the next request starts clean
             answer(JudgeAnswer(type="fault", message="".join(
                 traceback.format_exception(type(exc), exc, exc.__traceback__))[-3000:]))
+        if req is not None:
+            judge.after_answer(req)
     judge.close()
 
 
