@@ -96,8 +96,8 @@ def device_stage(job: Job, directory: Path) -> TaskRecord:
             except Exception as exc:
                 return TaskRecord.for_job(job, status="episode_failed", reason=f"the episode raised: {_describe(exc)}",
                                           wall_s=time.monotonic() - t0)
-        # the task's last evaluation in this run: the judge forgets it once it has answered
-        result: EvalResult = evaluate(ws, cfg.model_copy(update={"keep_task_warm": False}))
+        # the task's last evaluation in this run (not its episode's own): the judge forgets it once it has answered
+        result: EvalResult = evaluate(ws, cfg.model_copy(update={"keep_task_warm": False}) if job.task_ends else cfg)
     except Exception as exc:
         return TaskRecord.for_job(job, status="harness_error", reason=f"device stage failed: {_describe(exc)}",
                                   wall_s=time.monotonic() - t0)

@@ -44,6 +44,8 @@ class Job(BaseModel):
     policy: str | None = Field(default=None, description="episode spec, for policy runs")
     policy_options: dict[str, Any] = Field(default_factory=dict)
     sample: int = Field(default=0, description="which sample of the task (pass@k runs evaluate several)")
+    task_ends: bool = Field(default=True, description="no later job of this run evaluates the task: its evaluation "
+                            "tells the judge to forget the task once answered (`EvalConfig.keep_task_warm`)")
 
     @property
     def key(self) -> str:

@@ -81,6 +81,10 @@ def run_benchmark(suite: Suite, out: str | Path, pool: Pool, *, backend: str, co
                     record(TaskRecord.for_task(task, sample=sample, status="no_solution", reason=str(exc)))
                     continue
                 jobs.append(Job(task=task, backend=backend, config=config, candidate=candidate, sample=sample))
+        seen: set[str] = set()
+        for i in reversed(range(len(jobs))):  # a task's samples after the first keep its judge state warm
+            jobs[i] = jobs[i].model_copy(update={"task_ends": jobs[i].task.name not in seen})
+            seen.add(jobs[i].task.name)
         if jobs:
             pool.run(jobs, Path(out) / "workspaces", record)
         latest = store.latest()
