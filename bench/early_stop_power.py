@@ -45,12 +45,10 @@ def run_one(ratios: list[float], n_max: int, futile_level: float | None, every: 
     stop looked for every this many rounds from round `first` on, not only at the looks, once
     `share` of the budget is spent (the strict looks once EARLY_SHARE is: budget ~ n_max rounds)."""
     end = max(n_max, 10)
-    for n in range(1, end + 1):
-        if n <= min(share, EARLY_SHARE) * n_max or n >= end:
-            continue
+    for n in range(1, end):
         part = {"eager": [1.0] * n, "candidate": ratios[:n]}
-        if may_stop(part, n, EARLY_LOOKS, MARGIN, LEVEL, futile_level if n > share * n_max else None,
-                    every or None, first if every else EARLY_LOOKS[0], strict=n > EARLY_SHARE * n_max):
+        if may_stop(part, n, EARLY_LOOKS, MARGIN, LEVEL, futile_level, every or None, first if every else EARLY_LOOKS[0],
+                    spent=n / n_max, futile_share=share):
             return clearly_faster(ratios[:n], MARGIN, CONFIDENCE), n
     return clearly_faster(ratios[:end], MARGIN, CONFIDENCE), end
 

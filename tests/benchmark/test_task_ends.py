@@ -51,3 +51,41 @@ def test_the_device_stage_lets_the_judge_forget_the_task_only_at_its_end(tmp_pat
 
 class _Result:
     pass
+
+
+def test_a_resumed_run_ends_the_task_at_its_last_job_left(tmp_path: Path) -> None:
+    """Sample 2 already recorded: sample 1, the last job left of the task, ends it."""
+    suite = load_suite("examples", only=["swish"])
+    done = TaskRecord.for_task(suite.tasks[0], sample=2, status="evaluated", mode="reference")
+    from cuda_agent.benchmark import ResultStore
+
+    first = _RecordingPool()
+    run_benchmark(suite, tmp_path / "run", first, backend="cpu", config=EvalConfig(backend="cpu"),
+                  solutions=solution_source("reference"), samples=[0, 1, 2])
+    ResultStore(tmp_path / "run").append(done)
+    again = _RecordingPool()
+    run_benchmark(suite, tmp_path / "run", again, backend="cpu", config=EvalConfig(backend="cpu"),
+                  solutions=solution_source("reference"), samples=[0, 1, 2])
+    assert [(j.sample, j.task_ends) for j in again.jobs] == [(0, False), (1, True)]
+
+
+def test_a_policys_episode_keeps_the_task_warm_and_its_final_evaluation_ends_it(tmp_path: Path, monkeypatch) -> None:
+    suite = load_suite("examples", only=["swish"])
+    pool = _RecordingPool()
+    run_benchmark(suite, tmp_path / "run", pool, backend="cpu", config=EvalConfig(backend="cpu"),
+                  policy="tests.benchmark.test_task_ends:no_episode")
+    (job,) = pool.jobs
+    episode: list[bool] = []
+    final: list[bool] = []
+    monkeypatch.setattr(jobs_module, "materialize", lambda job, directory: (type("W", (), {"root": directory})(),
+                                                                             job.config))
+    monkeypatch.setattr(jobs_module, "run_policy_episode",
+                        lambda policy, task, root, backend, cfg, options: episode.append(cfg.keep_task_warm))
+    monkeypatch.setattr(jobs_module, "evaluate", lambda ws, cfg: final.append(cfg.keep_task_warm) or _Result())
+    monkeypatch.setattr(jobs_module.TaskRecord, "for_job", classmethod(lambda cls, job, **kw: kw))
+    jobs_module.device_stage(job, tmp_path)
+    assert job.task_ends and episode == [True] and final == [False]
+
+
+def no_episode(**kwargs):  # a policy spec for the run above; the test replaces the episode itself
+    return {}

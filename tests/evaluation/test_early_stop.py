@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from cuda_agent.evaluation.judge import (EARLY_LOOKS, FUTILE_EVERY, FUTILE_FROM, FUTILE_LEVEL, futile, may_stop,
-                                        settled)
+from cuda_agent.evaluation.judge import (EARLY_LOOKS, EARLY_SHARE, FUTILE_EVERY, FUTILE_FROM, FUTILE_LEVEL,
+                                        FUTILE_SHARE, futile, may_stop, settled)
 from cuda_agent.evaluation.timing import clearly_faster, median_interval
 
 MARGIN, CONFIDENCE = 0.05, 0.99
@@ -136,7 +136,8 @@ def test_the_rounds_stop_at_the_laxer_stops_rounds_and_at_the_looks():
     assert not settled(_wide(16), MARGIN, LEVEL)  # the strict rule alone would run on
     assert futile(_wide(16), MARGIN, FUTILE_LEVEL) and futile(_wide(18), MARGIN, FUTILE_LEVEL)
     assert may_stop(_wide(16), 16, EARLY_LOOKS, MARGIN, LEVEL, FUTILE_LEVEL)
-    assert may_stop(_wide(16), 16, EARLY_LOOKS, MARGIN, LEVEL, FUTILE_LEVEL, strict=False)  # the laxer stop's own
+    assert may_stop(_wide(16), 16, EARLY_LOOKS, MARGIN, LEVEL, FUTILE_LEVEL, spent=FUTILE_SHARE + 0.01)  # its own share
+    assert not may_stop(_wide(16), 16, EARLY_LOOKS, MARGIN, LEVEL, FUTILE_LEVEL, spent=FUTILE_SHARE)  # not before it
     assert not may_stop(_wide(18), 18, EARLY_LOOKS, MARGIN, LEVEL, FUTILE_LEVEL)
     assert not may_stop(_wide(16), 16, EARLY_LOOKS, MARGIN, LEVEL, None)  # off
     assert not may_stop(_wide(16), 16, (), MARGIN, LEVEL, FUTILE_LEVEL)  # early stop off
@@ -145,8 +146,53 @@ def test_the_rounds_stop_at_the_laxer_stops_rounds_and_at_the_looks():
     faster["candidate"] = [0.8 * c for c in faster["candidate"]]
     assert not may_stop(faster, 16, EARLY_LOOKS, MARGIN, LEVEL, FUTILE_LEVEL)
     clear = _samples(0.5, 0.02, EARLY_LOOKS[0], seed=1)  # settled by the strict rule at the first look ...
-    assert settled(clear, MARGIN, LEVEL) and may_stop(clear, EARLY_LOOKS[0], EARLY_LOOKS, MARGIN, LEVEL, FUTILE_LEVEL)
-    assert not may_stop(clear, EARLY_LOOKS[0], EARLY_LOOKS, MARGIN, LEVEL, FUTILE_LEVEL, strict=False)  # ... not before
+    assert settled(clear, MARGIN, LEVEL) and may_stop(clear, EARLY_LOOKS[0], EARLY_LOOKS, MARGIN, LEVEL, FUTILE_LEVEL,
+                                                      spent=EARLY_SHARE + 0.01)
+    for spent in (FUTILE_SHARE + 0.01, EARLY_SHARE):  # ... not before its own share, the laxer stop's notwithstanding
+        assert not may_stop(clear, EARLY_LOOKS[0], EARLY_LOOKS, MARGIN, LEVEL, FUTILE_LEVEL, spent=spent)
+    assert FUTILE_SHARE < EARLY_SHARE
+
+
+@pytest.mark.parametrize("round_share, stops_at", [(0.03, 8), (0.01, 16), (0.001, 152)])
+def test_the_timing_loop_stops_by_the_share_of_its_budget_spent(monkeypatch, round_share, stops_at):
+    """`Judge._time` itself, its sessions stubbed and its clock faked: at parity with wide rounds the
+    laxer stop ends the rounds at its first round past FUTILE_SHARE of the budget (8 where a round is
+    3% of it; 16 where it is 1%: 8 and 12 came too soon; 152 where it is 0.1%: its first round past 150).
+    A loop that passed no share would stop them all at round 8."""
+    import types
+
+    from cuda_agent.evaluation import judge as judge_module
+    from cuda_agent.evaluation.config import EvalConfig, TimingConfig
+
+    now = [0.0]
+    monkeypatch.setattr(judge_module, "time", types.SimpleNamespace(monotonic=lambda: now[0]))
+    cfg = EvalConfig(backend="cpu", timing=TimingConfig(budget_s=1.0, min_trials=30, warmup_ms=0))
+
+    class Session:
+        m, last_ms, compiles = 1, 1.0, False
+
+        def warm_up(self, *args, **kwargs):
+            pass
+
+        def watch(self, *args, **kwargs):
+            pass
+
+    judge = judge_module.Judge.__new__(judge_module.Judge)
+    judge.torch = None
+    judge.input_stack = lambda state, m: []
+    judge.quiet_spares = lambda: None
+    judge.share_a_core = lambda *sessions: None
+    judge._round_values = lambda *args, **kwargs: []
+
+    def one_round(state, cfg, base, cand, names, stack, positions, seed, rng, samples, r=0):
+        now[0] += round_share * cfg.timing.budget_s
+        samples["eager"].append(1.0)
+        samples["candidate"].append(WIDE_AT_PARITY[r % len(WIDE_AT_PARITY)])
+
+    judge._round = one_round
+    clock = judge_module._PhaseClock({})
+    out = judge._time(None, cfg, Session(), Session(), clock)
+    assert len(out["samples"]["candidate"]) == stops_at
 
 
 def test_the_laxer_stop_is_asked_for_a_sole_workload_only(make_workspace, fast_config, monkeypatch):

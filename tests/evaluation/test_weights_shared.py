@@ -156,3 +156,21 @@ def test_a_task_no_evaluation_follows_is_forgotten_once_answered_and_kept_otherw
     assert any(link is client for link, _ in sharing_judge.retired) or not client.alive()
     answer = sharing_judge.evaluate(last)  # made anew, with its reward
     assert answer.correct, answer.reason
+
+
+def test_the_judge_process_forgets_a_task_after_answering_where_none_follows(make_workspace, fast_config) -> None:
+    """Through the judge process (`judge.main` calls `after_answer`): after an evaluation whose config
+    says no evaluation of the task follows, the next one starts both clients anew (the baseline's
+    too); kept warm, a re-evaluation takes only the candidate's."""
+    from cuda_agent.evaluation import evaluate
+
+    ws = make_workspace()
+    cold = fast_config.model_copy(update={"keep_task_warm": False})
+    roles = []
+    for cfg in (fast_config, fast_config, cold, fast_config):
+        result = evaluate(ws, cfg)
+        assert result.correct, result.reason
+        roles.append(sorted(c.get("role", "?") for c in result.judge.get("clients", [])))
+    assert roles[1] == ["candidate"]  # warm: the baseline client kept
+    assert roles[2] == ["candidate"]  # still warm for the last one itself
+    assert roles[3] == ["baseline", "candidate"]  # forgotten once it answered

@@ -176,7 +176,7 @@ class RunInfo(BaseModel):
     def fingerprint(self) -> dict[str, Any]:
         """The parts that must match for a resumed run to continue the same measurement."""
         return {"suite": self.suite, "solutions": self.solutions, "policy": self.policy, "backend": self.backend,
-                "config": self.config.model_dump(mode="json", exclude={"cache_dir", "prespawn_worker"}),
+                "config": self.config.model_dump(mode="json", exclude={"cache_dir", "prespawn_worker", "keep_task_warm"}),
                 "tasks": self.tasks, "precision": self.precision, "samples": self.samples}
 
 

@@ -82,7 +82,7 @@ def run_benchmark(suite: Suite, out: str | Path, pool: Pool, *, backend: str, co
                     continue
                 jobs.append(Job(task=task, backend=backend, config=config, candidate=candidate, sample=sample))
         seen: set[str] = set()
-        for i in reversed(range(len(jobs))):  # a task's samples after the first keep its judge state warm
+        for i in reversed(range(len(jobs))):  # a task's jobs before its last keep its judge state warm
             jobs[i] = jobs[i].model_copy(update={"task_ends": jobs[i].task.name not in seen})
             seen.add(jobs[i].task.name)
         if jobs:
