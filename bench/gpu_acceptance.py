@@ -292,6 +292,19 @@ def _at_the_bar(repeats: list[tuple[int, dict]], margin: float = 0.05) -> bool:
                for lo, hi in [interval.get(base) or (0, 0)])
 
 
+def src_digest(root: Path = HERE.parent / "src" / "cuda_agent") -> str:
+    """A digest of the code that ran (every file under src/, by path and bytes): the device's copy of
+    the tree has the working files but not always their git history (a session's runs all read its
+    base commit from `git rev-parse`), so a run is matched to a commit by computing this there."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+                       and p.suffix != ".pyc"):
+        h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
 def summarise(log: Log, out: Path) -> dict:
     rows = [r for r in log.rows if "reward" in r]
     honest = [r for r in rows if r["step"] in ("examples", "triton", "paper", "latency", "kb")]
@@ -332,6 +345,8 @@ def summarise(log: Log, out: Path) -> dict:
         "reward_changed_within_noise": sorted(k for k, v in repeats.items() if len({r for r, _ in v}) > 1
                                               and _at_the_bar(v)),
         "failures": [f"{r['step']}:{r['name']}: {r.get('reason', '')[:160]}" for r in false_neg][:20],
+        "src_digest": src_digest(),  # at a commit: python -c "import sys; sys.path[:0] = ['bench']; import
+        # gpu_acceptance as g; print(g.src_digest())"
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     return summary
