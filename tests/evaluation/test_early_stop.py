@@ -153,12 +153,15 @@ def test_the_rounds_stop_at_the_laxer_stops_rounds_and_at_the_looks():
     assert FUTILE_SHARE < EARLY_SHARE
 
 
-@pytest.mark.parametrize("round_share, stops_at", [(0.03, 8), (0.01, 16), (0.001, 152)])
-def test_the_timing_loop_stops_by_the_share_of_its_budget_spent(monkeypatch, round_share, stops_at):
+@pytest.mark.parametrize("calls, round_share, stops_at", [(2, 0.03, 8), (1, 0.03, 12), (1, 0.01, 16), (2, 0.001, 152)])
+def test_the_timing_loop_stops_by_the_share_of_its_budget_spent_and_the_calls_compared(monkeypatch, calls, round_share,
+                                                                                        stops_at):
     """`Judge._time` itself, its sessions stubbed and its clock faked: at parity with wide rounds the
-    laxer stop ends the rounds at its first round past FUTILE_SHARE of the budget (8 where a round is
-    3% of it; 16 where it is 1%: 8 and 12 came too soon; 152 where it is 0.1%: its first round past 150).
-    A loop that passed no share would stop them all at round 8."""
+    laxer stop ends the rounds at its first round past FUTILE_SHARE of the budget, never before round 8
+    nor before FUTILE_CALLS (12) of the candidate's calls were compared: 8 where a round is 3% of the
+    budget and holds 2 calls, 12 where it holds one (red team round 3's a8, exact for 16 calls, was
+    never caught at 8); 16 where a round is 1% of it (8 and 12 came too soon); 152 at 0.1% (its first
+    round past 150). A loop that passed no share would stop them all at round 8."""
     import types
 
     from cuda_agent.evaluation import judge as judge_module
@@ -169,7 +172,7 @@ def test_the_timing_loop_stops_by_the_share_of_its_budget_spent(monkeypatch, rou
     cfg = EvalConfig(backend="cpu", timing=TimingConfig(budget_s=1.0, min_trials=30, warmup_ms=0))
 
     class Session:
-        m, last_ms, compiles = 1, 1.0, False
+        m, last_ms, compiles = calls, 1.0, False
 
         def warm_up(self, *args, **kwargs):
             pass

@@ -73,7 +73,10 @@ FUTILE_LEVEL = 0.9  # ... or once eager's interval at this laxer confidence lies
 FUTILE_EVERY = 4  # rate is spent on it. `bench/early_stop_power.py`: at parity, 44% fewer rounds over its grid
 FUTILE_FROM = 8  # the laxer stop's first round (before the first look; below `floor_trials`: it only ever says "not
 FUTILE_SHARE = 0.15  # faster"), once this share of the budget is spent: the shortest conv nets' 12 rounds were
-# ~0.1 s of a new task's ~1.3 s (issue 23's 1.5x the naive harness)
+# ~0.1 s of a new task's ~1.3 s (issue 23's 1.5x the naive harness) ...
+FUTILE_CALLS = 12  # ... and once the timed rounds have compared this many of the candidate's calls, as many as the
+# first look did with one call a round: a kernel exact for its first 16 calls and wrong after (red team round 3's
+# adaptive a8) made 6 verification, 2 warm-up and 8 timed calls, all exact, and kept reward 1 where it was -1
 STACKED_ELEMENTS = 1 << 25  # a timed batch's outputs compared as one stack up to this (verify.CHUNK_ELEMENTS: a slab)
 OVERLAP_CHUNK = 1 << 20  # elements whose bytes the overlap check lists at a time (`_really_overlap`)
 INPUTS_MOVE_DRAWS = 16  # draws more that confirm a task's integer inputs ignore the seed (`_check_inputs_move`)
@@ -1964,6 +1967,7 @@ class Judge:
             else cfg.timing.floor_trials
         soft_end = time.monotonic() + cfg.timing.budget_s
         began = time.monotonic()
+        futile_first = max(FUTILE_FROM, -(-FUTILE_CALLS // m))  # rounds that compare FUTILE_CALLS calls, from 8
         looks = EARLY_LOOKS if cfg.timing.early_stop else ()
         level = 1 - (1 - cfg.timing.confidence) / (len(looks) + 1)  # each look, and the last round, get a share
         futile_level = FUTILE_LEVEL if futile_stop else None
@@ -1974,7 +1978,7 @@ class Judge:
             if r + 1 >= fewest and time.monotonic() > soft_end:
                 break
             spent = (time.monotonic() - began) / cfg.timing.budget_s
-            if may_stop(samples, r + 1, looks, cfg.margin, level, futile_level, spent=spent):
+            if may_stop(samples, r + 1, looks, cfg.margin, level, futile_level, first=futile_first, spent=spent):
                 break
         cand.watch("time", force=True)
         clock.mark("time")
