@@ -150,6 +150,6 @@ def test_every_round_draws_its_values_seed_on_its_own(judge, tmp_path, cache_dir
     monkeypatch.setattr(judge_module.Judge, "_round", recording)
     answer = judge.evaluate(workspace_request(tmp_path, cache_dir, fast_config, LINEAR_NORM_TASK, "linear_norm"))
     assert answer.correct, answer.reason
-    assert len(seeds) >= 10
+    assert len(seeds) >= judge_module.FUTILE_FROM  # the fewest rounds any stop allows
     steps = {b - a for a, b in zip(seeds, seeds[1:])}
     assert steps != {1} and len(set(seeds)) == len(seeds)

@@ -19,8 +19,8 @@ class TimingConfig(BaseModel):
                               "models (an early stop's own rule decides when it may come)")
     early_stop: bool = Field(default=True, description="stop at a look (12, 24, 48 ... 768 rounds, a quarter of the budget "
                              "spent) once every 'faster' decision is settled at a confidence shared out over the "
-                             "looks (Bonferroni), or once eager's bar is out of reach at a laxer one (from round 8 "
-                             "and 15% of the budget; only ever a 'not faster': `judge.FUTILE_LEVEL`)")
+                             "looks (Bonferroni), or once eager's bar is out of reach at a laxer one (from round 8, "
+                             "15% of the budget and 12 calls compared; only ever a 'not faster': `judge.FUTILE_LEVEL`)")
     input_set_bytes: int = Field(default=1 << 29, description="cap on memory for a batch's inputs and outputs (held "
                                  "by the judge, each client's arena and the candidate's snapshot: 3x each). At 1 GiB "
                                  "level2/12_Gemm_Multiply_LeakyReLU took 4 calls per interval and 3.1x the naive "
