@@ -9,7 +9,9 @@ spread 0.47-3.54 on an H100), runs until its budget allows `n_max` rounds, looks
 policy adds may only stop for "not faster" (`judge.futile`), so the false "faster" rate cannot
 rise; what it may cost is honest speed not credited, which this measures. Policies: "now" (the
 strict looks alone, the rule before), "futile_L" (the laxer stop at the looks only) and
-"futile_L_every_N" (also every N rounds after the first look: the judge's rule at the defaults).
+"futile_L_every_N_from_F_share_S" (also every N rounds from round F, once share S of the budget is spent:
+the judge's rule is F = 8 for a task with two or more calls a round and F = 12 with one, `judge.FUTILE_CALLS`;
+both are printed).
 
     python bench/early_stop_power.py --out bench/results/early_stop_power_<date>
 """
