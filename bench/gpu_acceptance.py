@@ -88,23 +88,21 @@ def evaluate_row(step: str, name: str, ws, cfg) -> dict:
             "judge": res.judge, "device_used_before_gib": before, "device_used_after_gib": device_used_gib()}
 
 
-def example_workspaces(step: str, language: str, only: list[str] | None = None) -> list[tuple[str, object, dict]]:
-    """(name, workspace, config overrides) per bundled example with a solution of this kind;
-    step 'paper' gives the cuda_* variants (cuBLAS, cuDNN) under the paper rules profile."""
-    from cuda_agent.evaluation import EvalConfig
+def example_workspaces(step: str) -> list[tuple[str, object, dict]]:
+    """(name, workspace, config overrides) per bundled example with a solution for `step`: 'examples'
+    (CUDA), 'triton', or 'paper' (the cuda_* variants, cuBLAS and cuDNN, under the paper rules profile)."""
     from cuda_agent.examples import list_examples
     from cuda_agent.workspace import create_workspace
 
     root = Path(tempfile.mkdtemp(prefix=f"acc-{step}-"))
     made = []
+    language = "triton" if step == "triton" else "cpp"
     for ex in list_examples():
-        if only and ex.name not in only:
-            continue
         if step == "paper":
             for variant in sorted(d.name for d in ex.root.iterdir() if d.is_dir() and d.name.startswith("cuda_")):
                 ws = create_workspace(ex.task, root / f"{ex.name}-{variant}", "cuda")
                 ex.install_solution(ws.root, variant)
-                made.append((f"{ex.name}:{variant}", ws, {"rules": "paper"} if "rules" in EvalConfig.model_fields else {}))
+                made.append((f"{ex.name}:{variant}", ws, {"rules": "paper"}))
             continue
         if language == "triton" and not (ex.root / "triton").is_dir():
             continue
@@ -153,8 +151,7 @@ def run_examples(log: Log, step: str, made: list[tuple[str, object, dict]], repe
             if time.monotonic() > deadline:
                 log.add({"step": step, "name": name, "skipped": "out of time"})
                 return
-            row = evaluate_row(step, name, ws, gpu_config(**over))
-            log.add({**row, "repeat": i} if step != "paper" else row)
+            log.add({**evaluate_row(step, name, ws, gpu_config(**over)), "repeat": i})
 
 
 def run_latency(log: Log, repeats: int, deadline: float) -> None:
@@ -293,16 +290,13 @@ def _at_the_bar(repeats: list[tuple[int, dict]], margin: float = 0.05) -> bool:
 
 
 def src_digest(root: Path = HERE.parent / "src" / "cuda_agent") -> str:
-    """A digest of the code that ran (every file under src/, by path and bytes): the device's copy of
-    the tree has the working files but not always their git history (a session's runs all read its
-    base commit from `git rev-parse`), so a run is matched to a commit by computing this there."""
-    import hashlib
+    """A digest of the code that ran (every file under src/cuda_agent, by path and bytes): the device's
+    copy of the tree has the working files but not always their git history (a session's runs all read
+    its base commit from `git rev-parse`), so a run is matched to a commit by computing this there."""
+    from cuda_agent.backends.base import digest
 
-    h = hashlib.sha256()
-    for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts
-                       and p.suffix != ".pyc"):
-        h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()[:16]
+    files = sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
+    return digest(*(part for p in files for part in (str(p.relative_to(root)), p.read_bytes())))[:16]
 
 
 def summarise(log: Log, out: Path) -> dict:
@@ -375,9 +369,7 @@ def main() -> None:
     log = Log(args.out)
     log.add({"step": "gpu", "name": subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
                                                      "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()})
-    made = {"examples": example_workspaces("examples", "cpp") if "examples" in steps else [],
-            "triton": example_workspaces("triton", "triton") if "triton" in steps else [],
-            "paper": example_workspaces("paper", "cpp") if "paper" in steps else []}
+    made = {step: example_workspaces(step) if step in steps else [] for step in ("examples", "triton", "paper")}
     if made["examples"] or made["paper"]:
         prebuild(log, [made["examples"], made["paper"]])
     if "examples" in steps:

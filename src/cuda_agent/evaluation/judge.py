@@ -1965,9 +1965,8 @@ class Judge:
         # or floor_trials where a round is too slow for that
         fewest = cfg.timing.min_trials if round_ms * cfg.timing.min_trials <= cfg.timing.budget_s * 1000 \
             else cfg.timing.floor_trials
-        soft_end = time.monotonic() + cfg.timing.budget_s
         began = time.monotonic()
-        futile_first = max(FUTILE_FROM, -(-FUTILE_CALLS // m))  # rounds that compare FUTILE_CALLS calls, from 8
+        soft_end = began + cfg.timing.budget_s
         looks = EARLY_LOOKS if cfg.timing.early_stop else ()
         level = 1 - (1 - cfg.timing.confidence) / (len(looks) + 1)  # each look, and the last round, get a share
         futile_level = FUTILE_LEVEL if futile_stop else None
@@ -1978,7 +1977,7 @@ class Judge:
             if r + 1 >= fewest and time.monotonic() > soft_end:
                 break
             spent = (time.monotonic() - began) / cfg.timing.budget_s
-            if may_stop(samples, r + 1, looks, cfg.margin, level, futile_level, first=futile_first, spent=spent):
+            if may_stop(samples, r + 1, looks, cfg.margin, level, futile_level, spent=spent, calls_per_round=m):
                 break
         cand.watch("time", force=True)
         clock.mark("time")
@@ -2074,15 +2073,19 @@ def futile(samples: dict[str, list[float]], margin: float, level: float | None) 
 
 def may_stop(samples: dict[str, list[float]], rounds: int, looks: tuple[int, ...], margin: float, level: float,
              futile_level: float | None, every: int | None = FUTILE_EVERY, first: int = FUTILE_FROM,
-             spent: float = 1.0, futile_share: float = FUTILE_SHARE, strict_share: float = EARLY_SHARE) -> bool:
+             spent: float = 1.0, futile_share: float = FUTILE_SHARE, strict_share: float = EARLY_SHARE,
+             calls_per_round: int | None = None) -> bool:
     """Whether the timed rounds may end after `rounds` of them, `spent` the share of the timing budget's
     wall time gone: once eager's bar is out of reach (`futile`), asked at round `first` and every `every`
     after it and at the looks, past `futile_share` of the budget (`every` None: at the looks only, a
-    policy `bench/early_stop_power.py` compares; `futile_level` None: never); and at a look once every
-    decision is `settled`, past `strict_share` (drift averages over it). No early stop at all without
-    looks (`TimingConfig.early_stop` off)."""
+    policy `bench/early_stop_power.py` compares; `futile_level` None: never), and not before the rounds
+    compared FUTILE_CALLS of the candidate's calls (`calls_per_round`; None: rounds alone, as the
+    simulation counts them); and at a look once every decision is `settled`, past `strict_share` (drift
+    averages over it). No early stop at all without looks (`TimingConfig.early_stop` off)."""
     if not looks:
         return False
+    if calls_per_round:
+        first = max(first, -(-FUTILE_CALLS // calls_per_round))
     asked = rounds in looks or (every is not None and rounds >= first and (rounds - first) % every == 0)
     if spent > futile_share and asked and futile(samples, margin, futile_level):
         return True
