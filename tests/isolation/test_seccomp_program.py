@@ -201,6 +201,16 @@ def test_newer_flag_calls_self_resuming_signals_and_batched_io_are_refused(x86: 
         assert run(aarch64, nr, arch=AUDIT_AARCH64) == EPERM, nr
 
 
+def test_the_parent_death_signal_stays_the_sandboxs(x86: list) -> None:
+    """Red team round 28: prctl(PR_SET_PDEATHSIG, SIGCONT or 0) replaced the SIGKILL the sandbox set,
+    so a candidate could outlive a judge that died. Other prctl calls stay allowed (thread names, the
+    speculation controls torch and the driver read)."""
+    assert run(x86, 157, (1, 18)) == EPERM  # PR_SET_PDEATHSIG
+    for option in (2, 15, 16, 38, 52):  # PR_GET_PDEATHSIG, PR_SET_NAME, PR_GET_NAME, NO_NEW_PRIVS, GET_SPECULATION_CTRL
+        assert run(x86, 157, (option, 0)) == ALLOW, option
+    assert run(seccomp_program("aarch64", OWN), 167, (1, 18), arch=AUDIT_AARCH64) == EPERM
+
+
 def test_foreign_abis_kill_the_process(x86: list) -> None:
     assert run(x86, 0, arch=AUDIT_I386) == KILL             # int 0x80 from a 64-bit process
     assert run(x86, 41, arch=AUDIT_I386) == KILL

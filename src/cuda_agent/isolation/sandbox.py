@@ -597,6 +597,10 @@ _DENY_IOCTLS = (_TIOCSTI, _TIOCLINUX, 0x40086602, 0x40046602, 0x40087602, 0x4004
 # the signal sent for I/O on a descriptor (round 12, s1)
 _DENY_FCNTLS = (1024, 1026, 10)  # F_SETLEASE, F_NOTIFY, F_SETSIG (a signal of its choosing on I/O: SIGCONT)
 _FCNTL = {"x86_64": 72, "aarch64": 25}
+# prctl: the parent-death signal the sandbox set (SIGKILL with the judge): replaced (by SIGCONT, or 0) it let a
+# candidate outlive a judge that died (red team round 28)
+_DENY_PRCTLS = (1,)  # PR_SET_PDEATHSIG
+_PRCTL = {"x86_64": 157, "aarch64": 167}
 _RET_ALLOW, _RET_KILL_PROCESS, _RET_ERRNO = 0x7FFF0000, 0x80000000, 0x00050000
 _LD_ABS, _JEQ, _JGE, _JSET, _RET, _JA = 0x20, 0x15, 0x35, 0x45, 0x06, 0x05
 # the calls a busy kernel, allocator or thread pool makes most (futex, mmap, ...), allowed first:
@@ -625,8 +629,9 @@ def seccomp_program(machine: str, own_pid: int, allow_processes: bool = False) -
     """The classic-BPF filter, as (code, jt, jf, k): a foreign syscall ABI kills the process
     (int 0x80 on x86-64, x32); the calls above fail with EPERM; clone only makes threads
     (no new process, no namespace), clone3 is ENOSYS so glibc falls back to clone; signals
-    go only to this process; no terminal injection, inode-flag or filesystem-freeze ioctls and no
-    file leases (`_DENY_IOCTLS`, `_DENY_FCNTLS`); everything else is allowed.
+    go only to this process; no terminal injection, inode-flag or filesystem-freeze ioctls, no
+    file leases and no new parent-death signal (`_DENY_IOCTLS`, `_DENY_FCNTLS`, `_DENY_PRCTLS`);
+    everything else is allowed.
     `allow_processes`: the loading-time variant for JIT languages, which also lets the
     process fork and exec (Landlock limits what it may execute); stack the strict one after."""
     arch, _, nr_clone, nr_clone3, nr_ioctl = _SECCOMP[machine]
@@ -656,8 +661,9 @@ def seccomp_program(machine: str, own_pid: int, allow_processes: bool = False) -
         # a vfork-style thread: its parent waits in an uninterruptible sleep that SIGSTOP does not reach
         prog += [(_JEQ, 0, 5, nr_clone), (_LD_ABS, 0, 0, _ARG0_OFF), (_JSET, 2, 0, _CLONE_NEW_NAMESPACES | _CLONE_VFORK),
                  (_JSET, 0, 1, _CLONE_THREAD), (_RET, 0, 0, _RET_ALLOW), (_RET, 0, 0, eperm)]
-    for nr, commands in ((nr_ioctl, _DENY_IOCTLS), (_FCNTL[machine], _DENY_FCNTLS)):  # by their command
-        prog += [(_JEQ, 0, len(commands) + 3, nr), (_LD_ABS, 0, 0, _ARG1_OFF)]
+    for nr, arg, commands in ((nr_ioctl, _ARG1_OFF, _DENY_IOCTLS), (_FCNTL[machine], _ARG1_OFF, _DENY_FCNTLS),
+                              (_PRCTL[machine], _ARG0_OFF, _DENY_PRCTLS)):  # by their command
+        prog += [(_JEQ, 0, len(commands) + 3, nr), (_LD_ABS, 0, 0, arg)]
         prog += [(_JEQ, len(commands) - i, 0, cmd) for i, cmd in enumerate(commands)]
         prog += [(_RET, 0, 0, _RET_ALLOW), (_RET, 0, 0, eperm)]
     return prog + [(_RET, 0, 0, _RET_ALLOW)]
