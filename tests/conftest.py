@@ -61,6 +61,24 @@ extern "C" void relu_kernel(const float* x, float* y, int64_t n) {
 '''
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Where bubblewrap cannot seal bash (a machine without it), the agent's and training's tests run
+    bash unsealed, as an operator there would (CUDA_AGENT_SEAL=0): they test the loop, not the seal.
+    The seal's own tests skip, saying so; the refusal without it is tested with the seal asked for."""
+    from cuda_agent.agent import shell
+
+    if shell.SEAL_ENV not in os.environ and shell.bwrap_problem():
+        os.environ[shell.SEAL_ENV] = "0"
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    from cuda_agent.agent import shell
+
+    if shell.seal_by_default():
+        return None
+    return f"agent bash unsealed ({shell.SEAL_ENV}=0): {shell.bwrap_problem() or 'set by the caller'}"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if torch.cuda.is_available():
         return

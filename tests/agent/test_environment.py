@@ -67,6 +67,7 @@ def test_a_given_workspace_stays_and_failed_setup_leaves_nothing(tmp_path: Path,
         raise shell.ShellUnavailable("the sealed bash tool needs bubblewrap")
 
     monkeypatch.setattr(shell, "bwrap_path", missing)
+    monkeypatch.delenv(shell.SEAL_ENV, raising=False)  # sealed by default, as on a machine set up in full
     with pytest.raises(shell.ShellUnavailable):
         Environment.fresh(RELU, "cpu", workdir=tmp_path / "sealed")
     assert not any((tmp_path / "sealed").iterdir())

@@ -7,17 +7,17 @@ is missing the seal test skips, saying so; the executor's one-line refusal is te
 
 from __future__ import annotations
 
-import shutil
 import uuid
 from pathlib import Path
 
 import pytest
 
 from cuda_agent.agent import shell as shell_mod
-from cuda_agent.agent.shell import ShellUnavailable
-from cuda_agent.agent.tools import ToolExecutor
+from cuda_agent.agent.shell import ShellConfig, ShellUnavailable
+from cuda_agent.agent.tools import ToolConfig, ToolExecutor
 
 REPO = Path(__file__).resolve().parents[2]
+SEALED = ToolConfig(shell=ShellConfig(seal=True))  # whatever CUDA_AGENT_SEAL says: the seal is what is tested
 SECRET = f"decoy-{uuid.uuid4().hex}"
 
 
@@ -38,13 +38,13 @@ def decoys(tmp_path: Path, cache_dir: Path):
         p.unlink(missing_ok=True)
 
 
-@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed (a system package: "
-                    "apt-get install bubblewrap; README)")
+@pytest.mark.skipif(shell_mod.bwrap_problem() is not None, reason="bubblewrap cannot seal here (a system "
+                    "package: apt-get install bubblewrap; README)")
 def test_bash_sees_the_workspace_and_toolchain_only(tmp_path: Path, decoys: dict[str, Path]):
     ws = tmp_path / "episodes" / "mine" / "workspace"
     ws.mkdir(parents=True)
     (ws / "mine.txt").write_text("my own file")
-    ex = ToolExecutor(ws)
+    ex = ToolExecutor(ws, config=SEALED)
     try:
         assert ex.shell.confinement["sealed"] == "bubblewrap"
         for where, path in {**decoys, "repository": REPO / "README.md", "shadow": Path("/etc/shadow")}.items():
@@ -72,4 +72,20 @@ def test_without_bubblewrap_the_shell_refuses_with_the_fix(tmp_path: Path, monke
     monkeypatch.setattr(shell_mod, "_BWRAP_OK", {})
     monkeypatch.setattr(shell_mod.shutil, "which", lambda name, *a, **k: None)
     with pytest.raises(ShellUnavailable, match="apt-get install bubblewrap"):
-        ToolExecutor(tmp_path)
+        ToolExecutor(tmp_path, config=SEALED)
+
+
+def test_the_operator_turns_the_seal_off_by_name_only(monkeypatch: pytest.MonkeyPatch):
+    """CUDA_AGENT_SEAL=0 changes every default (the tool's, the agent's, training's); an explicit
+    setting wins; unset or anything else, bash is sealed. A missing bubblewrap changes nothing."""
+    from cuda_agent.agent.loop import AgentConfig
+    from cuda_agent.train.config import RLConfig
+
+    monkeypatch.setattr(shell_mod, "_BWRAP_OK", {"path": None, "problem": "no bubblewrap"})
+    for value, sealed in [(None, True), ("1", True), ("yes", True), ("0", False), ("off", False), (" False ", False)]:
+        if value is None:
+            monkeypatch.delenv(shell_mod.SEAL_ENV, raising=False)
+        else:
+            monkeypatch.setenv(shell_mod.SEAL_ENV, value)
+        assert (ShellConfig().seal, AgentConfig().seal_shell, RLConfig().seal_shell) == (sealed,) * 3, value
+    assert ShellConfig(seal=True).seal and AgentConfig(seal_shell=True).tool_config().shell.seal

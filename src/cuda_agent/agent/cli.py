@@ -66,8 +66,9 @@ def optimize(
                                           "tokens) on top of the built-in one"),
     system_prompt: Optional[Path] = typer.Option(None, help="system-prompt template file ($skill, $task, $backend, "
                                                  "$task_name)"),
-    seal: bool = typer.Option(True, "--seal/--no-seal", help="run the agent's bash in its own mount view "
-                              "(bubblewrap); --no-seal only for machines without it"),
+    seal: Optional[bool] = typer.Option(None, "--seal/--no-seal", help="run the agent's bash in its own mount view "
+                                        "(bubblewrap; default: yes, unless CUDA_AGENT_SEAL=0); --no-seal only for "
+                                        "machines without it"),
 ) -> None:
     """Run the agent: each episode ends with a verified reward; best kernels are kept."""
     _quiet_progress_bars_in_logs()
@@ -97,7 +98,8 @@ def optimize(
                        nudges=nudges if nudges is not None else (2 if pcfg.kind == "local" else 0),
                        max_seconds=max_seconds, max_total_tokens=max_total_tokens, max_cost_usd=max_cost or None,
                        price_table=str(prices) if prices else None,
-                       system_prompt=str(system_prompt) if system_prompt else None, seal_shell=seal)
+                       system_prompt=str(system_prompt) if system_prompt else None,
+                       **({} if seal is None else {"seal_shell": seal}))
     try:  # a bad template or price table, or a budget without a price, fails before any episode
         if acfg.system_prompt:
             load_template(acfg.system_prompt)

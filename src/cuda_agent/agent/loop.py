@@ -31,7 +31,7 @@ from .journal import JOURNAL, Journal, load_journal
 from .policies.base import ContextOverflow, Policy, PolicyError, PolicyReply
 from .prices import Price, load_table, price_for
 from .prompts import NUDGE_MESSAGE, initial_messages, load_template
-from .shell import ShellConfig
+from .shell import ShellConfig, seal_by_default
 from .snapshots import BestState, Trigger, candidate_files, candidate_hash, eval_trigger, improves, restore_snapshot
 from .limits import EVAL_MAX_TURNS
 from .tools import TOOL_NAMES, TOOLS, ToolConfig
@@ -59,8 +59,9 @@ class AgentConfig(BaseModel):
     bash_timeout_s: float = Field(default=300.0, gt=0)
     max_tool_output_chars: int = Field(default=30_000, ge=1000)
     eval: EvalConfig = Field(default_factory=EvalConfig, description="final and snapshot evaluations")
-    seal_shell: bool = Field(default=True, description="bash in its own mount view (bubblewrap): the workspace and "
-                             "the toolchain, nothing else of the host")
+    seal_shell: bool = Field(default_factory=seal_by_default, description="bash in its own mount view (bubblewrap): "
+                             "the workspace and the toolchain, nothing else of the host (default: yes, unless "
+                             "CUDA_AGENT_SEAL=0)")
     isolate_network: bool = Field(default=True, description="bash without network, where the OS allows")
     restrict_writes: bool = Field(default=True, description="unsealed bash: writes only inside the workspace (Landlock)")
     max_seconds: float | None = Field(default=None, gt=0, description="wall-clock budget of the episode (checked "

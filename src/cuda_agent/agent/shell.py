@@ -28,13 +28,20 @@ from ..isolation.processes import PDEATHSIG_PREFIX, remove_tree
 
 _CONFINE = Path(confine.__file__)
 AGENT_CACHE = "agent-shell"
+SEAL_ENV = "CUDA_AGENT_SEAL"  # "0": bash unsealed by default, for a machine without bubblewrap (the operator's choice)
+
+
+def seal_by_default() -> bool:
+    """Whether bash is sealed unless a config says otherwise: yes, except where the operator set
+    CUDA_AGENT_SEAL=0 (never guessed from a missing bubblewrap: a missing seal is refused, not hidden)."""
+    return os.environ.get(SEAL_ENV, "1").strip().lower() not in {"0", "false", "no", "off"}
 
 
 @dataclass(kw_only=True)
 class ShellConfig:
     """How `bash` is confined. Turning a layer off is for debugging only."""
 
-    seal: bool = True  # bubblewrap mount view (see the module doc); False: namespaces + Landlock only
+    seal: bool = field(default_factory=seal_by_default)  # bubblewrap mount view (module doc); False: namespaces + Landlock
     isolate_network: bool = True
     restrict_writes: bool = True
     extra_writable: list[str] = field(default_factory=list)
@@ -173,23 +180,30 @@ def toolchain_paths() -> list[Path]:
 _BWRAP_OK: dict[str, str | None] = {}
 
 
-def bwrap_path() -> str:
-    """The bubblewrap binary, checked once per process; ShellUnavailable says how to get it."""
+def bwrap_problem() -> str | None:
+    """Why the sealed shell cannot start on this machine (None: it can), checked once per process."""
     if "path" not in _BWRAP_OK:
         path = shutil.which("bwrap")
         problem = None
         if path is None:
             problem = ("the sealed bash tool needs bubblewrap, a system package (`apt-get install bubblewrap`, "
-                       "README); seal=False (--no-seal) runs it unsealed")
+                       f"README); seal=False (--no-seal, or {SEAL_ENV}=0) runs it unsealed")
         else:
             probe = subprocess.run([path, "--ro-bind", "/", "/", "--unshare-pid", "--unshare-net", "--die-with-parent",
                                     "true"], capture_output=True, text=True, timeout=30)
             if probe.returncode != 0:
                 problem = (f"bubblewrap cannot create its sandbox here: {probe.stderr.strip()[:200]} (needs root or "
-                           "unprivileged user namespaces); seal=False (--no-seal) runs the bash tool unsealed")
+                           f"unprivileged user namespaces); seal=False (--no-seal, or {SEAL_ENV}=0) runs the bash "
+                           "tool unsealed")
         _BWRAP_OK["path"], _BWRAP_OK["problem"] = path, problem
-    if _BWRAP_OK["problem"]:
-        raise ShellUnavailable(_BWRAP_OK["problem"])
+    return _BWRAP_OK["problem"]
+
+
+def bwrap_path() -> str:
+    """The bubblewrap binary; ShellUnavailable says how to get it."""
+    problem = bwrap_problem()
+    if problem:
+        raise ShellUnavailable(problem)
     return str(_BWRAP_OK["path"])
 
 

@@ -12,6 +12,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..agent.limits import TRAIN_MAX_TURNS
+from ..agent.shell import seal_by_default
 from ..evaluation import EvalConfig, TimingConfig
 
 
@@ -116,8 +117,9 @@ class RLConfig(_Cfg):
     save_total_limit: int | None = 3
     resume: bool = True
     workdir: str | None = Field(default=None, description="where episode workspaces live (default: temp)")
-    seal_shell: bool = Field(default=True, description="the episodes' bash in its own mount view (bubblewrap); false "
-                             "where bubblewrap is missing: namespaces + Landlock (the judge still sandboxes candidates)")
+    seal_shell: bool = Field(default_factory=seal_by_default, description="the episodes' bash in its own mount "
+                             "view (bubblewrap; default: yes, unless CUDA_AGENT_SEAL=0); false where bubblewrap is missing: "
+                             "namespaces + Landlock (the judge still sandboxes candidates)")
     bash_timeout_s: float = Field(default=120.0, gt=0, description="default limit of one bash call in an episode")
     max_seconds: float | None = Field(default=None, description="wall-time budget of training: it stops when one "
                                       "more step as long as the longest so far would overrun it")

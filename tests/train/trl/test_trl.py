@@ -170,6 +170,7 @@ def test_training_runs_where_bubblewrap_is_missing(tmp_path, monkeypatch):
         raise shell.ShellUnavailable("the sealed bash tool needs bubblewrap")
 
     monkeypatch.setattr(shell, "bwrap_path", missing)
+    monkeypatch.delenv(shell.SEAL_ENV, raising=False)  # sealed by default, as on a machine set up in full
     (row,) = example_solution_rows(["examples:swish"], "cpu")
     assert [c["function"]["name"] for c in row["messages"][2]["tool_calls"]][-1] == "write_file"
     tasks = resolve_tasks(["examples:swish"])
