@@ -1966,7 +1966,6 @@ class Judge:
         fewest = cfg.timing.min_trials if round_ms * cfg.timing.min_trials <= cfg.timing.budget_s * 1000 \
             else cfg.timing.floor_trials
         began = time.monotonic()
-        soft_end = began + cfg.timing.budget_s
         looks = EARLY_LOOKS if cfg.timing.early_stop else ()
         level = 1 - (1 - cfg.timing.confidence) / (len(looks) + 1)  # each look, and the last round, get a share
         futile_level = FUTILE_LEVEL if futile_stop else None
@@ -1974,9 +1973,9 @@ class Judge:
         rng = random.Random(int.from_bytes(os.urandom(4), "little"))
         for r in range(cfg.timing.max_trials):
             self._round(state, cfg, base, cand, names, stack, positions, _round_seed(), rng, samples, r)
-            if r + 1 >= fewest and time.monotonic() > soft_end:
+            spent = (time.monotonic() - began) / cfg.timing.budget_s  # the budget's share, one clock read a round
+            if r + 1 >= fewest and spent > 1:
                 break
-            spent = (time.monotonic() - began) / cfg.timing.budget_s
             if may_stop(samples, r + 1, looks, cfg.margin, level, futile_level, spent=spent, calls_per_round=m):
                 break
         cand.watch("time", force=True)
@@ -2073,14 +2072,13 @@ def futile(samples: dict[str, list[float]], margin: float, level: float | None) 
 
 def may_stop(samples: dict[str, list[float]], rounds: int, looks: tuple[int, ...], margin: float, level: float,
              futile_level: float | None, every: int | None = FUTILE_EVERY, first: int = FUTILE_FROM,
-             spent: float = 1.0, futile_share: float = FUTILE_SHARE, strict_share: float = EARLY_SHARE,
-             calls_per_round: int | None = None) -> bool:
+             spent: float = 1.0, futile_share: float = FUTILE_SHARE, calls_per_round: int | None = None) -> bool:
     """Whether the timed rounds may end after `rounds` of them, `spent` the share of the timing budget's
     wall time gone: once eager's bar is out of reach (`futile`), asked at round `first` and every `every`
     after it and at the looks, past `futile_share` of the budget (`every` None: at the looks only, a
     policy `bench/early_stop_power.py` compares; `futile_level` None: never), and not before the rounds
     compared FUTILE_CALLS of the candidate's calls (`calls_per_round`; None: rounds alone, as the
-    simulation counts them); and at a look once every decision is `settled`, past `strict_share` (drift
+    simulation counts them); and at a look once every decision is `settled`, past EARLY_SHARE (drift
     averages over it). No early stop at all without looks (`TimingConfig.early_stop` off)."""
     if not looks:
         return False
@@ -2089,7 +2087,7 @@ def may_stop(samples: dict[str, list[float]], rounds: int, looks: tuple[int, ...
     asked = rounds in looks or (every is not None and rounds >= first and (rounds - first) % every == 0)
     if spent > futile_share and asked and futile(samples, margin, futile_level):
         return True
-    return spent > strict_share and rounds in looks and settled(samples, margin, level)
+    return spent > EARLY_SHARE and rounds in looks and settled(samples, margin, level)
 
 
 def _shared_core() -> int | None:
