@@ -96,6 +96,19 @@ def test_clearly_faster_with_few_rounds_needs_every_round_below() -> None:
     assert not clearly_faster([0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.96], 0.05, 0.99)
 
 
+def test_the_budgets_floor_lets_one_slow_round_pass_and_is_the_fewest_that_does() -> None:
+    """`TimingConfig.floor_trials` (where a slow model's budget ends the rounds): at the default
+    confidence, its rounds' interval leaves out the slowest one, so a clearly faster kernel with
+    one slow round (a preemption) keeps its credit; one round fewer would not (red team round 29)."""
+    from cuda_agent.evaluation.config import TimingConfig
+
+    t = TimingConfig()
+    n = t.floor_trials
+    one_slow = [0.5] * (n - 1) + [3.0]
+    assert clearly_faster(one_slow, 0.05, t.confidence)
+    assert not clearly_faster(one_slow[1:], 0.05, t.confidence)
+
+
 # ---- false calls and power over seeded draws -------------------------------------------------
 def _claims(true_ratio: float, draws: int, seed: int, n: int = 100, noise: float = 0.05,
             confidence: float = 0.99) -> int:
