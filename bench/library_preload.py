@@ -1,7 +1,7 @@
 """Does loading cuDNN's sub-libraries in the fork server shorten a client's first convolution?
 
     for i in 1 2 3 4; do for v in none preloaded; do
-      python bench/library_preload.py --variant $v --out preload.jsonl; done; done
+      PYTHONPATH=src python bench/library_preload.py --variant $v --out preload.jsonl; done; done
 
 A client forked from the fork server pays, after its device context, cuDNN's first
 convolution (0.09-0.2 s on an H100) and cuBLAS's first matmul (0.07-0.09 s), on a new task's
@@ -22,6 +22,8 @@ import json
 import os
 import time
 from pathlib import Path
+
+from cuda_agent.evaluation.judge import warm_up_libraries  # imported before the fork, as the fork server has it
 
 
 def cudnn_libraries() -> list[str]:
@@ -56,15 +58,10 @@ def child(write_fd: int, variant: str) -> None:
     torch.empty(1, device="cuda")
     torch.cuda.synchronize()
     marks["context"] = time.perf_counter() - t
-    x = torch.ones(1, 1, 8, 8, device="cuda")
-    t = time.perf_counter()
-    torch.nn.functional.conv2d(x, torch.ones(1, 1, 3, 3, device="cuda"))
-    torch.cuda.synchronize()
-    marks["first_conv"] = time.perf_counter() - t
-    t = time.perf_counter()
-    _ = x[0, 0] @ x[0, 0]
-    torch.cuda.synchronize()
-    marks["first_matmul"] = time.perf_counter() - t
+    steps = [("start", time.perf_counter())]
+    warm_up_libraries(torch, "cuda", steps)  # the judge's own first convolution (cuDNN), then matmul (cuBLAS)
+    for (_, before), (library, at) in zip(steps, steps[1:]):
+        marks[{"cudnn": "first_conv", "cublas": "first_matmul"}[library]] = at - before
     net = torch.nn.Sequential(*[torch.nn.Conv2d(16 + 8 * i, 16 + 8 * (i + 1), 3, padding=1) for i in range(12)]).cuda()
     inp = torch.randn(4, 16, 56, 56, device="cuda")
     t = time.perf_counter()

@@ -71,7 +71,7 @@ EARLY_SHARE = 0.25  # ... and once this share of the budget's wall time is spent
 FUTILE_LEVEL = 0.8  # ... or once eager's interval at this laxer confidence lies wholly at or above 1 - margin (only
 # ever a 'not faster': `futile`), at the looks and every FUTILE_EVERY rounds after the first; no share of the error
 # rate is spent on it. `bench/early_stop_power.py`: at parity, 47% fewer rounds over its grid, no more honest speed
-# lost than at 0.9 (at most 1 evaluation in 2,000 in one cell); at 0.9, a third of level3/26_ShuffleNet's parity
+# lost than at 0.9 (at most 1 evaluation in 2,000 in one cell); at 0.9, 6 of 21 of level3/26_ShuffleNet's parity
 # evaluations on an H100 ran 24 rounds, not 12 (+0.3-0.6 s, the cost over 1.5x the naive harness)
 FUTILE_EVERY = 4  # the laxer stop asked every this many rounds
 FUTILE_FROM = 8  # the laxer stop's first round (before the first look; below `floor_trials`: it only ever says "not
